@@ -1,0 +1,66 @@
+# Two commands matter: `make book` builds the book, `make test` checks everything.
+# Both create .venv from the pinned requirements.txt on first use.
+
+PYTHON ?= $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+CHAPTERS := $(wildcard book/*.md)
+NOTEBOOKS := $(patsubst book/%.md,_build/notebooks/%.ipynb,$(CHAPTERS))
+JOBS ?= 2
+# Strict: warnings are errors, broken references are reported, all problems in one run.
+BOOK_FLAGS := -W -n --keep-going
+
+.PHONY: book test lint unit notebooks lab bench clean help
+
+help:
+	@echo "make book       build the HTML book (executes every chapter; warnings are errors)"
+	@echo "make test       ruff, the strict book build, library tests, nbval over every chapter"
+	@echo "make notebooks  .ipynb versions of the chapters in _build/notebooks/ (for classes)"
+	@echo "make lab        JupyterLab on the chapters"
+	@echo "make bench      import time, compiled formula vs numpy, widget update time"
+	@echo "make clean      remove _build/ and .venv/"
+
+$(STAMP): requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	touch $@
+
+# The execution cache is keyed on each chapter's text, not on the library it imports: drop it
+# whenever the library changes, or a chapter could show results of an older library.
+_build/.library-stamp: $(shell find lib -name '*.py') $(STAMP)
+	rm -rf _build/.jupyter_cache
+	@mkdir -p _build && touch $@
+
+book: $(STAMP) _build/.library-stamp
+	$(BIN)/jupyter-book build . $(BOOK_FLAGS)
+	@echo "Book: $(CURDIR)/_build/html/index.html"
+
+_build/notebooks/%.ipynb: book/%.md $(STAMP)
+	@mkdir -p _build/notebooks
+	$(BIN)/jupytext --quiet --to ipynb --output $@ $<
+
+notebooks: $(NOTEBOOKS)
+	@echo "Notebooks: $(CURDIR)/_build/notebooks/"
+
+lint: $(NOTEBOOKS)
+	$(BIN)/ruff check lib tests $(NOTEBOOKS)
+	$(BIN)/ruff format --check lib tests
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile lib tests
+
+# The book build comes before pytest, whose tests read the built HTML; pytest's summary is
+# the last thing printed.
+test: lint book $(NOTEBOOKS)
+	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile lib tests --nbval-lax $(NOTEBOOKS)
+
+lab: $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-lab.txt
+	$(BIN)/jupyter lab book/
+
+bench: $(STAMP)
+	$(BIN)/python tests/bench.py
+
+clean:
+	rm -rf _build $(VENV)

@@ -1,0 +1,37 @@
+"""Inference Arithmetic: the memory, compute, time and money of running a language model.
+
+>>> import inference_arithmetic as ia
+>>> from inference_arithmetic.formulas import mlp
+>>> ia.evaluate(mlp.params(), d_1=2, d_2=3, d_3=2)
+12
+
+Every formula is a SymPy expression in ``inference_arithmetic.formulas``, derived in a chapter
+of the book; ``numeric`` compiles any of them into a vectorized numpy function.
+"""
+
+from inference_arithmetic import format, formulas, symbols
+from inference_arithmetic.dtypes import DTYPE_BYTES, bytes_per_number
+from inference_arithmetic.numeric import ArgumentError, evaluate, numeric
+
+__all__ = [
+    "ArgumentError",
+    "DTYPE_BYTES",
+    "bytes_per_number",
+    "evaluate",
+    "format",
+    "formulas",
+    "numeric",
+    "symbols",
+    "widgets",
+]
+
+__version__ = "0.1.0"
+
+
+def __getattr__(name):
+    # matplotlib and ipywidgets cost about 0.3 s to import; only chapters with widgets pay it.
+    if name == "widgets":
+        import importlib
+
+        return importlib.import_module("inference_arithmetic.widgets")
+    raise AttributeError(f"module 'inference_arithmetic' has no attribute {name!r}")

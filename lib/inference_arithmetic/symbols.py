@@ -1,0 +1,125 @@
+"""The book's notation, defined once.
+
+Each symbol's *name* is the keyword argument that compiled formulas take (``batch``,
+``d_model``), so code reads like prose; its *LaTeX* is the short letter the chapters use
+(``B``, ``D``). ``NOTATION`` keeps both with a meaning and a unit, and the introduction
+prints its table from here.
+
+>>> from inference_arithmetic.symbols import B, D
+>>> B * D
+batch*d_model
+>>> import sympy
+>>> sympy.latex(B * D)
+'B D'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sympy
+
+__all__ = [
+    "NOTATION",
+    "Notation",
+    "Sym",
+    "by_name",
+    "B",
+    "T",
+    "S",
+    "D",
+    "F",
+    "L",
+    "V",
+    "H",
+    "H_kv",
+    "d_h",
+    "E",
+    "k",
+    "b",
+    "N",
+    "d_1",
+    "d_2",
+    "d_3",
+    "pi",
+    "beta",
+]
+
+
+@dataclass(frozen=True)
+class Notation:
+    """One row of the book's notation table."""
+
+    symbol: Sym
+    latex: str
+    meaning: str
+    unit: str
+
+
+NOTATION: dict[str, Notation] = {}
+
+
+class Sym(sympy.Symbol):
+    """A SymPy symbol that prints in LaTeX as the book's letter, not its Python name."""
+
+    def _latex(self, printer):
+        row = NOTATION.get(self.name)
+        return row.latex if row else printer._print_Symbol(self)
+
+
+def _define(name, latex, meaning, unit, integer=True):
+    # Sizes are positive integers; SymPy uses this to simplify (Max, sqrt) and we use it to
+    # validate numeric inputs. Bytes per number is positive but fractional (int4 is 0.5).
+    symbol = Sym(name, positive=True, integer=integer)
+    NOTATION[name] = Notation(symbol, latex, meaning, unit)
+    return symbol
+
+
+B = _define("batch", "B", "batch size: sequences processed together", "sequences")
+T = _define("seq_len", "T", "sequence length: tokens in one forward pass", "tokens")
+S = _define("context_len", "S", "context length: tokens already in the KV cache", "tokens")
+D = _define("d_model", "D", "model width (hidden size)", "numbers")
+F = _define("d_ff", "F", "feed-forward width", "numbers")
+L = _define("n_layers", "L", "number of transformer layers", "layers")
+V = _define("vocab_size", "V", "vocabulary size", "tokens")
+H = _define("n_heads", "H", "attention (query) heads", "heads")
+H_kv = _define("n_kv_heads", "H_{kv}", "key/value heads (GQA, MQA)", "heads")
+d_h = _define("d_head", "d_h", "width of one attention head", "numbers")
+E = _define("n_experts", "E", "experts in a mixture-of-experts layer", "experts")
+k = _define("n_active_experts", "k", "experts active per token", "experts")
+N = _define("n_params", "N", "number of parameters of a model", "parameters")
+b = _define(
+    "bytes_per_number",
+    "b",
+    "bytes per stored number (fp32 4, bf16 2, fp8 1, int4 0.5)",
+    "bytes",
+    integer=False,
+)
+pi = _define(
+    "flop_rate",
+    r"\pi",
+    "floating-point operations per second a device sustains",
+    "FLOP/s",
+    integer=False,
+)
+beta = _define(
+    "bandwidth",
+    r"\beta",
+    "bytes per second a device reads from its memory",
+    "B/s",
+    integer=False,
+)
+d_1 = _define("d_1", "d_1", "MLP input width", "numbers")
+d_2 = _define("d_2", "d_2", "MLP hidden width (output width of a one-layer network)", "numbers")
+d_3 = _define("d_3", "d_3", "MLP output width", "numbers")
+
+
+def by_name(name: str) -> Sym:
+    """The symbol whose keyword name is ``name``: ``by_name("batch") is B``.
+
+    Raises ``KeyError`` listing the known names when there is no such symbol.
+    """
+    try:
+        return NOTATION[name].symbol
+    except KeyError:
+        raise KeyError(f"no symbol named {name!r}; known names: {', '.join(NOTATION)}") from None

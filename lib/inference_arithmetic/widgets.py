@@ -1,0 +1,239 @@
+"""One interactive figure from a declarative description: formulas, controls, a plot.
+
+>>> from inference_arithmetic.formulas import mlp
+>>> w = formula_widget(
+...     {"inference": mlp.inference_memory(), "training": mlp.training_memory()},
+...     x="batch",
+...     controls={
+...         "batch": Range(1, 1024, 32),
+...         "d_1": Range(16, 4096, 1024, step=16),
+...         "d_2": Range(16, 16384, 4096, step=16),
+...         "d_3": Range(16, 4096, 1024, step=16),
+...         "bytes_per_number": Choice({"fp32": 4, "bf16": 2}, 4),
+...     },
+...     unit="B",
+... )
+>>> w.update(batch=64)["training"] > w.update(batch=64)["inference"]
+True
+
+Chapters describe a widget (which formulas, which symbol runs along the x-axis, one control
+per symbol); this module builds it, so no chapter repeats widget code. The x symbol's control
+moves a marker along the curves, and the readout shows every curve's value at the marker.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import sympy
+
+from inference_arithmetic import format as fmt
+from inference_arithmetic.numeric import numeric
+
+__all__ = ["Range", "Choice", "FormulaWidget", "formula_widget"]
+
+# Okabe-Ito: distinguishable with the common forms of colour blindness.
+PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"]
+
+
+@dataclass(frozen=True)
+class Range:
+    """A slider from ``min`` to ``max`` in steps of ``step``; ``log`` spaces the x-axis."""
+
+    min: float
+    max: float
+    value: float
+    step: float = 1
+    log: bool = False
+
+    def __post_init__(self):
+        if not self.min < self.max:
+            raise ValueError(f"Range needs min < max, got {self.min} and {self.max}")
+        if self.step <= 0:
+            raise ValueError(f"Range needs a positive step, got {self.step}")
+        if self.log and self.min <= 0:
+            raise ValueError(f"a log Range needs min > 0, got {self.min}")
+        if not self.min <= self.value <= self.max:
+            raise ValueError(f"Range value {self.value} is outside [{self.min}, {self.max}]")
+
+    def clamp(self, value: float) -> float:
+        value = min(max(float(value), self.min), self.max)
+        value = self.min + round((value - self.min) / self.step) * self.step
+        return min(value, self.max)
+
+    def grid(self, points: int = 200) -> np.ndarray:
+        space = np.geomspace if self.log else np.linspace
+        return np.unique([self.clamp(v) for v in space(self.min, self.max, points)])
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One of a few values: a list (a selection slider) or a mapping label -> value."""
+
+    options: Mapping[str, float] | Sequence[float]
+    value: float
+    labels: dict = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self):
+        items = (
+            dict(self.options)
+            if isinstance(self.options, Mapping)
+            else {fmt.si(v): v for v in self.options}
+        )
+        if not items:
+            raise ValueError("Choice needs at least one option")
+        if self.value not in items.values():
+            raise ValueError(f"Choice value {self.value} is not one of {list(items.values())}")
+        object.__setattr__(self, "labels", items)
+
+    def clamp(self, value: float) -> float:
+        values = list(self.labels.values())
+        return min(values, key=lambda v: abs(v - float(value)))
+
+    def grid(self, points: int = 200) -> np.ndarray:
+        return np.unique(np.asarray(list(self.labels.values()), dtype=float))
+
+
+class FormulaWidget:
+    """Controls, a plot that updates in place, and a readout; see ``formula_widget``."""
+
+    def __init__(self, curves, x, controls, unit="", value_format=None, title="",
+                 xlabel=None, ylabel=None, logx=False, logy=False):  # fmt: skip
+        self.curves = {label: sympy.sympify(expr) for label, expr in curves.items()}
+        self.x = x
+        self.specs = dict(controls)
+        needed = set().union(*(e.free_symbols for e in self.curves.values()))
+        needed_names = {s.name for s in needed}
+        missing = sorted(needed_names - set(self.specs))
+        unknown = sorted(set(self.specs) - needed_names)
+        if missing or unknown:
+            raise ValueError(
+                f"controls must match the formulas' symbols: missing {missing}, unknown {unknown}"
+            )
+        if x not in self.specs:
+            raise ValueError(f"x={x!r} must be one of the controls: {sorted(self.specs)}")
+        self.functions = {label: numeric(expr) for label, expr in self.curves.items()}
+        self.format = value_format or (lambda v: fmt.si(v, unit))
+        self.values = {name: spec.value for name, spec in self.specs.items()}
+        self._grid = self.specs[x].grid()
+        self._build_figure(title, xlabel or x, ylabel or unit, logx, logy)
+        self._widgets = None
+        self._syncing = False
+
+    def _build_figure(self, title, xlabel, ylabel, logx, logy):
+        from matplotlib.figure import Figure
+        from matplotlib.ticker import FuncFormatter
+
+        self.figure = Figure(figsize=(6.4, 3.6), dpi=100, layout="constrained")
+        ax = self.axes = self.figure.add_subplot()
+        ax.set_xscale("log" if logx else "linear")
+        ax.set_yscale("log" if logy else "linear")
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel(ylabel)
+        ax.set_title(title)
+        ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: self.format(v) if v else "0"))
+        ax.grid(True, alpha=0.3)
+        self.lines, self.markers = {}, {}
+        for i, label in enumerate(self.curves):
+            color = PALETTE[i % len(PALETTE)]
+            (self.lines[label],) = ax.plot([], [], color=color, label=label, linewidth=2)
+            (self.markers[label],) = ax.plot([], [], "o", color=color)
+        ax.legend(loc="upper left")
+
+    def evaluate(self, values: Mapping[str, float] | None = None) -> dict[str, float]:
+        """Each curve's value at the current (or given) control values."""
+        values = self.values if values is None else values
+        return {label: float(f.from_values(values)) for label, f in self.functions.items()}
+
+    def update(self, **changes) -> dict[str, float]:
+        """Set controls (clamped to their ranges), redraw, and return the readout values."""
+        for name, value in changes.items():
+            if name not in self.specs:
+                raise ValueError(f"no control named {name!r}; controls: {sorted(self.specs)}")
+            self.values[name] = self.specs[name].clamp(value)
+        if self._widgets is not None:
+            self._syncing = True  # one redraw below, not one per control moved
+            try:
+                for name, widget in self._widgets.items():
+                    widget.value = self.values[name]
+            finally:
+                self._syncing = False
+        return self.redraw()
+
+    def redraw(self) -> dict[str, float]:
+        """Recompute the curves for the current values, update the plot and the readout."""
+        current = self.evaluate()
+        sweep = {**self.values, self.x: self._grid}
+        for label, f in self.functions.items():
+            # A curve that does not depend on x is drawn flat across the sweep.
+            y = np.broadcast_to(f.from_values(sweep), self._grid.shape)
+            self.lines[label].set_data(self._grid, y)
+            self.markers[label].set_data([self.values[self.x]], [current[label]])
+        self.axes.relim()
+        self.axes.autoscale_view()
+        if self._widgets is not None:
+            self._image.value = self.png()
+            self._readout.value = self.readout_html(current)
+        return current
+
+    def png(self) -> bytes:
+        buffer = io.BytesIO()
+        self.figure.savefig(buffer, format="png")
+        return buffer.getvalue()
+
+    def readout_html(self, current: Mapping[str, float]) -> str:
+        at = f"{self.x} = {self.values[self.x]:g}"
+        rows = "".join(
+            f"<tr><td>{label}</td><td><b>{self.format(value)}</b></td></tr>"
+            for label, value in current.items()
+        )
+        return f"<table><caption>at {at}</caption>{rows}</table>"
+
+    def widget(self):
+        """The ipywidgets box (built once): controls, the plot as an image, the readout."""
+        if self._widgets is None:
+            import ipywidgets as w
+
+            self._widgets = {}
+            for name, spec in self.specs.items():
+                if isinstance(spec, Range):
+                    cls = w.IntSlider if float(spec.step).is_integer() else w.FloatSlider
+                    control = cls(min=spec.min, max=spec.max, step=spec.step, value=spec.value)
+                elif isinstance(spec.options, Mapping):
+                    control = w.ToggleButtons(options=list(spec.labels.items()), value=spec.value)
+                else:
+                    control = w.SelectionSlider(options=list(spec.labels.items()), value=spec.value)
+                control.description = name
+                control.style = {"description_width": "initial"}
+                control.observe(self._on_change(name), names="value")
+                self._widgets[name] = control
+            self._image = w.Image(format="png")
+            self._readout = w.HTML()
+            self.redraw()
+            self._box = w.VBox([w.VBox(list(self._widgets.values())), self._image, self._readout])
+        return self._box
+
+    def _on_change(self, name: str) -> Callable:
+        def handler(change):
+            if not self._syncing:
+                self.values[name] = self.specs[name].clamp(change["new"])
+                self.redraw()
+
+        return handler
+
+    def _repr_mimebundle_(self, **kwargs):
+        return self.widget()._repr_mimebundle_(**kwargs)
+
+
+def formula_widget(curves, x, controls, **options) -> FormulaWidget:
+    """A plot of ``curves`` (label -> SymPy formula) against the symbol ``x``, one control per
+    symbol (``Range`` or ``Choice``), that redraws in place when a control moves.
+
+    Options: ``unit`` or ``value_format`` (how values print), ``title``, ``xlabel``,
+    ``ylabel``, ``logx``, ``logy``. Every symbol of every formula needs a control, and every
+    control a symbol: a mismatch raises ``ValueError`` naming it.
+    """
+    return FormulaWidget(curves, x, controls, **options)
