@@ -11,7 +11,7 @@ JOBS ?= 2
 # Strict: warnings are errors, broken references are reported, all problems in one run.
 BOOK_FLAGS := -W -n --keep-going
 
-.PHONY: book test lint unit notebooks lab bench clean help
+.PHONY: book test lint format unit notebooks lab bench clean help
 
 help:
 	@echo "make book       build the HTML book (executes every chapter; warnings are errors)"
@@ -19,6 +19,7 @@ help:
 	@echo "make notebooks  .ipynb versions of the chapters in _build/notebooks/ (for classes)"
 	@echo "make lab        JupyterLab on the chapters"
 	@echo "make bench      import time, compiled formula vs numpy, widget update time"
+	@echo "make format     ruff format over the library, the tests and the chapters' code"
 	@echo "make clean      remove _build/ and .venv/"
 
 $(STAMP): requirements.txt pyproject.toml
@@ -43,9 +44,17 @@ _build/notebooks/%.ipynb: book/%.md $(STAMP)
 notebooks: $(NOTEBOOKS)
 	@echo "Notebooks: $(CURDIR)/_build/notebooks/"
 
+# The chapters' code is linted and format-checked through their generated notebooks;
+# `make format` formats the library, the tests and the chapters' code cells in place.
 lint: $(NOTEBOOKS)
 	$(BIN)/ruff check lib tests $(NOTEBOOKS)
-	$(BIN)/ruff format --check lib tests
+	$(BIN)/ruff format --check lib tests $(NOTEBOOKS)
+
+format: $(STAMP)
+	$(BIN)/ruff format lib tests
+	for chapter in $(CHAPTERS); do \
+		$(BIN)/jupytext --quiet --pipe "$(CURDIR)/$(BIN)/ruff format -" $$chapter || exit 1; \
+	done
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile lib tests
@@ -55,9 +64,16 @@ unit: $(STAMP)
 test: lint book $(NOTEBOOKS)
 	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile lib tests --nbval-lax $(NOTEBOOKS)
 
-lab: $(STAMP)
+# JupyterLab opens the chapters' .md sources as notebooks (jupytext's viewer by default).
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
+$(VENV)/.lab-installed: requirements-lab.txt $(STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-lab.txt
-	$(BIN)/jupyter lab book/
+	@mkdir -p $(dir $(LAB_SETTINGS))
+	echo '{"@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"markdown": "Jupytext Notebook", "myst": "Jupytext Notebook"}}}' > $(LAB_SETTINGS)
+	touch $@
+
+lab: $(VENV)/.lab-installed
+	$(BIN)/jupyter lab --notebook-dir=book
 
 bench: $(STAMP)
 	$(BIN)/python tests/bench.py

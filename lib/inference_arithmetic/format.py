@@ -50,14 +50,24 @@ def _scaled(value: float, base: int, prefixes: list[str], digits: int) -> tuple[
     while magnitude >= base and step < len(prefixes) - 1:
         magnitude /= base
         step += 1
-    text = f"{magnitude:.{digits}g}"
+    text = _digits(magnitude, digits)
     # Rounding can carry into the next prefix: 999.7 kB at 3 digits is 1 MB, not "1e+03 kB".
     if float(text) >= base and step < len(prefixes) - 1:
         magnitude /= base
         step += 1
-        text = f"{magnitude:.{digits}g}"
+        text = _digits(magnitude, digits)
+    if "e" in text:  # beyond the last prefix, or below one unit with no prefix to take
+        return scientific(value, digits), ""
     sign = "-" if value < 0 else ""
     return sign + text, prefixes[step]
+
+
+def _digits(magnitude: float, digits: int) -> str:
+    """``digits`` significant digits, but whole numbers up to 9999 in full (1000 KiB)."""
+    text = f"{magnitude:.{digits}g}"
+    if "e" in text and 1 <= magnitude < 10**4:
+        text = f"{magnitude:.0f}"
+    return text
 
 
 def si(value: float, unit: str = "", digits: int = 3, binary: bool = False) -> str:
@@ -93,6 +103,8 @@ def seconds(value: float, digits: int = 2) -> str:
     value = float(value)
     if not math.isfinite(value):
         raise ValueError(f"cannot format {value!r}: not a finite number")
+    if value == 0:
+        return "0 s"
     for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
         if abs(value) >= 0.1 * scale or unit == "µs":
             text = f"{value / scale:.{digits}g}"
@@ -110,7 +122,7 @@ def count(value: float, digits: int = 3) -> str:
 
 def integer(value: int) -> str:
     """An exact integer with thousands separators: ``'671,088,640'``."""
-    if isinstance(value, float) and not value.is_integer():
+    if not math.isfinite(value) or value != int(value):  # floats, numpy, SymPy alike
         raise ValueError(f"{value!r} is not a whole number")
     return f"{int(value):,}"
 

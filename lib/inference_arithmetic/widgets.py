@@ -62,7 +62,8 @@ class Range:
     def clamp(self, value: float) -> float:
         value = min(max(float(value), self.min), self.max)
         value = self.min + round((value - self.min) / self.step) * self.step
-        return min(value, self.max)
+        # 12 significant digits drop float noise: 0.1 * 3 is 0.3, not 0.30000000000000004.
+        return float(f"{min(value, self.max):.12g}")
 
     def grid(self, points: int = 200) -> np.ndarray:
         space = np.geomspace if self.log else np.linspace
@@ -71,30 +72,65 @@ class Range:
 
 @dataclass(frozen=True)
 class Choice:
-    """One of a few values: a list (a selection slider) or a mapping label -> value."""
+    """One of a few values: a list (a selection slider) or a mapping label -> value.
+
+    ``value`` is the default: one of the values, or, for a mapping, one of the labels (so
+    that ``Choice(DTYPE_BYTES, "bf16")`` starts at bf16, not at fp16 of the same size).
+    """
 
     options: Mapping[str, float] | Sequence[float]
-    value: float
+    value: float | str
     labels: dict = field(init=False, repr=False, compare=False)
+    label: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
-        items = (
-            dict(self.options)
-            if isinstance(self.options, Mapping)
-            else {fmt.si(v): v for v in self.options}
-        )
+        items = dict(self.options) if isinstance(self.options, Mapping) else _labelled(self.options)
         if not items:
             raise ValueError("Choice needs at least one option")
-        if self.value not in items.values():
-            raise ValueError(f"Choice value {self.value} is not one of {list(items.values())}")
         object.__setattr__(self, "labels", items)
+        if isinstance(self.value, str):
+            if self.value not in items:
+                raise ValueError(f"Choice label {self.value!r} is not one of {list(items)}")
+            label = self.value
+        elif self.value in items.values():
+            label = next(key for key, v in items.items() if v == self.value)
+        else:
+            raise ValueError(f"Choice value {self.value} is not one of {list(items.values())}")
+        object.__setattr__(self, "label", label)
+        object.__setattr__(self, "value", items[label])
 
-    def clamp(self, value: float) -> float:
-        values = list(self.labels.values())
-        return min(values, key=lambda v: abs(v - float(value)))
+    def label_for(self, value: float | str, current: str | None = None) -> str:
+        """The label of ``value`` (a label, or the nearest value; ``current`` if it ties)."""
+        if isinstance(value, str):
+            if value not in self.labels:
+                raise ValueError(f"{value!r} is not one of {list(self.labels)}")
+            return value
+        nearest = min(self.labels.values(), key=lambda v: abs(v - float(value)))
+        if current is not None and self.labels[current] == nearest:
+            return current
+        return next(key for key, v in self.labels.items() if v == nearest)
+
+    def clamp(self, value: float | str) -> float:
+        return self.labels[self.label_for(value)]
 
     def grid(self, points: int = 200) -> np.ndarray:
         return np.unique(np.asarray(list(self.labels.values()), dtype=float))
+
+
+def _labelled(values: Sequence[float]) -> dict[str, float]:
+    """Labels for a list of values, with as many digits as it takes to tell them apart."""
+    for digits in range(3, 16):
+        labels = {fmt.si(v, digits=digits): v for v in values}
+        if len(labels) == len(set(values)):
+            return labels
+    raise ValueError(f"Choice options must be distinct, got {list(values)}")
+
+
+def _show(value: float) -> str:
+    """A control's value for the readout: whole numbers in full up to a million."""
+    if float(value).is_integer() and abs(value) < 1e6:
+        return f"{int(value):,}"
+    return fmt.si(value)
 
 
 class FormulaWidget:
@@ -118,6 +154,8 @@ class FormulaWidget:
         self.functions = {label: numeric(expr) for label, expr in self.curves.items()}
         self.format = value_format or (lambda v: fmt.si(v, unit))
         self.values = {name: spec.value for name, spec in self.specs.items()}
+        # A Choice is set by its label: bf16 and fp16 have the same value but are two buttons.
+        self.labels = {n: s.label for n, s in self.specs.items() if isinstance(s, Choice)}
         self._grid = self.specs[x].grid()
         self._build_figure(title, xlabel or x, ylabel or unit, logx, logy)
         self._widgets = None
@@ -127,7 +165,10 @@ class FormulaWidget:
         from matplotlib.figure import Figure
         from matplotlib.ticker import FuncFormatter
 
-        self.figure = Figure(figsize=(6.4, 3.6), dpi=100, layout="constrained")
+        # Fixed margins, not a layout engine: constrained layout draws the figure twice per
+        # frame, and a slider redraw must stay well under 100 ms.
+        self.figure = Figure(figsize=(6.4, 3.6), dpi=100)
+        self.figure.subplots_adjust(left=0.16, right=0.97, bottom=0.14, top=0.9)
         ax = self.axes = self.figure.add_subplot()
         ax.set_xscale("log" if logx else "linear")
         ax.set_yscale("log" if logy else "linear")
@@ -153,15 +194,23 @@ class FormulaWidget:
         for name, value in changes.items():
             if name not in self.specs:
                 raise ValueError(f"no control named {name!r}; controls: {sorted(self.specs)}")
-            self.values[name] = self.specs[name].clamp(value)
+            self._set(name, value)
         if self._widgets is not None:
             self._syncing = True  # one redraw below, not one per control moved
             try:
                 for name, widget in self._widgets.items():
-                    widget.value = self.values[name]
+                    widget.value = self.labels.get(name, self.values[name])
             finally:
                 self._syncing = False
         return self.redraw()
+
+    def _set(self, name: str, value: float | str) -> None:
+        spec = self.specs[name]
+        if isinstance(spec, Choice):
+            self.labels[name] = spec.label_for(value, self.labels[name])
+            self.values[name] = spec.labels[self.labels[name]]
+        else:
+            self.values[name] = spec.clamp(value)
 
     def redraw(self) -> dict[str, float]:
         """Recompute the curves for the current values, update the plot and the readout."""
@@ -181,11 +230,12 @@ class FormulaWidget:
 
     def png(self) -> bytes:
         buffer = io.BytesIO()
-        self.figure.savefig(buffer, format="png")
+        # Light compression: a few kB larger, several times faster to encode.
+        self.figure.savefig(buffer, format="png", pil_kwargs={"compress_level": 1})
         return buffer.getvalue()
 
     def readout_html(self, current: Mapping[str, float]) -> str:
-        at = f"{self.x} = {self.values[self.x]:g}"
+        at = f"{self.x} = {self.labels.get(self.x) or _show(self.values[self.x])}"
         rows = "".join(
             f"<tr><td>{label}</td><td><b>{self.format(value)}</b></td></tr>"
             for label, value in current.items()
@@ -202,10 +252,12 @@ class FormulaWidget:
                 if isinstance(spec, Range):
                     cls = w.IntSlider if float(spec.step).is_integer() else w.FloatSlider
                     control = cls(min=spec.min, max=spec.max, step=spec.step, value=spec.value)
+                    if spec.max >= 1e5:  # d3-format SI prefixes: 7e10 reads "70.0G"
+                        control.readout_format = ".3s"
                 elif isinstance(spec.options, Mapping):
-                    control = w.ToggleButtons(options=list(spec.labels.items()), value=spec.value)
+                    control = w.ToggleButtons(options=list(spec.labels), value=spec.label)
                 else:
-                    control = w.SelectionSlider(options=list(spec.labels.items()), value=spec.value)
+                    control = w.SelectionSlider(options=list(spec.labels), value=spec.label)
                 control.description = name
                 control.style = {"description_width": "initial"}
                 control.observe(self._on_change(name), names="value")
@@ -219,7 +271,7 @@ class FormulaWidget:
     def _on_change(self, name: str) -> Callable:
         def handler(change):
             if not self._syncing:
-                self.values[name] = self.specs[name].clamp(change["new"])
+                self._set(name, change["new"])
                 self.redraw()
 
         return handler

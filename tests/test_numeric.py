@@ -1,0 +1,321 @@
+"""Compiled formulas: argument names, validation, broadcasting, caching, exactness."""
+
+import numpy as np
+import pytest
+import sympy
+from hypothesis import given
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+import inference_arithmetic as ia
+from inference_arithmetic.formulas import basics, mlp
+from inference_arithmetic.numeric import ArgumentError, CompiledFormula, evaluate, numeric
+from inference_arithmetic.symbols import NOTATION, B, D, L, N, T, b, d_1, d_2
+
+FORWARD = mlp.forward_flops()
+TRAINING_MEMORY = mlp.training_memory()
+PARAMETER_BYTES = mlp.inference_memory_terms()["parameters"]  # b*(d_1*d_2 + d_2*d_3): no batch
+
+GOOD = {"batch": 4, "d_1": 8, "d_2": 16, "d_3": 2}
+
+
+def _forward(batch, d_1, d_2, d_3):
+    """The MLP's forward FLOPs written out by hand: two matmuls, 2 FLOPs per multiply-add."""
+    return 2 * batch * d_1 * d_2 + 2 * batch * d_2 * d_3
+
+
+def _parameter_bytes(bytes_per_number, d_1, d_2, d_3):
+    return bytes_per_number * (d_1 * d_2 + d_2 * d_3)
+
+
+# --- arguments -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "expr", [FORWARD, TRAINING_MEMORY, PARAMETER_BYTES, L * D * T, b * N + B], ids=str
+)
+def test_args_are_the_symbol_names_sorted(expr):
+    compiled = numeric(expr)
+    names = [s.name for s in expr.free_symbols]
+    assert compiled.args == tuple(sorted(names))
+    assert list(compiled.args) == sorted(set(compiled.args))  # no duplicates
+    assert all(name in NOTATION for name in compiled.args)
+
+
+def test_parameter_bytes_take_no_batch():
+    assert numeric(PARAMETER_BYTES).args == ("bytes_per_number", "d_1", "d_2", "d_3")
+
+
+def test_argument_error_is_a_value_error_and_a_type_error():
+    assert issubclass(ArgumentError, ValueError)
+    assert issubclass(ArgumentError, TypeError)
+    assert ia.ArgumentError is ArgumentError
+    with pytest.raises(ValueError):
+        numeric(FORWARD)(batch=1, d_1=1, d_2=1)
+    with pytest.raises(TypeError):
+        numeric(FORWARD)(batch=1, d_1=1, d_2=1)
+
+
+def test_missing_argument_is_named_with_the_valid_ones():
+    with pytest.raises(ArgumentError) as info:
+        numeric(FORWARD)(batch=1, d_1=2, d_2=3)
+    message = str(info.value)
+    assert "missing d_3" in message
+    for name in numeric(FORWARD).args:
+        assert name in message
+
+
+def test_unknown_argument_is_named_with_the_valid_ones():
+    with pytest.raises(ArgumentError) as info:
+        numeric(FORWARD)(btach=1, d_1=2, d_2=3, d_3=4)
+    message = str(info.value)
+    assert "unknown btach" in message
+    assert "missing batch" in message
+    assert "batch, d_1, d_2, d_3" in message
+
+
+def test_extra_argument_is_unknown_even_when_all_needed_are_given():
+    with pytest.raises(ArgumentError, match="unknown bytes_per_number"):
+        numeric(FORWARD)(**GOOD, bytes_per_number=2)
+
+
+@pytest.mark.parametrize(
+    "name, value, reason",
+    [
+        ("batch", "bf16", "number"),
+        ("d_2", None, "number"),
+        ("d_1", [1, "x"], "number"),
+        ("batch", 0, "positive"),
+        ("d_3", -4, "positive"),
+        ("batch", np.array([1, 2, 0]), "positive"),
+        ("batch", float("nan"), "positive"),
+        ("d_1", 2.5, "whole"),
+        ("d_2", np.array(16.5), "whole"),
+        ("batch", "2", "number"),
+        ("batch", True, "number"),
+        ("batch", float("inf"), "whole"),
+    ],
+)
+def test_invalid_values_are_named(name, value, reason):
+    with pytest.raises(ArgumentError) as info:
+        numeric(FORWARD)(**{**GOOD, name: value})
+    message = str(info.value)
+    assert message.startswith(f"{name} must be")
+    assert reason in message
+
+
+def test_a_bad_array_element_is_located():
+    with pytest.raises(ArgumentError, match=r"batch must be positive, got 0\.0 at index 2"):
+        numeric(FORWARD)(**{**GOOD, "batch": np.array([1, 2, 0, 3])})
+
+
+def test_two_and_a_half_layers_are_refused():
+    with pytest.raises(ArgumentError, match="n_layers must be a whole number, got 2.5"):
+        numeric(L * D)(n_layers=2.5, d_model=4)
+    assert float(numeric(L * D)(n_layers=2.0, d_model=4)) == 8.0  # a whole float is fine
+
+
+@pytest.mark.parametrize("value", [0, -2])
+def test_bytes_per_number_must_be_positive(value):
+    with pytest.raises(ArgumentError, match="bytes_per_number must be positive"):
+        numeric(PARAMETER_BYTES)(bytes_per_number=value, d_1=1, d_2=1, d_3=1)
+
+
+@given(
+    fraction=st.floats(min_value=1e-3, max_value=64, allow_nan=False),
+    widths=st.tuples(*[st.integers(1, 10**4)] * 3),
+)
+def test_bytes_per_number_may_be_fractional(fraction, widths):
+    d_1, d_2, d_3 = widths
+    result = numeric(PARAMETER_BYTES)(bytes_per_number=fraction, d_1=d_1, d_2=d_2, d_3=d_3)
+    assert float(result) == pytest.approx(_parameter_bytes(fraction, d_1, d_2, d_3), rel=1e-12)
+
+
+def test_int4_half_a_byte_is_accepted():
+    half = numeric(PARAMETER_BYTES)(bytes_per_number=0.5, d_1=3, d_2=5, d_3=7)
+    assert float(half) == _parameter_bytes(0.5, 3, 5, 7)
+
+
+# --- values ----------------------------------------------------------------------------------
+
+
+@given(st.integers(1, 10**6), st.integers(1, 10**4), st.integers(1, 10**4), st.integers(1, 10**4))
+def test_forward_matches_a_hand_written_expression(batch, d_1, d_2, d_3):
+    result = numeric(FORWARD)(batch=batch, d_1=d_1, d_2=d_2, d_3=d_3)
+    assert float(result) == pytest.approx(_forward(batch, d_1, d_2, d_3), rel=1e-15)
+
+
+def test_scalar_inputs_give_a_scalar_float():
+    result = numeric(FORWARD)(**GOOD)
+    assert np.ndim(result) == 0
+    assert isinstance(result, float)  # a Python float or a numpy float64: both are float64
+    assert np.asarray(result).dtype == np.float64
+    assert float(result) == _forward(**GOOD)
+    assert f"{result:,.0f}" == f"{_forward(**GOOD):,}"  # prints as a number
+
+
+def test_arrays_may_sweep_sizes_smoothly():
+    # Only a single size must be whole; an array is a sweep for a plot (numeric.py documents it).
+    d_2 = np.array([16.0, 16.5, 17.0])
+    result = numeric(FORWARD)(batch=2, d_1=3, d_2=d_2, d_3=5)
+    np.testing.assert_allclose(result, _forward(2, 3, d_2, 5), rtol=1e-15)
+
+
+def test_results_are_float64_and_do_not_overflow_int64():
+    values = {"batch": 10**6, "d_1": 2 * 10**6, "d_2": 2 * 10**6, "d_3": 2 * 10**6}
+    exact = _forward(**values)  # Python ints: exact
+    assert exact > np.iinfo(np.int64).max
+    result = numeric(FORWARD)(**values)
+    assert np.asarray(result).dtype == np.float64
+    assert float(result) == pytest.approx(exact, rel=1e-15)
+    # Integer numpy arrays in, float64 out, still without wrapping around.
+    as_arrays = {name: np.array([value], dtype=np.int64) for name, value in values.items()}
+    array_result = numeric(FORWARD)(**as_arrays)
+    assert array_result.dtype == np.float64
+    assert array_result[0] == pytest.approx(exact, rel=1e-15)
+
+
+# --- broadcasting ----------------------------------------------------------------------------
+
+shapes = hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=4)
+
+
+@given(st.data())
+def test_arrays_broadcast_like_numpy(data):
+    shape = data.draw(shapes)
+    # Each argument's shape is a broadcastable part of a common shape.
+    arg_shapes = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=4, base_shape=shape))
+    arrays = {
+        name: data.draw(hnp.arrays(np.int64, arg_shape, elements=st.integers(1, 1000)))
+        for name, arg_shape in zip(
+            ("batch", "d_1", "d_2", "d_3"), arg_shapes.input_shapes, strict=True
+        )
+    }
+    result = numeric(FORWARD)(**arrays)
+    expected = _forward(**{name: a.astype(np.float64) for name, a in arrays.items()})
+    assert np.shape(result) == np.broadcast_shapes(*arg_shapes.input_shapes)
+    np.testing.assert_allclose(result, expected, rtol=1e-15)
+
+
+def test_a_batch_free_term_broadcasts_over_its_own_arguments():
+    d_2 = np.array([16, 32, 64])
+    result = numeric(PARAMETER_BYTES)(bytes_per_number=2, d_1=8, d_2=d_2, d_3=4)
+    assert result.shape == (3,)
+    np.testing.assert_array_equal(result, _parameter_bytes(2, 8, d_2, 4))
+    dtypes = np.array([[4], [2], [0.5]])
+    grid = numeric(PARAMETER_BYTES)(bytes_per_number=dtypes, d_1=8, d_2=d_2, d_3=4)
+    assert grid.shape == (3, 3)
+    np.testing.assert_array_equal(grid, _parameter_bytes(dtypes, 8, d_2, 4))
+
+
+def test_a_formula_that_compiles_to_a_constant_still_broadcasts():
+    # Unexpanded, SymPy keeps all three symbols; compiled (factor_terms), it is the constant 0.
+    expr = b * (d_1 + d_2) - b * d_1 - b * d_2
+    assert {s.name for s in expr.free_symbols} == {"bytes_per_number", "d_1", "d_2"}
+    result = numeric(expr)(bytes_per_number=2, d_1=np.arange(1, 4), d_2=np.ones((2, 1)))
+    assert result.shape == (2, 3)
+    np.testing.assert_array_equal(result, np.zeros((2, 3)))
+
+
+def test_a_formula_that_ignores_one_arguments_shape_still_broadcasts():
+    expr = B * (D + 1) - B * D  # batch, once compiled: d_model's shape must still count
+    batch, d_model = np.arange(1, 4), np.array([[8], [16]])
+    result = numeric(expr)(batch=batch, d_model=d_model)
+    assert result.shape == (2, 3)
+    np.testing.assert_array_equal(result, np.broadcast_to(batch, (2, 3)))
+
+
+def test_memory_over_a_batch_sweep_has_the_sweeps_shape():
+    batch = np.arange(1, 11)
+    result = numeric(TRAINING_MEMORY)(batch=batch, d_1=8, d_2=16, d_3=4, bytes_per_number=2)
+    assert result.shape == batch.shape
+    params = 8 * 16 + 16 * 4
+    np.testing.assert_array_equal(result, 2 * (4 * params + batch * (8 + 16 + 4)))
+
+
+# --- caching and from_values -----------------------------------------------------------------
+
+
+def test_numeric_is_cached():
+    assert numeric(FORWARD) is numeric(FORWARD)
+    assert numeric(mlp.forward_flops()) is numeric(mlp.forward_flops())  # equal expressions
+    assert numeric(FORWARD) is not numeric(TRAINING_MEMORY)
+    assert isinstance(numeric(FORWARD), CompiledFormula)
+    assert "batch" in repr(numeric(FORWARD))
+
+
+def test_from_values_picks_the_arguments_it_needs():
+    values = {**GOOD, "bytes_per_number": 2, "d_model": 4096, "unrelated": "ignored"}
+    assert numeric(FORWARD).from_values(values) == numeric(FORWARD)(**GOOD)
+    assert float(numeric(PARAMETER_BYTES).from_values(values)) == _parameter_bytes(2, 8, 16, 2)
+
+
+def test_from_values_still_raises_on_a_missing_argument():
+    with pytest.raises(ArgumentError, match="missing bytes_per_number"):
+        numeric(PARAMETER_BYTES).from_values(GOOD)
+
+
+# --- evaluate --------------------------------------------------------------------------------
+
+
+@given(st.integers(1, 10**12), st.integers(1, 10**9), st.integers(1, 10**9), st.integers(1, 10**9))
+def test_evaluate_is_exact_for_integers(batch, d_1, d_2, d_3):
+    exact = evaluate(FORWARD, batch=batch, d_1=d_1, d_2=d_2, d_3=d_3)
+    assert isinstance(exact, sympy.Integer)
+    assert int(exact) == _forward(batch, d_1, d_2, d_3)  # exact beyond float64's 2**53
+
+
+def test_evaluate_keeps_halves_exact():
+    exact = evaluate(PARAMETER_BYTES, bytes_per_number=0.5, d_1=1, d_2=1, d_3=2)
+    assert exact == sympy.Rational(3, 2)
+
+
+@pytest.mark.parametrize(
+    "values, fragment",
+    [
+        ({"batch": 1, "d_1": 2, "d_2": 3}, "missing d_3"),
+        ({**GOOD, "btach": 1}, "unknown btach"),
+        ({**GOOD, "batch": 2.5}, "batch must be a whole number"),
+        ({**GOOD, "d_1": -1}, "d_1 must be positive"),
+        ({**GOOD, "d_2": "bf16"}, "d_2 must be a number"),
+    ],
+)
+def test_evaluate_raises_argument_error_on_bad_input(values, fragment):
+    with pytest.raises(ArgumentError, match=fragment):
+        evaluate(FORWARD, **values)
+
+
+# Exact numbers that numpy stores as objects (a SymPy Integer, which is what ``evaluate``
+# returns, a SymPy Rational, a Python int of 2**64 or more) are numbers too.
+def test_exact_numbers_are_numbers():
+    n_params = evaluate(mlp.params(), d_1=2, d_2=3, d_3=2)  # Integer(12)
+    assert isinstance(n_params, sympy.Integer)
+    weights = basics.weight_bytes()  # n_params * bytes_per_number
+    cases = [
+        (evaluate, weights, {"n_params": n_params, "bytes_per_number": 2}, 24),
+        (_call, weights, {"n_params": n_params, "bytes_per_number": 2}, 24.0),
+        (
+            evaluate,
+            weights,
+            {"n_params": 3, "bytes_per_number": sympy.Rational(1, 2)},
+            sympy.Rational(3, 2),
+        ),
+        (evaluate, FORWARD, {"batch": 10**20, "d_1": 1, "d_2": 1, "d_3": 1}, 4 * 10**20),
+    ]
+    refused = []
+    for function, expr, values, expected in cases:
+        try:
+            assert function(expr, **values) == expected
+        except ArgumentError as error:
+            refused.append(f"{function.__name__}: {error}")
+    assert refused == []
+
+
+def _call(expr, **values):
+    return numeric(expr)(**values)
+
+
+# Arrays are valid for numeric but not for exact evaluation: a clear error, not nsimplify's.
+def test_evaluate_refuses_arrays_with_an_argument_error():
+    with pytest.raises(ArgumentError):
+        evaluate(FORWARD, **{**GOOD, "batch": np.array([1, 2])})

@@ -1,0 +1,85 @@
+"""The book's notation: names, LaTeX letters, assumptions, lookup by name."""
+
+import re
+
+import pytest
+import sympy
+from hypothesis import given
+from hypothesis import strategies as st
+
+from inference_arithmetic import symbols
+from inference_arithmetic.symbols import NOTATION, B, D, Sym, b, by_name
+
+ROWS = list(NOTATION.values())
+# Quantities that are not counts: bytes per number (int4 is 0.5) and the device rates.
+FRACTIONAL = {"bytes_per_number", "flop_rate", "bandwidth"}
+SIZE_ROWS = [row for row in ROWS if row.symbol.name not in FRACTIONAL]
+FRACTIONAL_ROWS = [row for row in ROWS if row.symbol.name in FRACTIONAL]
+
+
+def test_notation_keys_are_the_symbol_names_and_unique():
+    names = [row.symbol.name for row in ROWS]
+    assert names == list(NOTATION)
+    assert len(set(names)) == len(names)
+    assert len({row.latex for row in ROWS}) == len(ROWS)
+    assert len({row.symbol for row in ROWS}) == len(ROWS)
+
+
+@pytest.mark.parametrize("row", ROWS, ids=lambda row: row.symbol.name)
+def test_latex_of_each_symbol_is_its_notation_letter(row):
+    assert isinstance(row.symbol, Sym)
+    assert sympy.latex(row.symbol) == row.latex
+    assert row.meaning and row.unit
+
+
+@pytest.mark.parametrize("row", SIZE_ROWS, ids=lambda row: row.symbol.name)
+def test_sizes_are_positive_integers(row):
+    assert row.symbol.is_positive is True
+    assert row.symbol.is_integer is True
+    assert sympy.Max(row.symbol, 0) == row.symbol  # SymPy uses the assumption to simplify
+
+
+def test_bytes_per_number_is_positive_and_fractional():
+    assert b.is_positive is True
+    assert b.is_integer is False
+    assert NOTATION["bytes_per_number"].symbol is b
+
+
+@pytest.mark.parametrize("row", FRACTIONAL_ROWS, ids=lambda row: row.symbol.name)
+def test_rates_are_positive_and_fractional(row):
+    assert row.symbol.is_positive is True
+    assert row.symbol.is_integer is False
+
+
+def test_every_exported_symbol_is_in_the_notation():
+    exported = [getattr(symbols, name) for name in symbols.__all__]
+    syms = [s for s in exported if isinstance(s, Sym)]
+    assert {s.name for s in syms} == set(NOTATION)
+    for s in syms:
+        assert NOTATION[s.name].symbol is s
+
+
+@pytest.mark.parametrize("name", list(NOTATION))
+def test_by_name_returns_the_symbol(name):
+    assert by_name(name) is NOTATION[name].symbol
+    assert by_name(name).name == name
+
+
+def test_by_name_unknown_raises_key_error_listing_known_names():
+    with pytest.raises(KeyError) as info:
+        by_name("btach")
+    message = str(info.value)
+    assert "btach" in message
+    for name in NOTATION:
+        assert re.search(rf"\b{re.escape(name)}\b", message), name
+
+
+def test_product_prints_with_the_short_letters():
+    assert sympy.latex(B * D) == "B D"
+    assert str(B * D) == "batch*d_model"  # the Python names, for keyword arguments
+
+
+@given(st.lists(st.sampled_from(ROWS), min_size=2, max_size=4, unique_by=lambda r: r.latex))
+def test_latex_of_any_product_uses_only_the_letters(rows):
+    product = sympy.Mul(*(row.symbol for row in rows))
+    assert sorted(sympy.latex(product).split(" ")) == sorted(row.latex for row in rows)
