@@ -13,7 +13,12 @@ from inference_arithmetic.symbols import NOTATION, B, D, Sym, b, by_name
 ROWS = list(NOTATION.values())
 # Quantities that are not counts: bytes per number (int4 is 0.5) and the device rates.
 FRACTIONAL = {"bytes_per_number", "flop_rate", "bandwidth"}
-SIZE_ROWS = [row for row in ROWS if row.symbol.name not in FRACTIONAL]
+# Counts that may be zero: an MoE model with no dense layer, a model without shared experts.
+MAY_BE_ZERO = {"n_shared_experts", "n_dense_layers", "n_window_layers"}
+SIZE_ROWS = [
+    row for row in ROWS if row.symbol.name not in FRACTIONAL and row.symbol.name not in MAY_BE_ZERO
+]
+ZERO_ROWS = [row for row in ROWS if row.symbol.name in MAY_BE_ZERO]
 FRACTIONAL_ROWS = [row for row in ROWS if row.symbol.name in FRACTIONAL]
 
 
@@ -37,6 +42,13 @@ def test_sizes_are_positive_integers(row):
     assert row.symbol.is_positive is True
     assert row.symbol.is_integer is True
     assert sympy.Max(row.symbol, 0) == row.symbol  # SymPy uses the assumption to simplify
+
+
+@pytest.mark.parametrize("row", ZERO_ROWS, ids=lambda row: row.symbol.name)
+def test_counts_that_may_be_zero_are_nonnegative_integers(row):
+    assert row.symbol.is_nonnegative is True
+    assert row.symbol.is_positive is None
+    assert row.symbol.is_integer is True
 
 
 def test_bytes_per_number_is_positive_and_fractional():

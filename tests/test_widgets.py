@@ -389,3 +389,43 @@ def test_update_agrees_with_numeric_anywhere(batch, d_1):
 
 
 WIDGET = _widget()  # no ipywidgets box: update() recomputes without drawing a PNG
+
+
+def test_a_preset_sets_several_symbols_at_once():
+    import inference_arithmetic as ia
+    from inference_arithmetic.formulas import kv_cache
+
+    names = ["llama-3.1-8b", "llama-3.1-70b"]
+    expr = kv_cache.kv_cache_bytes(ia.model(names[0]))
+    widget = ia.widgets.formula_widget(
+        {"cache": expr},
+        x="context_len",
+        controls={
+            "context_len": Range(1, 8192, 2048),
+            "batch": Range(1, 64, 1),
+            "bytes_per_number": Choice(ia.DTYPE_BYTES, "bf16"),
+            "model": ia.widgets.Preset({n: ia.model(n).sizes() for n in names}, "llama-3.1-70b"),
+        },
+    )
+    assert widget.evaluate()["cache"] == ia.kv_cache_bytes(ia.model("llama-3.1-70b"))
+    widget.widget()
+    widget._widgets["model"].value = "llama-3.1-8b"  # what a reader's click does
+    assert widget.evaluate()["cache"] == ia.kv_cache_bytes(ia.model("llama-3.1-8b"))
+    with pytest.raises(ValueError, match="'gpt2' is not one of"):
+        widget.update(model="gpt2")
+
+
+def test_a_preset_and_a_control_may_not_set_the_same_symbol():
+    import inference_arithmetic as ia
+    from inference_arithmetic.formulas import kv_cache
+
+    expr = kv_cache.kv_cache_bytes(ia.model("llama-3.1-8b"))
+    controls = {
+        "context_len": Range(1, 8192, 2048),
+        "batch": Range(1, 64, 1),
+        "bytes_per_number": Choice(ia.DTYPE_BYTES, "bf16"),
+        "n_layers": Range(1, 100, 32),
+        "model": ia.widgets.Preset({"a": ia.model("llama-3.1-8b").sizes()}, "a"),
+    }
+    with pytest.raises(ValueError, match=r"set twice \['n_layers'\]"):
+        ia.widgets.formula_widget({"cache": expr}, x="context_len", controls=controls)

@@ -10,13 +10,22 @@ of the book; ``numeric`` compiles any of them into a vectorized numpy function.
 """
 
 from inference_arithmetic import format, formulas, symbols
+from inference_arithmetic.counts import decode_flops, forward_flops, kv_cache_bytes, param_count
 from inference_arithmetic.dtypes import DTYPE_BYTES, bytes_per_number
+from inference_arithmetic.models import ModelConfig, model, model_names
 from inference_arithmetic.numeric import ArgumentError, evaluate, numeric
 
 __all__ = [
     "ArgumentError",
     "DTYPE_BYTES",
+    "ModelConfig",
     "bytes_per_number",
+    "decode_flops",
+    "forward_flops",
+    "kv_cache_bytes",
+    "model",
+    "model_names",
+    "param_count",
     "evaluate",
     "format",
     "formulas",

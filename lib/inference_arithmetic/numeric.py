@@ -43,7 +43,10 @@ class CompiledFormula:
         self.expr = sympy.sympify(expr)
         self.symbols = tuple(sorted(self.expr.free_symbols, key=lambda s: s.name))
         self.args = tuple(s.name for s in self.symbols)
-        self._rules = tuple((s.name, bool(s.is_positive), bool(s.is_integer)) for s in self.symbols)
+        self._rules = tuple(
+            (s.name, bool(s.is_positive), bool(s.is_nonnegative), bool(s.is_integer))
+            for s in self.symbols
+        )
         # factor_terms pulls out common factors without expanding anything: sums of terms
         # built block by block (b*x + b*y) compile to fewer array operations (b*(x + y)).
         compiled = sympy.factor_terms(self.expr)
@@ -63,7 +66,7 @@ class CompiledFormula:
                 parts.append(f"unknown {', '.join(unknown)}")
             raise ArgumentError(f"{'; '.join(parts)} (this formula takes: {', '.join(self.args)})")
         arrays = []
-        for name, positive, integer in self._rules:
+        for name, positive, nonnegative, integer in self._rules:
             value = values[name]
             given = np.asarray(value)
             try:
@@ -81,6 +84,8 @@ class CompiledFormula:
             # One reduction per argument keeps the check cheap next to the formula itself.
             if positive and not array.min(initial=np.inf) > 0:
                 raise ArgumentError(f"{name} must be positive, got {_first(array, array <= 0)}")
+            if nonnegative and not array.min(initial=np.inf) >= 0:
+                raise ArgumentError(f"{name} must not be negative, got {_first(array, array < 0)}")
             # A single fractional size (2.5 layers) is a mistake; an array may sweep a size
             # smoothly for a plot, and testing every element would double the cost of a call.
             if integer and array.ndim == 0 and not float(array).is_integer():

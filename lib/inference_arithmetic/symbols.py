@@ -43,6 +43,17 @@ __all__ = [
     "d_3",
     "pi",
     "beta",
+    "P",
+    "F_e",
+    "E_s",
+    "L_d",
+    "r_q",
+    "r_kv",
+    "d_nope",
+    "d_rope",
+    "d_v",
+    "W",
+    "L_w",
 ]
 
 
@@ -67,10 +78,12 @@ class Sym(sympy.Symbol):
         return row.latex if row else printer._print_Symbol(self)
 
 
-def _define(name, latex, meaning, unit, integer=True):
+def _define(name, latex, meaning, unit, integer=True, zero=False):
     # Sizes are positive integers; SymPy uses this to simplify (Max, sqrt) and we use it to
-    # validate numeric inputs. Bytes per number is positive but fractional (int4 is 0.5).
-    symbol = Sym(name, positive=True, integer=integer)
+    # validate numeric inputs. Bytes per number is positive but fractional (int4 is 0.5);
+    # a few counts may be zero (an MoE model without dense layers).
+    sign = {"nonnegative": True} if zero else {"positive": True}
+    symbol = Sym(name, integer=integer, **sign)
     NOTATION[name] = Notation(symbol, latex, meaning, unit)
     return symbol
 
@@ -109,6 +122,19 @@ beta = _define(
     "B/s",
     integer=False,
 )
+P = _define("max_positions", "P", "positions with a learned embedding (GPT-2)", "tokens")
+F_e = _define("d_ff_expert", "F_e", "feed-forward width of one expert", "numbers")
+E_s = _define("n_shared_experts", "E_s", "shared experts every token uses", "experts", zero=True)
+L_d = _define(
+    "n_dense_layers", "L_d", "layers of an MoE model with a dense FFN", "layers", zero=True
+)
+r_q = _define("q_lora_rank", "r_q", "MLA: rank of the compressed query", "numbers")
+r_kv = _define("kv_lora_rank", "r_{kv}", "MLA: rank of the compressed keys and values", "numbers")
+d_nope = _define("d_nope", "d_{nope}", "MLA: key/query width per head without RoPE", "numbers")
+d_rope = _define("d_rope", "d_{rope}", "MLA: key/query width per head with RoPE", "numbers")
+d_v = _define("d_v", "d_v", "MLA: value width per head", "numbers")
+W = _define("window", "W", "sliding-window length of windowed attention layers", "tokens")
+L_w = _define("n_window_layers", "L_w", "layers with sliding-window attention", "layers", zero=True)
 d_1 = _define("d_1", "d_1", "MLP input width", "numbers")
 d_2 = _define("d_2", "d_2", "MLP hidden width (output width of a one-layer network)", "numbers")
 d_3 = _define("d_3", "d_3", "MLP output width", "numbers")

@@ -33,7 +33,7 @@ import sympy
 from inference_arithmetic import format as fmt
 from inference_arithmetic.numeric import numeric
 
-__all__ = ["Range", "Choice", "FormulaWidget", "formula_widget"]
+__all__ = ["Range", "Choice", "Preset", "FormulaWidget", "formula_widget"]
 
 # Okabe-Ito: distinguishable with the common forms of colour blindness.
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"]
@@ -117,6 +117,36 @@ class Choice:
         return np.unique(np.asarray(list(self.labels.values()), dtype=float))
 
 
+@dataclass(frozen=True)
+class Preset:
+    """Named sets of values that move several symbols at once: a model, a GPU.
+
+    ``Preset({m: ia.model(m).sizes() for m in names}, "llama-3.1-8b")`` sets D, L, H_kv, ...
+    together; keys the formulas do not use are ignored.
+    """
+
+    options: Mapping[str, Mapping[str, float]]
+    value: str
+
+    def __post_init__(self):
+        if not self.options:
+            raise ValueError("Preset needs at least one option")
+        if self.value not in self.options:
+            raise ValueError(f"Preset default {self.value!r} is not one of {list(self.options)}")
+
+    @property
+    def label(self) -> str:
+        return self.value
+
+    def names(self, used: set[str]) -> set[str]:
+        """The symbols (of ``used``) every option sets; an option lacking one is an error."""
+        for label, values in self.options.items():
+            lacking = sorted(set().union(*(o.keys() for o in self.options.values())) - set(values))
+            if lacking and used & set(lacking):
+                raise ValueError(f"Preset option {label!r} lacks {sorted(used & set(lacking))}")
+        return used & set(next(iter(self.options.values())))
+
+
 def _labelled(values: Sequence[float]) -> dict[str, float]:
     """Labels for a list of values, with as many digits as it takes to tell them apart."""
     for digits in range(3, 16):
@@ -143,19 +173,30 @@ class FormulaWidget:
         self.specs = dict(controls)
         needed = set().union(*(e.free_symbols for e in self.curves.values()))
         needed_names = {s.name for s in needed}
-        missing = sorted(needed_names - set(self.specs))
-        unknown = sorted(set(self.specs) - needed_names)
-        if missing or unknown:
+        self.presets = {
+            name: spec.names(needed_names)
+            for name, spec in self.specs.items()
+            if isinstance(spec, Preset)
+        }
+        direct = {name for name in self.specs if name not in self.presets}
+        covered = direct.union(*self.presets.values())
+        missing = sorted(needed_names - covered)
+        unknown = sorted(direct - needed_names)
+        twice = sorted(direct.intersection(*self.presets.values())) if self.presets else []
+        if missing or unknown or twice:
             raise ValueError(
-                f"controls must match the formulas' symbols: missing {missing}, unknown {unknown}"
+                f"controls must match the formulas' symbols: missing {missing}, "
+                f"unknown {unknown}, set twice {twice}"
             )
-        if x not in self.specs:
-            raise ValueError(f"x={x!r} must be one of the controls: {sorted(self.specs)}")
+        if x not in direct:
+            raise ValueError(f"x={x!r} must be one of the controls: {sorted(direct)}")
         self.functions = {label: numeric(expr) for label, expr in self.curves.items()}
         self.format = value_format or (lambda v: fmt.si(v, unit))
-        self.values = {name: spec.value for name, spec in self.specs.items()}
+        self.values = {name: self.specs[name].value for name in direct}
         # A Choice is set by its label: bf16 and fp16 have the same value but are two buttons.
-        self.labels = {n: s.label for n, s in self.specs.items() if isinstance(s, Choice)}
+        self.labels = {n: s.label for n, s in self.specs.items() if isinstance(s, Choice | Preset)}
+        for name in self.presets:
+            self._set(name, self.labels[name])
         self._grid = self.specs[x].grid()
         self._build_figure(title, xlabel or x, ylabel or unit, logx, logy)
         self._widgets = None
@@ -199,14 +240,19 @@ class FormulaWidget:
             self._syncing = True  # one redraw below, not one per control moved
             try:
                 for name, widget in self._widgets.items():
-                    widget.value = self.labels.get(name, self.values[name])
+                    widget.value = self.labels[name] if name in self.labels else self.values[name]
             finally:
                 self._syncing = False
         return self.redraw()
 
     def _set(self, name: str, value: float | str) -> None:
         spec = self.specs[name]
-        if isinstance(spec, Choice):
+        if isinstance(spec, Preset):
+            if value not in spec.options:
+                raise ValueError(f"{value!r} is not one of {list(spec.options)}")
+            self.labels[name] = value
+            self.values.update({n: spec.options[value][n] for n in self.presets[name]})
+        elif isinstance(spec, Choice):
             self.labels[name] = spec.label_for(value, self.labels[name])
             self.values[name] = spec.labels[self.labels[name]]
         else:
@@ -254,6 +300,8 @@ class FormulaWidget:
                     control = cls(min=spec.min, max=spec.max, step=spec.step, value=spec.value)
                     if spec.max >= 1e5:  # d3-format SI prefixes: 7e10 reads "70.0G"
                         control.readout_format = ".3s"
+                elif isinstance(spec, Preset):
+                    control = w.Dropdown(options=list(spec.options), value=spec.label)
                 elif isinstance(spec.options, Mapping):
                     control = w.ToggleButtons(options=list(spec.labels), value=spec.label)
                 else:

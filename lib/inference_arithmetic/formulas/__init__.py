@@ -1,5 +1,5 @@
 """Canonical SymPy expressions, one module per chapter topic."""
 
-from inference_arithmetic.formulas import basics, mlp
+from inference_arithmetic.formulas import basics, kv_cache, memory, mlp, transformer
 
-__all__ = ["basics", "mlp"]
+__all__ = ["basics", "kv_cache", "memory", "mlp", "transformer"]

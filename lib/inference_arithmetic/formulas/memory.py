@@ -1,0 +1,121 @@
+"""Memory of a transformer in training and at inference.
+
+Derived in chapter 05. Sizes in numbers times bytes per number; N is the parameter count.
+
+>>> training_state_bytes()
+16*n_params
+>>> training_state_bytes(mixed_precision=False)
+4*bytes_per_number*n_params
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from inference_arithmetic.formulas import kv_cache
+from inference_arithmetic.symbols import (
+    B,
+    D,
+    F,
+    F_e,
+    H,
+    H_kv,
+    L,
+    N,
+    T,
+    V,
+    b,
+    d_h,
+    d_nope,
+    d_rope,
+    d_v,
+    k,
+    r_kv,
+    r_q,
+)
+
+__all__ = [
+    "FP32",
+    "training_state_terms",
+    "training_state_bytes",
+    "activation_numbers_per_layer",
+    "training_activation_bytes",
+    "inference_terms",
+    "inference_bytes",
+]
+
+FP32 = 4
+"""Bytes of the fp32 copies mixed-precision training keeps (master weights, Adam moments)."""
+
+
+def training_state_terms(mixed_precision=True):
+    """Bytes per parameter set, with Adam: weights, gradients and optimizer state.
+
+    Mixed precision (the usual recipe) computes with b-byte weights and gradients (bf16: 2)
+    and keeps an fp32 master copy of the weights and both Adam moments in fp32: with bf16,
+    2 + 2 + 4 + 4 + 4 = 16 bytes per parameter. Without it, all four sets are b bytes.
+    """
+    if not mixed_precision:
+        return {"weights": b * N, "gradients": b * N, "Adam moments": 2 * b * N}
+    return {
+        "weights": 2 * N,
+        "gradients": 2 * N,
+        "fp32 master weights": FP32 * N,
+        "Adam moments": 2 * FP32 * N,
+    }
+
+
+def training_state_bytes(mixed_precision=True):
+    """Sum of ``training_state_terms``: 16 N bytes in bf16 mixed precision."""
+    return sum(training_state_terms(mixed_precision).values())
+
+
+def activation_numbers_per_layer(arch, attention_scores=False):
+    """Numbers one layer keeps from the forward pass for the backward pass, per token.
+
+    The inputs of the two norms (2 D), the queries, keys and values, the attention output
+    before its projection, and the FFN's input and intermediate results (gated: gate, up and
+    their product, 3 F; classic: 2 F; MoE: for each of the k experts a token visits). With
+    ``attention_scores=True`` also the H x T softmax matrix per token, which FlashAttention
+    recomputes instead of storing.
+    """
+    if arch.is_mla:  # both compressed forms, then queries, keys and values per head
+        qkv = r_q + r_kv + d_rope + 2 * H * (d_nope + d_rope) + H * d_v
+        output = H * d_v
+    else:
+        qkv = (H + 2 * H_kv) * d_h
+        output = H * d_h
+    attention = D + qkv + output
+    width, visits = (F_e, k) if arch.is_moe else (F, 1)
+    ffn = D + visits * (3 if arch.ffn == "gated" else 2) * width
+    scores = H * T if attention_scores else 0
+    return D + attention + ffn + scores
+
+
+def training_activation_bytes(arch, recompute=False, attention_scores=False):
+    """Bytes of activations kept for the backward pass of B sequences of T tokens.
+
+    With full recomputation only each layer's input is kept (B T D per layer), and the
+    forward pass of a layer is recomputed during the backward pass: about a third more FLOPs.
+    """
+    per_token = D if recompute else activation_numbers_per_layer(arch, attention_scores)
+    return b * B * T * L * per_token
+
+
+def inference_terms(arch, mla="latent", last_logits_only=True):
+    """Bytes at inference: weights, the KV cache of B sequences of S tokens, and the largest
+    activation of a prefill of T tokens (the FFN's intermediate results or the logits)."""
+    cache = kv_cache.kv_cache_bytes(arch, mla)
+    width = F_e * k if arch.is_moe else F
+    intermediate = T * (2 if arch.ffn == "gated" else 1) * width
+    logits = (1 if last_logits_only else T) * V
+    return {
+        "weights": b * N,
+        "KV cache": cache,
+        "peak activation": b * B * sympy.Max(intermediate, logits),
+    }
+
+
+def inference_bytes(arch, mla="latent", last_logits_only=True):
+    """Sum of ``inference_terms``."""
+    return sum(inference_terms(arch, mla, last_logits_only).values())

@@ -1,0 +1,59 @@
+"""The library's counts against the reference implementation, model by model.
+
+tests/reference/reference.json is made by tests/reference/make_reference.py (`make reference`):
+every registry model built with Hugging Face transformers on PyTorch's meta device, its unique
+parameters counted, its forward passes run under torch.utils.flop_counter.FlopCounterMode, and
+its KV cache tensors measured. These tests need no torch: they compare with the committed file.
+Parameter counts, FLOPs and cache bytes must be equal, not close.
+"""
+
+import json
+from pathlib import Path
+
+import pytest
+
+import inference_arithmetic as ia
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = json.loads((ROOT / "tests" / "reference" / "reference.json").read_text())["models"]
+NAMES = sorted(REFERENCE)
+
+
+def test_the_reference_covers_every_registry_model():
+    assert set(REFERENCE) == set(ia.model_names())
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_parameter_counts_equal_the_reference(name):
+    m, params = ia.model(name), REFERENCE[name]["params"]
+    assert ia.param_count(m) == params["total"]
+    assert ia.param_count(m, active=True) == params["active"]
+    assert params["tied_embeddings"] == m.tied_embeddings
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_prefill_flops_equal_the_flop_counter(name):
+    m, prefill = ia.model(name), REFERENCE[name]["flops"]["prefill"]
+    assert prefill, f"{name}: no prefill measured"
+    for seq_len, measured in prefill.items():
+        t = int(seq_len)
+        assert ia.forward_flops(m, batch=1, seq_len=t) == measured["all_logits"]["total"], t
+        last = ia.forward_flops(m, batch=1, seq_len=t, last_logits_only=True)
+        assert last == measured["last_logit"]["total"], t
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_decode_step_flops_equal_the_flop_counter(name):
+    m, decode = ia.model(name), REFERENCE[name]["flops"]["decode"]
+    assert decode["new_tokens"] == 1
+    assert ia.decode_flops(m, batch=1, context_len=decode["context_len"]) == decode["total"]
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_kv_cache_bytes_equal_the_cache_tensors(name):
+    m, cache = ia.model(name), REFERENCE[name]["kv_cache"]
+    assert cache["dtype"] == "bfloat16" and cache["batch"] == 1
+    for seq_len, measured in cache["after_prefill"].items():
+        # DeepSeek-V3's reference implementation caches the compressed latent of MLA.
+        bytes_ = ia.kv_cache_bytes(m, batch=1, seq_len=int(seq_len), dtype="bf16", mla="latent")
+        assert bytes_ == measured["bytes"], seq_len

@@ -1,0 +1,84 @@
+"""The KV cache formulas: the source's number, proportionality, windows and MLA."""
+
+import pytest
+import sympy
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import inference_arithmetic as ia
+from inference_arithmetic.formulas import kv_cache
+from inference_arithmetic.symbols import B, S, W, b
+
+STANDARD = ["llama-2-7b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "mixtral-8x7b"]
+
+
+def test_llama_3_70b_at_2048_tokens_is_the_sources_number():
+    m = ia.model("llama-3.1-70b")
+    # 2 (K and V) * 2 bytes * 80 layers * 128 head width * 8 KV heads * 2048 tokens
+    expected = 2 * 2 * m.n_layers * m.d_head * m.n_kv_heads * 2048
+    assert ia.kv_cache_bytes(m, batch=1, seq_len=2048, dtype="bf16") == expected == 671_088_640
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    name=st.sampled_from(STANDARD),
+    batch=st.integers(1, 512),
+    seq=st.integers(1, 131072),
+    dtype=st.sampled_from(sorted(ia.DTYPE_BYTES)),
+)
+def test_cache_is_linear_in_batch_and_length(name, batch, seq, dtype):
+    m = ia.model(name)
+    one = ia.kv_cache_bytes(m, batch=1, seq_len=1, dtype=dtype)
+    assert ia.kv_cache_bytes(m, batch=batch, seq_len=seq, dtype=dtype) == one * batch * seq
+
+
+@settings(max_examples=40, deadline=None)
+@given(seq=st.integers(1, 65536))
+def test_a_window_caps_what_windowed_layers_keep(seq):
+    m = ia.model("mistral-7b-v0.1")  # every layer has a 4096-token window
+    per_token_layer = 2 * 2 * m.n_kv_heads * m.d_head
+    kept = min(seq, m.window - 1)  # the new token attends to itself and W - 1 cached ones
+    assert ia.kv_cache_bytes(m, seq_len=seq) == m.n_layers * kept * per_token_layer
+
+
+def test_gemma_2_windows_every_other_layer():
+    m = ia.model("gemma-2-9b")
+    per_layer = 2 * 2 * m.n_kv_heads * m.d_head
+    long = 4 * m.window
+    global_layers = m.n_layers - m.n_window_layers
+    expected = per_layer * (global_layers * long + m.n_window_layers * (m.window - 1))
+    assert ia.kv_cache_bytes(m, seq_len=long) == expected
+
+
+def test_mla_latent_and_expanded_forms():
+    m = ia.model("deepseek-v3")
+    latent = ia.kv_cache_bytes(m, seq_len=1, mla="latent")
+    expanded = ia.kv_cache_bytes(m, seq_len=1, mla="expanded")
+    assert latent == 2 * m.n_layers * (m.kv_lora_rank + m.qk_rope_head_dim)
+    heads = m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim
+    assert expanded == 2 * m.n_layers * m.n_heads * heads
+    assert expanded > 50 * latent  # the point of MLA
+
+
+def test_mla_form_is_ignored_by_standard_attention_and_checked():
+    m = ia.model("llama-3.1-8b")
+    assert ia.kv_cache_bytes(m, mla="latent") == ia.kv_cache_bytes(m, mla="expanded")
+    with pytest.raises(ValueError, match="unknown MLA cache form 'compressed'"):
+        ia.kv_cache_bytes(m, mla="compressed")
+
+
+@pytest.mark.parametrize("bad", [dict(batch=0), dict(seq_len=-1), dict(batch=1.5)])
+def test_bad_sizes_raise(bad):
+    with pytest.raises(ValueError, match="must be a positive whole number"):
+        ia.kv_cache_bytes(ia.model("llama-3.1-8b"), **bad)
+
+
+def test_unknown_dtype_lists_the_known_ones():
+    with pytest.raises(KeyError, match="unknown dtype 'fp64'.*bf16"):
+        ia.kv_cache_bytes(ia.model("llama-3.1-8b"), dtype="fp64")
+
+
+def test_formula_is_symbolic_in_batch_length_and_bytes():
+    expr = kv_cache.kv_cache_bytes(ia.model("mistral-7b-v0.1"))
+    assert {B, S, b, W} <= expr.free_symbols
+    assert sympy.diff(expr, B) == expr / B
