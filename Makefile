@@ -11,7 +11,7 @@ JOBS ?= 2
 # Strict: warnings are errors, broken references are reported, all problems in one run.
 BOOK_FLAGS := -W -n --keep-going
 
-.PHONY: book test lint format unit notebooks lab bench clean help
+.PHONY: book test lint format unit notebooks lab bench reference clean help
 
 help:
 	@echo "make book       build the HTML book (executes every chapter; warnings are errors)"
@@ -20,7 +20,8 @@ help:
 	@echo "make lab        JupyterLab on the chapters"
 	@echo "make bench      import time, compiled formula vs numpy, widget update time"
 	@echo "make format     ruff format over the library, the tests and the chapters' code"
-	@echo "make clean      remove _build/ and .venv/"
+	@echo "make reference  re-measure the registry models with torch + transformers"
+	@echo "make clean      remove _build/, .venv/ and tests/reference/.venv/"
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -78,5 +79,21 @@ lab: $(VENV)/.lab-installed
 bench: $(STAMP)
 	$(BIN)/python tests/bench.py
 
+# The ground truth the library's tests compare to: parameter counts, FLOP-counter totals and
+# KV-cache bytes of every registry model, measured with transformers on PyTorch's meta device.
+# It has its own environment (torch, CPU wheel); `make test` reads only the committed JSON.
+REF := tests/reference
+REF_BIN := $(REF)/.venv/bin
+REF_STAMP := $(REF)/.venv/.installed
+
+$(REF_STAMP): $(REF)/requirements.txt
+	$(PYTHON) -m venv $(REF)/.venv
+	$(REF_BIN)/python -m pip install --quiet --disable-pip-version-check -r $(REF)/requirements.txt
+	touch $@
+
+reference: $(REF_STAMP)
+	$(REF_BIN)/python $(REF)/make_reference.py
+	@echo "Reference: $(CURDIR)/lib/inference_arithmetic/reference/measured.json"
+
 clean:
-	rm -rf _build $(VENV)
+	rm -rf _build $(VENV) $(REF)/.venv

@@ -1,21 +1,18 @@
 """The library's counts against the reference implementation, model by model.
 
-tests/reference/reference.json is made by tests/reference/make_reference.py (`make reference`):
+ia.measured() is lib/inference_arithmetic/reference/measured.json, made by
+tests/reference/make_reference.py (`make reference`):
 every registry model built with Hugging Face transformers on PyTorch's meta device, its unique
 parameters counted, its forward passes run under torch.utils.flop_counter.FlopCounterMode, and
 its KV cache tensors measured. These tests need no torch: they compare with the committed file.
 Parameter counts, FLOPs and cache bytes must be equal, not close.
 """
 
-import json
-from pathlib import Path
-
 import pytest
 
 import inference_arithmetic as ia
 
-ROOT = Path(__file__).resolve().parents[1]
-REFERENCE = json.loads((ROOT / "tests" / "reference" / "reference.json").read_text())["models"]
+REFERENCE = ia.measured()["models"]
 NAMES = sorted(REFERENCE)
 
 

@@ -12,7 +12,7 @@ of the book; ``numeric`` compiles any of them into a vectorized numpy function.
 from inference_arithmetic import format, formulas, symbols
 from inference_arithmetic.counts import decode_flops, forward_flops, kv_cache_bytes, param_count
 from inference_arithmetic.dtypes import DTYPE_BYTES, bytes_per_number
-from inference_arithmetic.models import ModelConfig, model, model_names
+from inference_arithmetic.models import ModelConfig, measured, model, model_names
 from inference_arithmetic.numeric import ArgumentError, evaluate, numeric
 
 __all__ = [
@@ -24,6 +24,7 @@ __all__ = [
     "forward_flops",
     "kv_cache_bytes",
     "model",
+    "measured",
     "model_names",
     "param_count",
     "evaluate",

@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass, field, fields
 from importlib import resources
 
-__all__ = ["ModelConfig", "model", "model_names", "MODEL_TYPES"]
+__all__ = ["ModelConfig", "model", "model_names", "measured", "MODEL_TYPES"]
 
 MODEL_TYPES = ("llama", "mistral", "mixtral", "qwen2", "gemma2", "phi3", "gpt2", "deepseek_v3")
 
@@ -65,6 +65,7 @@ class ModelConfig:
     # Sliding-window attention on n_window_layers of the layers.
     window: int | None = None
     n_window_layers: int = 0
+    context_window: int | None = None  # the longest context the model was made for
     model_type: str = ""
     source: str = field(default="", compare=False)
     published_params: str = field(default="", compare=False)
@@ -72,6 +73,7 @@ class ModelConfig:
     def __post_init__(self):
         positive = ["vocab_size", "d_model", "n_layers", "n_heads", "d_ff"]
         optional = ["n_kv_heads", "d_head", "max_positions", "d_ff_expert", "window"]
+        optional += ["context_window"]
         optional += ["q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim"]
         optional += ["v_head_dim"]
         counts = ["n_experts", "n_active_experts", "n_shared_experts", "n_dense_layers"]
@@ -203,6 +205,7 @@ def _llama_like(c: _Keys, tied_default=False, qkv_bias=None) -> dict:
         out_bias=bias,
         ffn_bias=c.get("mlp_bias", False),
         tied_embeddings=c.get("tie_word_embeddings", tied_default),
+        context_window=c.get("max_position_embeddings") or None,
     )
 
 
@@ -258,6 +261,7 @@ def _gpt2(c: _Keys) -> dict:
         norm="layer",
         tied_embeddings=c.get("tie_word_embeddings", True),
         max_positions=c["n_positions"],
+        context_window=c["n_positions"],
     )
 
 
@@ -318,6 +322,27 @@ def _with(config: ModelConfig, **changes) -> ModelConfig:
 def model_names() -> list[str]:
     """The names of the registry's models."""
     return list(_registry())
+
+
+@functools.cache
+def _measured() -> dict:
+    path = resources.files("inference_arithmetic.reference").joinpath("measured.json")
+    return json.loads(path.read_text())
+
+
+def measured(name: str | None = None) -> dict:
+    """What the reference implementation measured for a registry model (or all of them).
+
+    Unique parameter counts, FLOP-counter totals of prefills and a decode step, KV-cache
+    bytes: ``measured("llama-3.1-70b")["params"]["total"] == 70553706496``. Made by
+    ``tests/reference/make_reference.py`` (``make reference``) with Hugging Face
+    ``transformers`` on PyTorch's meta device; ``measured()["versions"]`` says which.
+    """
+    data = _measured()
+    if name is None:
+        return data
+    model(name)  # a KeyError with close matches for an unknown name
+    return data["models"][name]
 
 
 def model(name: str) -> ModelConfig:

@@ -16,11 +16,13 @@ from inference_arithmetic.formulas import kv_cache
 from inference_arithmetic.symbols import (
     B,
     D,
+    E_s,
     F,
     F_e,
     H,
     H_kv,
     L,
+    L_d,
     N,
     T,
     V,
@@ -51,8 +53,8 @@ FP32 = 4
 def training_state_terms(mixed_precision=True):
     """Bytes per parameter set, with Adam: weights, gradients and optimizer state.
 
-    Mixed precision (the usual recipe) computes with b-byte weights and gradients (bf16: 2)
-    and keeps an fp32 master copy of the weights and both Adam moments in fp32: with bf16,
+    Mixed precision (the usual recipe) computes with bf16 weights and gradients (2 bytes
+    each) and keeps an fp32 master copy of the weights and both Adam moments in fp32:
     2 + 2 + 4 + 4 + 4 = 16 bytes per parameter. Without it, all four sets are b bytes.
     """
     if not mixed_precision:
@@ -70,14 +72,16 @@ def training_state_bytes(mixed_precision=True):
     return sum(training_state_terms(mixed_precision).values())
 
 
-def activation_numbers_per_layer(arch, attention_scores=False):
+def activation_numbers_per_layer(arch, attention_scores=False, moe=None):
     """Numbers one layer keeps from the forward pass for the backward pass, per token.
 
-    The inputs of the two norms (2 D), the queries, keys and values, the attention output
-    before its projection, and the FFN's input and intermediate results (gated: gate, up and
-    their product, 3 F; classic: 2 F; MoE: for each of the k experts a token visits). With
-    ``attention_scores=True`` also the H x T softmax matrix per token, which FlashAttention
-    recomputes instead of storing.
+    The inputs of the two norms (2 D); for attention, the normalized input the projections
+    multiply (D), the queries, keys and values, and the attention output before its
+    projection; for the FFN, its normalized input (D) and intermediate results (gated: gate,
+    up and their product, 3 F; classic: 2 F; in an MoE layer, for each of the k routed and
+    E_s shared experts a token visits). With ``attention_scores=True`` also the H x T softmax
+    matrix per token, which FlashAttention recomputes instead of storing. ``moe`` picks the
+    kind of layer of an MoE model (default: an MoE layer).
     """
     if arch.is_mla:  # both compressed forms, then queries, keys and values per head
         qkv = r_q + r_kv + d_rope + 2 * H * (d_nope + d_rope) + H * d_v
@@ -86,10 +90,14 @@ def activation_numbers_per_layer(arch, attention_scores=False):
         qkv = (H + 2 * H_kv) * d_h
         output = H * d_h
     attention = D + qkv + output
-    width, visits = (F_e, k) if arch.is_moe else (F, 1)
+    moe = arch.is_moe if moe is None else moe
+    if moe:
+        width, visits = F_e, k + (E_s if arch.n_shared_experts else 0)
+    else:
+        width, visits = F, 1
     ffn = D + visits * (3 if arch.ffn == "gated" else 2) * width
     scores = H * T if attention_scores else 0
-    return D + attention + ffn + scores
+    return 2 * D + attention + ffn + scores
 
 
 def training_activation_bytes(arch, recompute=False, attention_scores=False):
@@ -97,9 +105,19 @@ def training_activation_bytes(arch, recompute=False, attention_scores=False):
 
     With full recomputation only each layer's input is kept (B T D per layer), and the
     forward pass of a layer is recomputed during the backward pass: about a third more FLOPs.
+    Not counted: the logits the loss reads (B T V), and, with recomputation, the one layer
+    whose activations exist again while its backward pass runs.
     """
-    per_token = D if recompute else activation_numbers_per_layer(arch, attention_scores)
-    return b * B * T * L * per_token
+    if recompute:
+        return b * B * T * L * D
+
+    def per_layer(moe):
+        return activation_numbers_per_layer(arch, attention_scores, moe)
+
+    if not arch.is_moe:
+        return b * B * T * L * per_layer(False)
+    dense = L_d if arch.n_dense_layers else 0
+    return b * B * T * (dense * per_layer(False) + (L - dense) * per_layer(True))
 
 
 def inference_terms(arch, mla="latent", last_logits_only=True):
