@@ -11,6 +11,7 @@ Parameter counts, FLOPs and cache bytes must be equal, not close.
 import pytest
 
 import inference_arithmetic as ia
+from inference_arithmetic.formulas import transformer as tf
 
 REFERENCE = ia.measured()["models"]
 NAMES = sorted(REFERENCE)
@@ -26,6 +27,14 @@ def test_parameter_counts_equal_the_reference(name):
     assert ia.param_count(m) == params["total"]
     assert ia.param_count(m, active=True) == params["active"]
     assert params["tied_embeddings"] == m.tied_embeddings
+    without = params["total"] - params["embed_tokens"] - params["embed_positions"]
+    assert (
+        ia.evaluate(tf.non_embedding_params(m), **_sizes(m, tf.non_embedding_params(m))) == without
+    )
+
+
+def _sizes(m, expr):
+    return {s.name: m.sizes()[s.name] for s in expr.free_symbols}
 
 
 @pytest.mark.parametrize("name", NAMES)
