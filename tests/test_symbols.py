@@ -11,15 +11,28 @@ from inference_arithmetic import symbols
 from inference_arithmetic.symbols import NOTATION, B, D, Sym, b, by_name
 
 ROWS = list(NOTATION.values())
-# Quantities that are not counts: bytes per number (int4 is 0.5) and the device rates.
-FRACTIONAL = {"bytes_per_number", "flop_rate", "bandwidth"}
+# Quantities that are not counts: bytes per number (int4 is 0.5), rates and efficiencies.
+FRACTIONAL = {
+    "bytes_per_number",
+    "flop_rate",
+    "bandwidth",
+    "compute_efficiency",
+    "bandwidth_efficiency",
+    "link_bandwidth",
+}
 # Counts that may be zero: an MoE model with no dense layer, a model without shared experts.
 MAY_BE_ZERO = {"n_shared_experts", "n_dense_layers", "n_window_layers"}
-SIZE_ROWS = [
-    row for row in ROWS if row.symbol.name not in FRACTIONAL and row.symbol.name not in MAY_BE_ZERO
-]
+# A time that may be zero (an ideal link) and so cannot be declared "not an integer".
+ZERO_TIMES = {"link_latency"}
+SIZE_ROWS = [row for row in ROWS if row.symbol.name not in FRACTIONAL | MAY_BE_ZERO | ZERO_TIMES]
 ZERO_ROWS = [row for row in ROWS if row.symbol.name in MAY_BE_ZERO]
 FRACTIONAL_ROWS = [row for row in ROWS if row.symbol.name in FRACTIONAL]
+
+
+def test_a_time_that_may_be_zero_is_nonnegative():
+    latency = symbols.alpha
+    assert latency.is_nonnegative is True and latency.is_positive is None
+    assert latency.is_integer is None
 
 
 def test_notation_keys_are_the_symbol_names_and_unique():

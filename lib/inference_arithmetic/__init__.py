@@ -12,17 +12,33 @@ of the book; ``numeric`` compiles any of them into a vectorized numpy function.
 from inference_arithmetic import format, formulas, symbols
 from inference_arithmetic.counts import decode_flops, forward_flops, kv_cache_bytes, param_count
 from inference_arithmetic.dtypes import DTYPE_BYTES, bytes_per_number
+from inference_arithmetic.hardware import GPU, gpu, gpu_names
 from inference_arithmetic.models import ModelConfig, measured, model, model_names
 from inference_arithmetic.numeric import ArgumentError, evaluate, numeric
+from inference_arithmetic.timing import (
+    compute_bound_batch,
+    decode_step_time,
+    generation,
+    max_batch,
+    prefill_time,
+)
 
 __all__ = [
     "ArgumentError",
     "DTYPE_BYTES",
+    "GPU",
     "ModelConfig",
     "bytes_per_number",
+    "compute_bound_batch",
+    "decode_step_time",
+    "generation",
+    "max_batch",
+    "prefill_time",
     "decode_flops",
     "forward_flops",
     "kv_cache_bytes",
+    "gpu",
+    "gpu_names",
     "model",
     "measured",
     "model_names",

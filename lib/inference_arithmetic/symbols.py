@@ -54,6 +54,11 @@ __all__ = [
     "d_v",
     "W",
     "L_w",
+    "eta_c",
+    "eta_m",
+    "n_gpus",
+    "beta_link",
+    "alpha",
 ]
 
 
@@ -83,7 +88,10 @@ def _define(name, latex, meaning, unit, integer=True, zero=False):
     # validate numeric inputs. Bytes per number is positive but fractional (int4 is 0.5);
     # a few counts may be zero (an MoE model without dense layers).
     sign = {"nonnegative": True} if zero else {"positive": True}
-    symbol = Sym(name, integer=integer, **sign)
+    # "Not an integer" would rule out zero too, so a fractional quantity that may be zero
+    # leaves integer unknown (integer=None).
+    kind = {} if integer is None else {"integer": integer}
+    symbol = Sym(name, **kind, **sign)
     NOTATION[name] = Notation(symbol, latex, meaning, unit)
     return symbol
 
@@ -135,6 +143,32 @@ d_rope = _define("d_rope", "d_{rope}", "MLA: key/query width per head with RoPE"
 d_v = _define("d_v", "d_v", "MLA: value width per head", "numbers")
 W = _define("window", "W", "sliding-window length of windowed attention layers", "tokens")
 L_w = _define("n_window_layers", "L_w", "layers with sliding-window attention", "layers", zero=True)
+eta_c = _define(
+    "compute_efficiency",
+    r"\eta_c",
+    "achieved fraction of the peak FLOP/s",
+    "fraction",
+    integer=False,
+)
+eta_m = _define(
+    "bandwidth_efficiency",
+    r"\eta_m",
+    "achieved fraction of the peak bandwidth",
+    "fraction",
+    integer=False,
+)
+n_gpus = _define("n_gpus", "n", "GPUs a model is split over", "GPUs")
+beta_link = _define(
+    "link_bandwidth", r"\beta_{link}", "bytes per second between two GPUs", "B/s", integer=False
+)
+alpha = _define(
+    "link_latency",
+    r"\alpha",
+    "fixed time of one message between GPUs",
+    "s",
+    integer=None,
+    zero=True,
+)
 d_1 = _define("d_1", "d_1", "MLP input width", "numbers")
 d_2 = _define("d_2", "d_2", "MLP hidden width (output width of a one-layer network)", "numbers")
 d_3 = _define("d_3", "d_3", "MLP output width", "numbers")

@@ -1,0 +1,69 @@
+"""Time of a prefill and of a decode step of a transformer, on n GPUs, by the roofline.
+
+Derived in chapters 08 (prefill and decode), 09 (batching) and 10 (parallelism). Each step
+moves the weights it uses once and, in decode, every request's KV cache; its FLOPs are those
+of chapter 04. Split over n GPUs with tensor parallelism, both shrink n-fold and every layer
+adds two all-reduces of the activations (``formulas.parallel``).
+"""
+
+from __future__ import annotations
+
+from inference_arithmetic.formulas import kv_cache, parallel, roofline, transformer
+from inference_arithmetic.symbols import B, D, E, F_e, L, L_d, S, T, b, k, n_gpus
+
+__all__ = [
+    "experts_touched",
+    "weight_bytes_read",
+    "prefill_bytes",
+    "decode_bytes",
+    "prefill_time",
+    "decode_step_time",
+]
+
+
+def experts_touched(tokens):
+    """Experts of one MoE layer that ``tokens`` tokens use between them, on average.
+
+    Each token picks k of E experts; if the picks were uniform and independent, an expert is
+    missed by all of them with probability (1 - k/E)^tokens. One token reads k experts; a
+    large batch reads nearly all E.
+    """
+    return E * (1 - (1 - k / E) ** tokens)
+
+
+def weight_bytes_read(arch, tokens):
+    """Bytes of weights one forward pass over ``tokens`` tokens reads: all of a dense model;
+    for an MoE model, only the experts the tokens touch."""
+    total = transformer.params(arch)
+    if not arch.is_moe:
+        return b * total
+    matrices = 3 if arch.ffn == "gated" else 2
+    expert = matrices * D * F_e
+    moe_layers = L - (L_d if arch.n_dense_layers else 0)
+    unread = moe_layers * (E - experts_touched(tokens)) * expert
+    return b * (total - unread)
+
+
+def prefill_bytes(arch, mla="latent"):
+    """A prefill of B sequences of T tokens reads the weights and writes their KV cache."""
+    cache = kv_cache.kv_cache_bytes(arch, mla).subs(S, T)
+    return weight_bytes_read(arch, B * T) + cache
+
+
+def decode_bytes(arch, mla="latent"):
+    """A decode step reads the weights and the KV cache of every one of the B requests."""
+    return weight_bytes_read(arch, B) + kv_cache.kv_cache_bytes(arch, mla)
+
+
+def prefill_time(arch):
+    """Seconds of a prefill of B sequences of T tokens (logits of the last position only)."""
+    flops = transformer.forward_flops(arch, last_logits_only=True)
+    step = roofline.roofline_time(flops / n_gpus, prefill_bytes(arch) / n_gpus)
+    return step + parallel.tensor_parallel_comm_time(arch, tokens=B * T)
+
+
+def decode_step_time(arch, mla="reexpand"):
+    """Seconds of one decode step of B requests with S tokens cached each."""
+    flops = transformer.decode_flops(arch, mla=mla)
+    step = roofline.roofline_time(flops / n_gpus, decode_bytes(arch) / n_gpus)
+    return step + parallel.tensor_parallel_comm_time(arch, tokens=B)

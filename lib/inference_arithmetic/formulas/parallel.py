@@ -1,0 +1,38 @@
+"""Splitting a model over n GPUs: tensor and pipeline parallelism, and what they cost.
+
+Derived in chapter 10. Tensor parallelism splits every layer's matrices over the n GPUs, so
+each reads 1/n of the weights and the cache and does 1/n of the FLOPs, but the partial results
+must be summed across GPUs twice per layer (after attention and after the feed-forward block).
+Pipeline parallelism gives each GPU L/n whole layers: little communication, but one request
+still passes through every stage in turn.
+"""
+
+from __future__ import annotations
+
+from inference_arithmetic.symbols import D, L, alpha, b, beta_link, n_gpus
+
+__all__ = [
+    "ALL_REDUCES_PER_LAYER",
+    "all_reduce_time",
+    "tensor_parallel_comm_time",
+    "pipeline_parallel_comm_time",
+]
+
+ALL_REDUCES_PER_LAYER = 2
+"""Megatron-style tensor parallelism sums partial results after attention and after the FFN."""
+
+
+def all_reduce_time(nbytes):
+    """A ring all-reduce of ``nbytes`` over n GPUs: each sends and receives 2 (n - 1) / n of
+    the data, in 2 (n - 1) messages of fixed latency alpha each. Zero for one GPU."""
+    return 2 * (n_gpus - 1) * (nbytes / (n_gpus * beta_link) + alpha)
+
+
+def tensor_parallel_comm_time(arch, tokens):
+    """Two all-reduces per layer of the activations of ``tokens`` tokens (D numbers each)."""
+    return L * ALL_REDUCES_PER_LAYER * all_reduce_time(b * tokens * D)
+
+
+def pipeline_parallel_comm_time(arch, tokens):
+    """n - 1 hand-offs of the activations of ``tokens`` tokens from one stage to the next."""
+    return (n_gpus - 1) * (b * tokens * D / beta_link + alpha)

@@ -1,0 +1,59 @@
+"""The roofline: a step takes the longer of its compute time and its memory time.
+
+Derived in chapter 07 (hardware). ``compute_efficiency`` (eta_c) and ``bandwidth_efficiency``
+(eta_m) are the fractions of the peak a real kernel achieves; 1 gives the ideal roofline.
+
+>>> ridge_point()
+flop_rate/bandwidth
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from inference_arithmetic.symbols import B, D, F, b, beta, eta_c, eta_m, pi
+
+__all__ = [
+    "matmul_flops",
+    "matmul_bytes",
+    "matmul_intensity",
+    "ridge_point",
+    "compute_time",
+    "memory_time",
+    "roofline_time",
+]
+
+
+def matmul_flops():
+    """FLOPs of a (B x D) by (D x F) product: 2 B D F."""
+    return 2 * B * D * F
+
+
+def matmul_bytes():
+    """Bytes such a product moves at least once: the input, the weights and the output."""
+    return b * (B * D + D * F + B * F)
+
+
+def matmul_intensity():
+    """FLOPs per byte moved; for B much smaller than D and F, about 2 B / b."""
+    return matmul_flops() / matmul_bytes()
+
+
+def ridge_point():
+    """The intensity at which a device's compute and memory take equally long: pi / beta."""
+    return pi / beta
+
+
+def compute_time(flops):
+    """Seconds for ``flops`` at eta_c of the peak FLOP/s."""
+    return flops / (eta_c * pi)
+
+
+def memory_time(nbytes):
+    """Seconds to move ``nbytes`` at eta_m of the peak bandwidth."""
+    return nbytes / (eta_m * beta)
+
+
+def roofline_time(flops, nbytes):
+    """Compute and memory overlap: a step takes the longer of the two."""
+    return sympy.Max(compute_time(flops), memory_time(nbytes))

@@ -1,0 +1,1 @@
+"""Peak figures of the registry's accelerators, one JSON file each, every figure with its source."""

@@ -1,0 +1,192 @@
+"""Accelerators: a validated ``GPU`` and a registry of real ones, every figure with its source.
+
+>>> g = gpu("h100-sxm")
+>>> g.flop_rate("bf16")  # dense: NVIDIA's datasheet prints 1,979 TFLOPS "with sparsity"
+989000000000000.0
+>>> g.memory_bandwidth, g.memory_bytes
+(3350000000000.0, 80000000000)
+>>> round(g.ridge_point("bf16"))  # FLOPs per byte read at which compute and memory tie
+295
+>>> g.interconnect_bandwidth, g.interconnect_bandwidth_total  # each way; both ways
+(450000000000.0, 900000000000.0)
+>>> gpu("h100")
+Traceback (most recent call last):
+...
+KeyError: "unknown GPU 'h100'; close matches: ..."
+
+Conventions, the same for every accelerator (chapter 07 explains them):
+
+- Peak FLOP/s are *dense*. Datasheets print, next to them or instead of them, figures "with
+  sparsity" (2:4 structured sparsity), twice as large; those are halved here, and each source
+  says which figure was read and how it was turned into the one recorded.
+- ``memory_bytes`` is the vendor's marketing figure in decimal bytes ("80 GB" is 80e9 B), not
+  what a framework reports as free memory.
+- ``interconnect_bandwidth`` and ``pcie_bandwidth`` are bytes per second *in each direction*,
+  what a ring all-reduce moves per GPU; vendors usually print the sum of both directions
+  (NVLink "900 GB/s" is 450 GB/s each way), which ``interconnect_bandwidth_total`` gives back.
+  ``interconnect`` says which link it is (a card without NVLink talks over PCIe).
+- ``price_per_hour`` is one example rental price, in USD per GPU-hour, observed on
+  ``price_date``; prices move, so it is an illustration, not a constant.
+"""
+
+from __future__ import annotations
+
+import datetime
+import difflib
+import functools
+import json
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from types import MappingProxyType
+
+from inference_arithmetic.dtypes import DTYPE_BYTES
+
+__all__ = ["GPU", "gpu", "gpu_names", "FLOP_DTYPES", "FIGURES"]
+
+FLOP_DTYPES = (*DTYPE_BYTES, "tf32", "fp4")
+"""The dtypes a peak FLOP rate may be given for: the stored formats, plus tf32 (a tensor-core
+input format for fp32 data) and fp4."""
+
+FIGURES = (
+    "memory_bandwidth",
+    "memory_bytes",
+    "interconnect_bandwidth",
+    "pcie_bandwidth",
+    "price_per_hour",
+)
+"""The figures besides the peak FLOP rates; each present one needs a source, keyed by its name
+(the rates are keyed ``peak_flop_rate.<dtype>``)."""
+
+
+@dataclass(frozen=True)
+class GPU:
+    """One accelerator's peak figures, in base SI units, each with its source.
+
+    ``peak_flop_rate`` maps a dtype name (``FLOP_DTYPES``) to dense FLOP/s (ops/s for int8).
+    ``sources`` maps ``"peak_flop_rate.<dtype>"`` and the names in ``FIGURES`` to where the
+    figure comes from; every figure present needs one. ``pcie_bandwidth`` and
+    ``price_per_hour`` may be None where no figure could be established (say why in
+    ``sources``); ``price_date`` (ISO ``YYYY-MM-DD``) goes with the price.
+    """
+
+    name: str
+    vendor: str
+    peak_flop_rate: Mapping[str, float] = field(hash=False)
+    memory_bandwidth: float
+    memory_bytes: float
+    interconnect_bandwidth: float
+    interconnect: str
+    pcie_bandwidth: float | None = None
+    pcie: str = ""
+    price_per_hour: float | None = None
+    price_date: str | None = None
+    sources: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
+    full_name: str = field(default="", compare=False)
+    notes: str = field(default="", compare=False)
+
+    def __post_init__(self):
+        for name in ("name", "vendor", "interconnect"):
+            if not isinstance(getattr(self, name), str) or not getattr(self, name):
+                raise ValueError(f"GPU {self.name!r}: {name} must be a non-empty string")
+        if not isinstance(self.peak_flop_rate, Mapping) or not self.peak_flop_rate:
+            raise ValueError(f"{self.name}: peak_flop_rate must map dtypes to FLOP/s")
+        unknown = [d for d in self.peak_flop_rate if d not in FLOP_DTYPES]
+        if unknown:
+            raise ValueError(
+                f"{self.name}: unknown dtype {', '.join(map(repr, unknown))} in peak_flop_rate; "
+                f"known dtypes: {', '.join(FLOP_DTYPES)}"
+            )
+        for dtype, rate in self.peak_flop_rate.items():
+            _positive(self.name, f"peak_flop_rate[{dtype!r}]", rate)
+        for name in ("memory_bandwidth", "memory_bytes", "interconnect_bandwidth"):
+            _positive(self.name, name, getattr(self, name))
+        for name in ("pcie_bandwidth", "price_per_hour"):
+            if getattr(self, name) is not None:
+                _positive(self.name, name, getattr(self, name))
+        if (self.price_per_hour is None) != (self.price_date is None):
+            raise ValueError(f"{self.name}: price_per_hour and price_date go together")
+        if self.price_date is not None:
+            try:
+                datetime.date.fromisoformat(self.price_date)
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"{self.name}: price_date must be an ISO date (YYYY-MM-DD), "
+                    f"got {self.price_date!r}"
+                ) from None
+        self._check_sources()
+        # Read-only views: a frozen GPU should not change behind the registry's back.
+        object.__setattr__(self, "peak_flop_rate", MappingProxyType(dict(self.peak_flop_rate)))
+        object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+
+    def _check_sources(self):
+        if not isinstance(self.sources, Mapping):
+            raise ValueError(f"{self.name}: sources must map figures to their sources")
+        keys = [f"peak_flop_rate.{dtype}" for dtype in FLOP_DTYPES] + list(FIGURES)
+        unknown = [key for key in self.sources if key not in keys]
+        if unknown:
+            raise ValueError(
+                f"{self.name}: sources for unknown figures {', '.join(map(repr, unknown))}; "
+                f"figures are peak_flop_rate.<dtype> and {', '.join(FIGURES)}"
+            )
+        present = [f"peak_flop_rate.{dtype}" for dtype in self.peak_flop_rate]
+        present += [name for name in FIGURES if getattr(self, name) is not None]
+        missing = [
+            key
+            for key in present
+            if not isinstance(self.sources.get(key), str) or not self.sources[key].strip()
+        ]
+        if missing:
+            raise ValueError(f"{self.name}: no source for {', '.join(missing)}")
+
+    def flop_rate(self, dtype: str) -> float:
+        """Peak dense FLOP/s in ``dtype``; ``KeyError`` naming the dtypes this GPU has."""
+        try:
+            return float(self.peak_flop_rate[dtype])
+        except (KeyError, TypeError):
+            raise KeyError(
+                f"{self.name} has no peak FLOP rate for {dtype!r}; "
+                f"it has: {', '.join(self.peak_flop_rate)}"
+            ) from None
+
+    def ridge_point(self, dtype: str) -> float:
+        """FLOPs per byte of memory traffic at which compute time equals memory time."""
+        return self.flop_rate(dtype) / self.memory_bandwidth
+
+    @property
+    def interconnect_bandwidth_total(self) -> float:
+        """Both directions together, the way vendors usually print link bandwidth."""
+        return 2 * self.interconnect_bandwidth
+
+
+def _positive(gpu_name, name, value):
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{gpu_name}: {name} must be a number, got {value!r}")
+    if value <= 0:
+        raise ValueError(f"{gpu_name}: {name} must be positive, got {value!r}")
+
+
+@functools.cache
+def _registry() -> dict[str, GPU]:
+    registry = {}
+    for path in sorted(resources.files("inference_arithmetic.gpu_specs").iterdir()):
+        if path.name.endswith(".json"):
+            entry = json.loads(path.read_text())
+            registry[entry["name"]] = GPU(**entry)
+    return registry
+
+
+def gpu_names() -> list[str]:
+    """The names of the registry's accelerators."""
+    return list(_registry())
+
+
+def gpu(name: str) -> GPU:
+    """A registry accelerator by name; ``KeyError`` listing close matches for an unknown name."""
+    registry = _registry()
+    try:
+        return registry[name]
+    except (KeyError, TypeError):
+        close = difflib.get_close_matches(str(name), registry, n=3, cutoff=0.5) or list(registry)
+        raise KeyError(f"unknown GPU {name!r}; close matches: {', '.join(close)}") from None

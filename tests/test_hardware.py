@@ -1,0 +1,182 @@
+"""The accelerator registry: every figure sourced, validation, look-ups, and anchor numbers."""
+
+import math
+
+import pytest
+
+import inference_arithmetic as ia
+from inference_arithmetic.hardware import FIGURES, FLOP_DTYPES, GPU, gpu, gpu_names
+
+EXPECTED = {
+    "a100-40gb",
+    "a100-80gb",
+    "h100-sxm",
+    "h100-pcie",
+    "h200",
+    "b200",
+    "l4",
+    "l40s",
+    "rtx-4090",
+    "mi300x",
+    "tpu-v5e",
+}
+
+
+def toy(**changes):
+    """A valid GPU with round figures, each sourced; ``changes`` break it one way."""
+    values = dict(
+        name="toy",
+        vendor="Nobody",
+        peak_flop_rate={"bf16": 1e15, "fp8": 2e15},
+        memory_bandwidth=2e12,
+        memory_bytes=80e9,
+        interconnect="a link",
+        interconnect_bandwidth=400e9,
+        pcie_bandwidth=64e9,
+        price_per_hour=2.0,
+        price_date="2026-01-01",
+        sources={
+            "peak_flop_rate.bf16": "made up",
+            "peak_flop_rate.fp8": "made up",
+            **{name: "made up" for name in FIGURES},
+        },
+    )
+    return GPU(**{**values, **changes})
+
+
+def test_the_registry_has_the_accelerators_the_book_uses():
+    assert EXPECTED <= set(gpu_names())
+    assert ia.gpu is gpu and ia.gpu_names is gpu_names and ia.GPU is GPU
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_every_figure_of_every_registry_gpu_has_a_source(name):
+    g = gpu(name)
+    # Every rate and every figure, present or not: a missing one must say why it is missing.
+    needed = [f"peak_flop_rate.{dtype}" for dtype in g.peak_flop_rate] + list(FIGURES)
+    missing = [key for key in needed if len(g.sources.get(key, "").strip()) < 20]
+    assert not missing, f"{name}: no (or a too short) source for {missing}"
+    assert g.full_name and g.interconnect
+    if g.price_per_hour is None:
+        assert "not" in g.sources["price_per_hour"].lower()  # says why there is no price
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_registry_figures_are_in_base_units(name):
+    g = gpu(name)
+    # FLOP/s, not TFLOP/s; bytes, not GB; B/s, not GB/s.
+    assert all(1e12 < rate < 1e17 for rate in g.peak_flop_rate.values())
+    assert 1e11 < g.memory_bandwidth < 1e14
+    assert 1e10 < g.memory_bytes < 1e12
+    assert 1e10 < g.interconnect_bandwidth < 1e13
+    assert g.pcie_bandwidth is None or 1e10 < g.pcie_bandwidth < 1e12
+    assert g.price_per_hour is None or 0.1 < g.price_per_hour < 50
+
+
+def test_a_missing_source_fails():
+    sources = dict(toy().sources)
+    del sources["memory_bandwidth"]
+    with pytest.raises(ValueError, match="toy: no source for memory_bandwidth"):
+        toy(sources=sources)
+    sources = {**toy().sources, "peak_flop_rate.fp8": "  "}
+    with pytest.raises(ValueError, match=r"no source for peak_flop_rate\.fp8"):
+        toy(sources=sources)
+
+
+def test_an_absent_figure_needs_no_source():
+    sources = {k: v for k, v in toy().sources.items() if k != "pcie_bandwidth"}
+    assert toy(pcie_bandwidth=None, sources=sources).pcie_bandwidth is None
+
+
+@pytest.mark.parametrize(
+    "changes, message",
+    [
+        (dict(memory_bandwidth=-2e12), "memory_bandwidth must be positive, got -2"),
+        (dict(memory_bytes=0), "memory_bytes must be positive"),
+        (dict(interconnect_bandwidth=math.nan), "interconnect_bandwidth must be a number"),
+        (dict(pcie_bandwidth="64 GB/s"), "pcie_bandwidth must be a number"),
+        (dict(price_per_hour=-1.0), "price_per_hour must be positive"),
+        (dict(peak_flop_rate={"bf16": 0}), r"peak_flop_rate\['bf16'\] must be positive"),
+        (dict(peak_flop_rate={"bf16": True}), "must be a number"),
+        (dict(peak_flop_rate={}), "peak_flop_rate must map dtypes"),
+        (dict(peak_flop_rate={"bfloat16": 1e15}), "unknown dtype 'bfloat16'.*known dtypes: fp32"),
+        (dict(sources={**toy().sources, "memory_bandwith": "typo"}), "unknown figures"),
+        (dict(price_date=None), "price_per_hour and price_date go together"),
+        (dict(price_date="May 2026"), "price_date must be an ISO date"),
+        (dict(interconnect=""), "interconnect must be a non-empty string"),
+    ],
+)
+def test_invalid_gpus_raise_a_clear_error(changes, message):
+    with pytest.raises(ValueError, match=message):
+        toy(**changes)
+
+
+def test_unknown_gpu_lists_close_matches():
+    with pytest.raises(KeyError, match="unknown GPU 'h100'; close matches: .*h100-sxm"):
+        gpu("h100")
+    with pytest.raises(KeyError, match="a100-80gb"):
+        gpu("a100-80g")
+
+
+def test_a_dtype_the_gpu_lacks_names_the_ones_it_has():
+    with pytest.raises(KeyError, match="a100-80gb has no peak FLOP rate for 'fp8'; it has: fp32"):
+        gpu("a100-80gb").flop_rate("fp8")
+    with pytest.raises(KeyError, match="it has: bf16, int8"):
+        gpu("tpu-v5e").flop_rate("fp32")
+
+
+def test_the_gpu_is_frozen_and_its_tables_read_only():
+    g = gpu("h100-sxm")
+    with pytest.raises(AttributeError):
+        g.memory_bandwidth = 1.0
+    with pytest.raises(TypeError):
+        g.peak_flop_rate["bf16"] = 1.0
+    assert hash(g) == hash(gpu("h100-sxm"))
+
+
+def test_h100_sxm_anchor_numbers():
+    g = gpu("h100-sxm")
+    assert g.flop_rate("bf16") == 989e12  # dense; the datasheet's 1,979 is with sparsity
+    assert g.memory_bandwidth == 3.35e12  # HBM3
+    assert g.memory_bytes == 80e9
+    assert g.interconnect_bandwidth_total == 900e9  # NVLink 4, both directions
+    assert g.interconnect_bandwidth == 450e9  # each way: what a ring all-reduce moves
+    assert g.pcie_bandwidth == 64e9  # PCIe Gen5 x16, each way
+    assert g.ridge_point("bf16") == pytest.approx(295.2, abs=0.1)
+
+
+def test_a100_80gb_anchor_numbers():
+    g = gpu("a100-80gb")
+    assert g.flop_rate("bf16") == 312e12
+    assert g.memory_bandwidth == 2039e9
+    assert g.memory_bytes == 80e9
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_dense_convention_and_the_order_of_the_formats(name):
+    rates = gpu(name).peak_flop_rate
+    if "fp8" in rates and "bf16" in rates:
+        assert rates["fp8"] > rates["bf16"]
+    if "fp4" in rates and "fp8" in rates:
+        assert rates["fp4"] > rates["fp8"]
+    if "bf16" in rates and "tf32" in rates:
+        assert rates["bf16"] > rates["tf32"]
+    assert set(rates) <= set(FLOP_DTYPES)
+
+
+def test_dense_not_sparse():
+    # The sparse figures datasheets print are twice these.
+    assert gpu("h100-sxm").flop_rate("bf16") < 1.5e15
+    assert gpu("h100-sxm").flop_rate("fp8") < 3e15
+    assert gpu("h200").flop_rate("bf16") == gpu("h100-sxm").flop_rate("bf16")
+    assert gpu("b200").flop_rate("bf16") < 3e15
+    assert gpu("mi300x").flop_rate("bf16") < 2e15
+    assert gpu("l4").flop_rate("bf16") < 200e12
+
+
+def test_prices_have_dates_and_sources():
+    for name in gpu_names():
+        g = gpu(name)
+        if g.price_per_hour is not None:
+            assert g.price_date >= "2026-01-01", name
+            assert "http" in g.sources["price_per_hour"], name

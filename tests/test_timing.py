@@ -1,0 +1,154 @@
+"""Seconds from the formulas: the roofline's bounds, batching, parallelism and bad input.
+
+A stand-in GPU with round figures keeps these tests independent of the hardware registry
+(test_hardware.py checks that); the source's numbers for an H100 are checked there too.
+"""
+
+from dataclasses import dataclass, field, replace
+
+import pytest
+import sympy
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import inference_arithmetic as ia
+from inference_arithmetic import timing
+from inference_arithmetic.formulas import latency, parallel, roofline
+from inference_arithmetic.symbols import B, D, F, b, n_gpus
+
+
+@dataclass(frozen=True)
+class RoundGPU:
+    name: str = "round-gpu"
+    memory_bandwidth: float = 3e12
+    memory_bytes: float = 80e9
+    interconnect_bandwidth: float = 450e9
+    rates: dict = field(default_factory=lambda: {"bf16": 1e15, "fp8": 2e15})
+
+    def flop_rate(self, dtype):
+        return self.rates[dtype]
+
+
+GPU = RoundGPU()
+SMALL = ia.model("llama-3.1-8b")
+BIG = ia.model("llama-3.1-70b")
+
+
+def test_matmul_intensity_tends_to_two_flops_per_byte_per_batch_row():
+    small_batch = sympy.limit(roofline.matmul_intensity() / B, D, sympy.oo)
+    assert sympy.limit(small_batch, F, sympy.oo) == 2 / b
+
+
+def test_all_reduce_is_free_on_one_gpu():
+    assert parallel.all_reduce_time(1e6).subs(n_gpus, 1) == 0
+
+
+@settings(max_examples=30, deadline=None)
+@given(batch=st.integers(1, 16), context=st.integers(1, 4096))
+def test_a_step_is_never_faster_than_either_bound(batch, context):
+    step = timing.decode_step_time(SMALL, GPU, batch, context, link_latency=0.0)
+    flops = ia.decode_flops(SMALL, batch, context)
+    weights = ia.param_count(SMALL) * 2
+    cache = ia.kv_cache_bytes(SMALL, batch, context)
+    assert step >= flops / GPU.flop_rate("bf16") * (1 - 1e-12)
+    assert step >= (weights + cache) / GPU.memory_bandwidth * (1 - 1e-12)
+
+
+@settings(max_examples=20, deadline=None)
+@given(batch=st.integers(1, 32), context=st.integers(128, 4096))
+def test_doubling_bandwidth_never_slows_anything(batch, context):
+    faster = replace(GPU, memory_bandwidth=2 * GPU.memory_bandwidth)
+    for function, length in ((timing.decode_step_time, context), (timing.prefill_time, context)):
+        assert function(SMALL, faster, batch, length) <= function(SMALL, GPU, batch, length)
+
+
+def test_throughput_does_not_fall_as_the_batch_grows_up_to_the_memory_limit():
+    limit = timing.max_batch(SMALL, GPU, context_len=2048 + 128)
+    assert limit > 8
+    throughputs = [
+        timing.generation(SMALL, GPU, batch, 2048, 128)["throughput"]
+        for batch in sorted({1, 2, 4, 8, 16, 32, limit} & set(range(1, limit + 1)))
+    ]
+    assert all(b >= a for a, b in zip(throughputs, throughputs[1:], strict=False))
+
+
+def test_decode_of_one_request_is_memory_bound_by_two_orders_of_magnitude():
+    values = dict(batch=1, context_len=2048)
+    step = timing.decode_step_time(BIG, GPU, n_gpus=2, link_latency=0.0, **values)
+    compute = ia.decode_flops(BIG, 1, 2048) / (2 * GPU.flop_rate("bf16"))
+    assert step / compute > 100
+
+
+def test_decode_turns_compute_bound_at_a_few_hundred_requests_for_short_contexts():
+    batch = timing.compute_bound_batch(SMALL, GPU, context_len=1)
+    assert batch is not None and 100 < batch < 1000
+    # Every request brings its own cache, so at long contexts the batch never catches up.
+    assert timing.compute_bound_batch(SMALL, GPU, context_len=32768) is None
+
+
+def test_tensor_parallelism_cuts_latency_and_pipeline_parallelism_does_not():
+    one = timing.decode_step_time(SMALL, GPU, 1, 2048, link_latency=0.0)
+    tensor = timing.decode_step_time(SMALL, GPU, 1, 2048, n_gpus=4, link_latency=0.0)
+    pipeline = timing.decode_step_time(
+        SMALL, GPU, 1, 2048, n_gpus=4, parallel="pipeline", link_latency=0.0
+    )
+    assert tensor < one / 2
+    assert pipeline >= one
+    gen = timing.generation(SMALL, GPU, 1, 2048, 64, n_gpus=4, parallel="pipeline")
+    alone = timing.generation(SMALL, GPU, 1, 2048, 64)
+    assert gen["throughput"] > 3 * alone["throughput"]  # four batches in flight
+
+
+def test_generation_adds_up():
+    result = timing.generation(SMALL, GPU, batch=4, prompt_len=1000, output_len=3)
+    steps = [timing.decode_step_time(SMALL, GPU, 4, c) for c in (1000, 1001)]
+    assert result["ttft"] == pytest.approx(timing.prefill_time(SMALL, GPU, 4, 1000))
+    assert result["total"] == pytest.approx(result["ttft"] + sum(steps))
+    assert result["throughput"] == pytest.approx(4 * 3 / result["total"])
+
+
+def test_moe_decode_reads_only_the_experts_its_tokens_touch():
+    mixtral = ia.model("mixtral-8x7b")
+    values = {**mixtral.sizes(), "bytes_per_number": 1}
+    one = ia.numeric(latency.weight_bytes_read(mixtral, B)).from_values({**values, "batch": 1})
+    many = ia.numeric(latency.weight_bytes_read(mixtral, B)).from_values({**values, "batch": 512})
+    assert ia.param_count(mixtral, active=True) == pytest.approx(one)
+    assert many == pytest.approx(ia.param_count(mixtral), rel=1e-6)
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: timing.decode_step_time(SMALL, GPU, batch=0), ValueError, "batch must be"),
+        (lambda: timing.prefill_time(SMALL, GPU, prompt_len=-5), ValueError, "prompt_len must"),
+        (lambda: timing.decode_step_time(BIG, GPU), ValueError, "needs 142 GB per GPU"),
+        (lambda: timing.decode_step_time(SMALL, GPU, parallel="data"), ValueError, "parallel"),
+        (
+            lambda: timing.decode_step_time(SMALL, GPU, compute_efficiency=1.5),
+            ValueError,
+            r"\(0, 1\]",
+        ),
+        (lambda: timing.decode_step_time("llama", GPU), TypeError, "ModelConfig"),
+    ],
+)
+def test_bad_input_raises_a_clear_error(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_the_sources_numbers_for_llama_3_70b_on_one_h100():
+    # A thought experiment of the source post: 141 GB of weights do not fit in 80 GB, so the
+    # numbers come from the formulas at the H100's figures, with ideal efficiency.
+    m, g = ia.model("llama-3.3-70b"), ia.gpu("h100-sxm")
+    assert (g.flop_rate("bf16"), g.memory_bandwidth) == (989e12, 3.35e12)
+    weights = ia.param_count(m) * 2
+    assert round(weights / 1e9) == 141
+    assert round(weights / g.memory_bandwidth, 2) == 0.04
+    prefill = ia.forward_flops(m, 1, 2048, last_logits_only=True)
+    assert round(prefill / 1e12) == 291 and round(prefill / g.flop_rate("bf16"), 2) == 0.29
+    decode_compute = ia.decode_flops(m, 1, 2048) / g.flop_rate("bf16")
+    assert round(decode_compute, 5) == 0.00015  # the post rounds 2N / 989 TFLOP/s to 0.00014 s
+    read = (weights + ia.kv_cache_bytes(m, 1, 2048)) / g.memory_bandwidth
+    assert read / decode_compute > 100  # memory-bound by two orders of magnitude
+    with pytest.raises(ValueError, match="needs 142 GB per GPU"):
+        timing.decode_step_time(m, g, batch=1, context_len=2048)
