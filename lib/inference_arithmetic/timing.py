@@ -21,10 +21,10 @@ import numpy as np
 
 from inference_arithmetic.counts import kv_cache_bytes, param_count
 from inference_arithmetic.dtypes import bytes_per_number
-from inference_arithmetic.formulas import latency, parallel, roofline, transformer
+from inference_arithmetic.formulas import latency, roofline, transformer
 from inference_arithmetic.models import ModelConfig
 from inference_arithmetic.numeric import numeric
-from inference_arithmetic.symbols import B, T, n_gpus
+from inference_arithmetic.symbols import n_gpus
 
 __all__ = [
     "PARALLEL",
@@ -37,7 +37,7 @@ __all__ = [
     "compute_bound_batch",
 ]
 
-PARALLEL = ("tensor", "pipeline")
+PARALLEL = latency.PARALLEL
 DEFAULT_LINK_LATENCY = 10e-6
 """Seconds per message between GPUs: the order of a small NCCL all-reduce step over NVLink.
 An assumption of the model, varied in chapter 10."""
@@ -124,22 +124,7 @@ def prefill_time(
         arch, gpu, dtype, n_gpus, compute_efficiency, bandwidth_efficiency, link_latency
     )
     values.update(batch=batch, seq_len=prompt_len)
-    if parallel == "tensor":
-        return float(_compiled(latency.prefill_time, arch).from_values(values))
-    return float(_compiled(_pipeline_prefill, arch).from_values(values))
-
-
-def _pipeline_prefill(arch):
-    """Pipeline parallelism: the stages run in turn, so one GPU's time plus the hand-offs."""
-    flops = transformer.forward_flops(arch, last_logits_only=True)
-    step = roofline.roofline_time(flops, latency.prefill_bytes(arch))
-    return step + parallel.pipeline_parallel_comm_time(arch, tokens=B * T)
-
-
-def _pipeline_decode(arch, mla):
-    flops = transformer.decode_flops(arch, mla=mla)
-    step = roofline.roofline_time(flops, latency.decode_bytes(arch))
-    return step + parallel.pipeline_parallel_comm_time(arch, tokens=B)
+    return float(_compiled(latency.prefill_time, arch, parallel).from_values(values))
 
 
 def decode_step_time(
@@ -194,8 +179,7 @@ def _decode_times(
         arch, gpu, dtype, n_gpus, compute_efficiency, bandwidth_efficiency, link_latency
     )
     values.update(batch=batch, context_len=contexts)
-    builder = latency.decode_step_time if parallel_mode == "tensor" else _pipeline_decode
-    return _compiled(builder, arch, mla).from_values(values)
+    return _compiled(latency.decode_step_time, arch, mla, parallel_mode).from_values(values)
 
 
 def generation(
@@ -213,8 +197,9 @@ def generation(
 ) -> dict[str, float]:
     """A batch of identical requests from prompt to last token.
 
-    Returns the time to first token (the prefill), the mean time per output token (decode
-    steps with the context growing from ``prompt_len`` to ``prompt_len + output_len - 1``),
+    Returns the time to first token (the prefill), the mean time per output token after the
+    first (decode steps with the context growing from ``prompt_len`` to
+    ``prompt_len + output_len - 2``),
     the end-to-end latency of a request, and the throughput in output tokens per second.
     With pipeline parallelism and as many batches in flight as stages, the stages are all
     busy: throughput is n times one batch's, latency unchanged.
@@ -229,7 +214,9 @@ def generation(
         link_latency=link_latency,
     )
     ttft = prefill_time(arch, gpu, batch, prompt_len, **options)
-    contexts = np.arange(prompt_len, prompt_len + output_len)
+    # The first output token comes out of the prefill; each further one takes a decode step,
+    # with the context growing by one token a step (one step is timed even if none runs).
+    contexts = np.arange(prompt_len, prompt_len + max(output_len - 1, 1))
     steps = _decode_times(
         arch,
         gpu,
@@ -244,7 +231,6 @@ def generation(
         "reexpand",
     )
     steps = np.broadcast_to(steps, contexts.shape)
-    # The first output token comes out of the prefill; each further one takes a decode step.
     total = ttft + float(np.sum(steps[: output_len - 1]))
     in_flight = n_gpus if parallel == "pipeline" else 1
     return {

@@ -8,10 +8,12 @@ adds two all-reduces of the activations (``formulas.parallel``).
 
 from __future__ import annotations
 
-from inference_arithmetic.formulas import kv_cache, parallel, roofline, transformer
+from inference_arithmetic.formulas import kv_cache, roofline, transformer
+from inference_arithmetic.formulas import parallel as parallelism
 from inference_arithmetic.symbols import B, D, E, F_e, L, L_d, S, T, b, k, n_gpus
 
 __all__ = [
+    "PARALLEL",
     "experts_touched",
     "weight_bytes_read",
     "prefill_bytes",
@@ -55,15 +57,28 @@ def decode_bytes(arch, mla="latent"):
     return weight_bytes_read(arch, B) + kv_cache.kv_cache_bytes(arch, mla)
 
 
-def prefill_time(arch):
+PARALLEL = ("tensor", "pipeline")
+
+
+def _split(flops, nbytes, arch, tokens, mode):
+    """Tensor parallelism: each GPU does 1/n of the work, plus the all-reduces. Pipeline: the
+    n stages of 1/n run in turn, one GPU's time in all, plus the hand-offs between them."""
+    if mode not in PARALLEL:
+        raise ValueError(f"parallel must be one of {PARALLEL}, got {mode!r}")
+    if mode == "tensor":
+        step = roofline.roofline_time(flops / n_gpus, nbytes / n_gpus)
+        return step + parallelism.tensor_parallel_comm_time(arch, tokens)
+    hand_offs = parallelism.pipeline_parallel_comm_time(arch, tokens)
+    return roofline.roofline_time(flops, nbytes) + hand_offs
+
+
+def prefill_time(arch, parallel="tensor"):
     """Seconds of a prefill of B sequences of T tokens (logits of the last position only)."""
     flops = transformer.forward_flops(arch, last_logits_only=True)
-    step = roofline.roofline_time(flops / n_gpus, prefill_bytes(arch) / n_gpus)
-    return step + parallel.tensor_parallel_comm_time(arch, tokens=B * T)
+    return _split(flops, prefill_bytes(arch), arch, B * T, parallel)
 
 
-def decode_step_time(arch, mla="reexpand"):
+def decode_step_time(arch, mla="reexpand", parallel="tensor"):
     """Seconds of one decode step of B requests with S tokens cached each."""
     flops = transformer.decode_flops(arch, mla=mla)
-    step = roofline.roofline_time(flops / n_gpus, decode_bytes(arch) / n_gpus)
-    return step + parallel.tensor_parallel_comm_time(arch, tokens=B)
+    return _split(flops, decode_bytes(arch), arch, B, parallel)
