@@ -15,7 +15,7 @@ BOOK_FLAGS := -W -n --keep-going
 
 help:
 	@echo "make book       build the HTML book (executes every chapter; warnings are errors)"
-	@echo "make test       ruff, the strict book build, library tests, nbval over every chapter"
+	@echo "make test       ruff, the strict book build, library tests, nbval, the browser test"
 	@echo "make notebooks  .ipynb versions of the chapters in _build/notebooks/ (for classes)"
 	@echo "make lab        JupyterLab on the chapters"
 	@echo "make bench      import time, compiled formula vs numpy, widget update time"

@@ -191,6 +191,8 @@ class FormulaWidget:
         if x not in direct:
             raise ValueError(f"x={x!r} must be one of the controls: {sorted(direct)}")
         self.functions = {label: numeric(expr) for label, expr in self.curves.items()}
+        self.unit = unit
+        self.palette = PALETTE
         self.format = value_format or (lambda v: fmt.si(v, unit))
         self.values = {name: self.specs[name].value for name in direct}
         # A Choice is set by its label: bf16 and fp16 have the same value but are two buttons.
@@ -325,7 +327,13 @@ class FormulaWidget:
         return handler
 
     def _repr_mimebundle_(self, **kwargs):
-        return self.widget()._repr_mimebundle_(**kwargs)
+        # Jupyter renders the ipywidgets view; the static book renders the HTML, which
+        # recomputes in the browser without a kernel (inference_arithmetic.live).
+        from inference_arithmetic.live import live_html
+
+        bundle = self.widget()._repr_mimebundle_(**kwargs)
+        bundle["text/html"] = live_html(self)
+        return bundle
 
 
 def formula_widget(curves, x, controls, **options) -> FormulaWidget:
