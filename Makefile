@@ -11,7 +11,7 @@ JOBS ?= 2
 # Strict: warnings are errors, broken references are reported, all problems in one run.
 BOOK_FLAGS := -W -n --keep-going
 
-.PHONY: book test lint format unit notebooks lab bench reference clean help
+.PHONY: book test lint format unit notebooks lab bench reference linkcheck clean help
 
 help:
 	@echo "make book       build the HTML book (executes every chapter; warnings are errors)"
@@ -20,6 +20,7 @@ help:
 	@echo "make lab        JupyterLab on the chapters"
 	@echo "make bench      import time, compiled formula vs numpy, widget update time"
 	@echo "make format     ruff format over the library, the tests and the chapters' code"
+	@echo "make linkcheck  check the external links (needs the network)"
 	@echo "make reference  re-measure the registry models with torch + transformers"
 	@echo "make clean      remove _build/, .venv/ and tests/reference/.venv/"
 
@@ -38,6 +39,11 @@ book: $(STAMP) _build/.library-stamp
 	$(BIN)/jupyter-book build . $(BOOK_FLAGS)
 	@echo "Book: $(CURDIR)/_build/html/index.html"
 
+# External links need the network, so this is not part of `make test`; internal references
+# and anchors are checked by the strict build.
+linkcheck: $(STAMP)
+	$(BIN)/jupyter-book build . --builder linkcheck
+
 _build/notebooks/%.ipynb: book/%.md $(STAMP)
 	@mkdir -p _build/notebooks
 	$(BIN)/jupytext --quiet --to ipynb --output $@ $<
@@ -48,11 +54,11 @@ notebooks: $(NOTEBOOKS)
 # The chapters' code is linted and format-checked through their generated notebooks;
 # `make format` formats the library, the tests and the chapters' code cells in place.
 lint: $(NOTEBOOKS)
-	$(BIN)/ruff check lib tests $(NOTEBOOKS)
-	$(BIN)/ruff format --check lib tests $(NOTEBOOKS)
+	$(BIN)/ruff check lib tests tools $(NOTEBOOKS)
+	$(BIN)/ruff format --check lib tests tools $(NOTEBOOKS)
 
 format: $(STAMP)
-	$(BIN)/ruff format lib tests
+	$(BIN)/ruff format lib tests tools
 	for chapter in $(CHAPTERS); do \
 		$(BIN)/jupytext --quiet --pipe "$(CURDIR)/$(BIN)/ruff format -" $$chapter || exit 1; \
 	done
