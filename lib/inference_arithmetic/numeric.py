@@ -82,10 +82,14 @@ class CompiledFormula:
                     f"{name} must be a number or an array of numbers, got {value!r}"
                 ) from None
             # One reduction per argument keeps the check cheap next to the formula itself.
-            if positive and not array.min(initial=np.inf) > 0:
-                raise ArgumentError(f"{name} must be positive, got {_first(array, array <= 0)}")
-            if nonnegative and not array.min(initial=np.inf) >= 0:
-                raise ArgumentError(f"{name} must not be negative, got {_first(array, array < 0)}")
+            if positive or nonnegative:  # positive symbols are nonnegative too: one reduction
+                low = array.min(initial=np.inf)
+                if positive and not low > 0:
+                    raise ArgumentError(f"{name} must be positive, got {_first(array, array <= 0)}")
+                if not low >= 0:
+                    raise ArgumentError(
+                        f"{name} must not be negative, got {_first(array, array < 0)}"
+                    )
             # A single fractional size (2.5 layers) is a mistake; an array may sweep a size
             # smoothly for a plot, and testing every element would double the cost of a call.
             if integer and array.ndim == 0 and not float(array).is_integer():
