@@ -22,7 +22,7 @@ class Page(HTMLParser):
 
     def __init__(self, path: Path):
         super().__init__()
-        self.scripts, self.styles, self.images = [], [], []
+        self.scripts, self.styles, self.images, self.alts = [], [], [], []
         self.feed(path.read_text())
 
     def handle_starttag(self, tag, attrs):
@@ -34,6 +34,7 @@ class Page(HTMLParser):
             self.styles.append(attrs["href"])
         elif tag == "img":
             self.images.append(attrs.get("src", ""))
+            self.alts.append(attrs.get("alt") or "")
 
 
 def _page_path(doc: str) -> Path:
@@ -79,6 +80,13 @@ def test_every_image_exists(doc):
             continue
         local = _local(path, url)
         assert local is not None and local.exists(), f"{doc}: image {url} is missing"
+
+
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_every_image_has_alt_text_not_a_file_name(doc):
+    page = Page(_page_path(doc))
+    bad = [src for src, alt in zip(page.images, page.alts, strict=True) if not alt or src in alt]
+    assert not bad, f"{doc}: images without alt text (mystnb: image: alt:): {bad}"
 
 
 @pytest.mark.parametrize("doc", CHAPTERS)
