@@ -11,7 +11,7 @@ JOBS ?= 2
 # Strict: warnings are errors, broken references are reported, all problems in one run.
 BOOK_FLAGS := -W -n --keep-going
 
-.PHONY: book test lint format unit notebooks lab bench reference linkcheck clean help
+.PHONY: book test lint format unit notebooks lab bench reference linkcheck pdf clean help
 
 help:
 	@echo "make book       build the HTML book (executes every chapter; warnings are errors)"
@@ -20,6 +20,7 @@ help:
 	@echo "make lab        JupyterLab on the chapters"
 	@echo "make bench      import time, compiled formula vs numpy, widget update time"
 	@echo "make format     ruff format over the library, the tests and the chapters' code"
+	@echo "make pdf        the whole book as one PDF (installs texlive when missing)"
 	@echo "make linkcheck  check the external links (needs the network)"
 	@echo "make reference  re-measure the registry models with torch + transformers"
 	@echo "make clean      remove _build/, .venv/ and tests/reference/.venv/"
@@ -38,6 +39,16 @@ _build/.library-stamp: $(shell find lib -name '*.py') $(STAMP)
 book: $(STAMP) _build/.library-stamp
 	$(BIN)/jupyter-book build . $(BOOK_FLAGS)
 	@echo "Book: $(CURDIR)/_build/html/index.html"
+
+# The whole book as one PDF (pdflatex with Debian's texlive, installed when missing), then a
+# check that it holds every chapter.
+pdf: $(STAMP)
+	@command -v latexmk >/dev/null && command -v pdftotext >/dev/null || \
+		(apt-get update -qq && apt-get install -y -qq texlive-latex-recommended \
+		texlive-latex-extra texlive-fonts-recommended latexmk poppler-utils)
+	$(BIN)/jupyter-book build . --builder pdflatex
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/check_pdf.py
+	@echo "PDF: $$(ls $(CURDIR)/_build/latex/*.pdf)"
 
 # External links need the network, so this is not part of `make test`; internal references
 # and anchors are checked by the strict build.

@@ -23,6 +23,7 @@ moves a marker along the curves, and the readout shows every curve's value at th
 
 from __future__ import annotations
 
+import base64
 import io
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -333,6 +334,8 @@ class FormulaWidget:
 
         bundle = self.widget()._repr_mimebundle_(**kwargs)
         bundle["text/html"] = live_html(self)
+        # The plot at the defaults, for outputs that can show neither (the PDF).
+        bundle["image/png"] = base64.b64encode(self.png()).decode("ascii")
         return bundle
 
 
