@@ -58,7 +58,11 @@ def test_chapter_has_the_skeleton(doc):
             ("a hidden cell asserting a derivation", r"tags: \[remove-cell\]\n(?:.*\n)*?assert "),
             ("a derivation checked against the library", r"assert sympy\.simplify\("),
             ("a glued number", r"\{glue:text\}`"),
-            ("a figure with a caption", r"mystnb:\n  figure:\n    caption:"),
+            (
+                "a figure with a caption",
+                r"mystnb:\n(?:  .*\n(?:    .*\n)*)*?  figure:\n    caption:",
+            ),
+            ("alt text for a figure", r"mystnb:\n  image:\n    alt: \S"),
             ("a widget", r"ia\.widgets\.formula_widget\("),
             ("an exercise", r":::\{exercise\}"),
             ("a solution", r":::\{solution-start\}"),
