@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from inference_arithmetic.formulas import kv_cache, roofline, transformer
 from inference_arithmetic.formulas import parallel as parallelism
-from inference_arithmetic.symbols import B, D, E, F_e, L, L_d, S, T, b, k, n_gpus
+from inference_arithmetic.symbols import B, D, E, F_e, S, T, b, k, n_gpus
 
 __all__ = [
     "PARALLEL",
@@ -41,8 +41,9 @@ def weight_bytes_read(arch, tokens):
         return b * total
     matrices = 3 if arch.ffn == "gated" else 2
     expert = matrices * D * F_e
-    moe_layers = L - (L_d if arch.n_dense_layers else 0)
-    unread = moe_layers * (E - experts_touched(tokens)) * expert
+    unread = transformer.over_layers(
+        arch, lambda moe: (E - experts_touched(tokens)) * expert if moe else 0
+    )
     return b * (total - unread)
 
 

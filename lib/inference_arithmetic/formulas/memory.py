@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sympy
 
-from inference_arithmetic.formulas import kv_cache
+from inference_arithmetic.formulas import kv_cache, transformer
 from inference_arithmetic.symbols import (
     B,
     D,
@@ -22,7 +22,6 @@ from inference_arithmetic.symbols import (
     H,
     H_kv,
     L,
-    L_d,
     N,
     T,
     V,
@@ -114,10 +113,7 @@ def training_activation_bytes(arch, recompute=False, attention_scores=False):
     def per_layer(moe):
         return activation_numbers_per_layer(arch, attention_scores, moe)
 
-    if not arch.is_moe:
-        return b * B * T * L * per_layer(False)
-    dense = L_d if arch.n_dense_layers else 0
-    return b * B * T * (dense * per_layer(False) + (L - dense) * per_layer(True))
+    return b * B * T * transformer.over_layers(arch, per_layer)
 
 
 def inference_terms(arch, mla="latent", last_logits_only=True):

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sympy
 
+from inference_arithmetic.formulas import basics
 from inference_arithmetic.symbols import B, D, F, b, beta, eta_c, eta_m, pi
 
 __all__ = [
@@ -45,13 +46,13 @@ def ridge_point():
 
 
 def compute_time(flops):
-    """Seconds for ``flops`` at eta_c of the peak FLOP/s."""
-    return flops / (eta_c * pi)
+    """Seconds for ``flops`` at eta_c of the peak FLOP/s (chapter 01's time, over eta_c)."""
+    return basics.compute_time(flops) / eta_c
 
 
 def memory_time(nbytes):
-    """Seconds to move ``nbytes`` at eta_m of the peak bandwidth."""
-    return nbytes / (eta_m * beta)
+    """Seconds to move ``nbytes`` at eta_m of the peak bandwidth (chapter 01's, over eta_m)."""
+    return basics.memory_time(nbytes) / eta_m
 
 
 def roofline_time(flops, nbytes):

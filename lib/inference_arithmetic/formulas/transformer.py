@@ -53,6 +53,7 @@ __all__ = [
     "final_norm_params",
     "moe_params",
     "layer_params",
+    "over_layers",
     "params",
     "non_embedding_params",
     "classic_approximation",
@@ -132,7 +133,7 @@ def layer_params(arch, moe=False, active=False):
     return attention_params(arch) + ffn + norm_params(arch)
 
 
-def _layers(arch, block):
+def over_layers(arch, block):
     """``block(moe)`` summed over the layers: L_d dense and L - L_d MoE layers in MoE models."""
     if not arch.is_moe:
         return L * block(False)
@@ -145,7 +146,7 @@ def params(arch, active=False):
 
     ``active=True`` counts only what one token uses: k of the E routed experts.
     """
-    layers = _layers(arch, lambda moe: layer_params(arch, moe, active))
+    layers = over_layers(arch, lambda moe: layer_params(arch, moe, active))
     return embedding_params(arch) + layers + final_norm_params(arch) + lm_head_params(arch)
 
 
@@ -241,7 +242,7 @@ def step_flops(arch, causal=False, last_logits_only=False, mla="reexpand"):
     does, "absorbed" as its paper and the serving engines do; other models ignore it.
     """
     weights = matmul_weights(arch, mla)
-    linear = 2 * B * T * _layers(arch, weights) + mla_expansion_flops(arch, mla)
+    linear = 2 * B * T * over_layers(arch, weights) + mla_expansion_flops(arch, mla)
     logits = 2 * B * (1 if last_logits_only else T) * D * V
     return linear + attention_flops(arch, causal, mla) + logits
 
