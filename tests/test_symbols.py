@@ -14,11 +14,14 @@ ROWS = list(NOTATION.values())
 # Quantities that are not counts: bytes per number (int4 is 0.5), rates and efficiencies.
 FRACTIONAL = {
     "bytes_per_number",
+    "kv_bytes_per_number",
     "flop_rate",
     "bandwidth",
     "compute_efficiency",
     "bandwidth_efficiency",
     "link_bandwidth",
+    "gpu_memory",
+    "memory_utilization",
 }
 # Counts that may be zero: an MoE model with no dense layer, a model without shared experts.
 MAY_BE_ZERO = {"n_shared_experts", "n_dense_layers", "n_window_layers"}

@@ -21,6 +21,7 @@ from inference_arithmetic.timing import (
     generation,
     max_batch,
     prefill_time,
+    serve,
 )
 
 __all__ = [
@@ -34,6 +35,7 @@ __all__ = [
     "generation",
     "max_batch",
     "prefill_time",
+    "serve",
     "decode_flops",
     "forward_flops",
     "kv_cache_bytes",

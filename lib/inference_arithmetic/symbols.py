@@ -59,6 +59,10 @@ __all__ = [
     "n_gpus",
     "beta_link",
     "alpha",
+    "b_kv",
+    "O",
+    "M",
+    "mu",
 ]
 
 
@@ -157,6 +161,13 @@ eta_m = _define(
     "fraction",
     integer=False,
 )
+b_kv = _define(
+    "kv_bytes_per_number",
+    "b_{kv}",
+    "bytes per number of the KV cache (b unless the cache has its own dtype)",
+    "bytes",
+    integer=False,
+)
 n_gpus = _define("n_gpus", "n", "GPUs a model is split over", "GPUs")
 beta_link = _define(
     "link_bandwidth", r"\beta_{link}", "bytes per second between two GPUs", "B/s", integer=False
@@ -168,6 +179,15 @@ alpha = _define(
     "s",
     integer=None,
     zero=True,
+)
+O = _define("output_len", "O", "output tokens per request", "tokens")
+M = _define("gpu_memory", "M", "memory of one GPU", "bytes", integer=False)
+mu = _define(
+    "memory_utilization",
+    r"\mu",
+    "fraction of GPU memory a serving engine may fill",
+    "fraction",
+    integer=False,
 )
 d_1 = _define("d_1", "d_1", "MLP input width", "numbers")
 d_2 = _define("d_2", "d_2", "MLP hidden width (output width of a one-layer network)", "numbers")

@@ -7,15 +7,16 @@
 
 Every function evaluates a SymPy formula of ``formulas.latency`` at the model's sizes and the
 GPU's figures. ``compute_efficiency`` and ``bandwidth_efficiency`` are the fractions of the
-peak FLOP/s and bandwidth that real kernels reach: the defaults, 1.0, give the ideal roofline
-(chapter 08); chapter 11 measures realistic values. ``link_latency`` is the fixed cost of one
-message between GPUs, an assumption of the model (chapter 10), not a figure of the hardware.
+peak FLOP/s and bandwidth a real serving engine reaches, and ``link_latency`` the fixed cost of
+one message between GPUs. Their defaults are the one set the whole book uses, calibrated once
+in chapter 11 against measured vLLM runs (not fitted per case); ``IDEAL`` gives the ideal
+roofline of chapter 08. ``cache_dtype`` stores the KV cache in another dtype than the weights.
 """
 
 from __future__ import annotations
 
 import functools
-import math
+from dataclasses import dataclass, fields
 
 import numpy as np
 
@@ -28,19 +29,34 @@ from inference_arithmetic.symbols import n_gpus
 
 __all__ = [
     "PARALLEL",
+    "DEFAULT_COMPUTE_EFFICIENCY",
+    "DEFAULT_BANDWIDTH_EFFICIENCY",
     "DEFAULT_LINK_LATENCY",
+    "DEFAULT_MEMORY_UTILIZATION",
+    "IDEAL",
     "prefill_time",
     "decode_step_time",
     "generation",
+    "serve",
     "weights_per_gpu",
     "max_batch",
     "compute_bound_batch",
 ]
 
 PARALLEL = latency.PARALLEL
-DEFAULT_LINK_LATENCY = 10e-6
-"""Seconds per message between GPUs: the order of a small NCCL all-reduce step over NVLink.
-An assumption of the model, varied in chapter 10."""
+# Calibrated in chapter 11: the three numbers that bring the roofline closest to 20 measured
+# vLLM runs of two models at once (median error a few percent); each is within the range that
+# published kernel measurements give, which chapter 11 cites.
+DEFAULT_COMPUTE_EFFICIENCY = 0.4
+"""Fraction of the peak FLOP/s a serving engine reaches, averaged over a whole run (chapter 11)."""
+DEFAULT_BANDWIDTH_EFFICIENCY = 0.65
+"""Fraction of the peak memory bandwidth a serving engine reaches in decode (chapter 11)."""
+DEFAULT_LINK_LATENCY = 2e-6
+"""Seconds per message between GPUs (a ring all-reduce sends 2(n - 1) of them; chapter 10)."""
+DEFAULT_MEMORY_UTILIZATION = 0.9
+"""Fraction of GPU memory an engine may fill (vLLM's ``gpu_memory_utilization`` default)."""
+IDEAL = {"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0, "link_latency": 0.0}
+"""The ideal roofline: peak FLOP/s, peak bandwidth, free messages (``**ia.timing.IDEAL``)."""
 
 
 @functools.lru_cache(maxsize=256)
@@ -49,6 +65,7 @@ def _compiled(builder, arch: ModelConfig, *options):
 
 
 def _check(arch, gpu, n_gpus, parallel_mode, **sizes):
+    """Clear errors for a wrong model, GPU, parallelism or size, before any formula runs."""
     if not isinstance(arch, ModelConfig):
         raise TypeError(f"expected a ModelConfig (ia.model(name)), got {type(arch).__name__}")
     for name, value in {"n_gpus": n_gpus, **sizes}.items():
@@ -74,11 +91,21 @@ def _fits(arch, gpu, n_gpus, dtype, cache_bytes=0.0):
         raise ValueError(
             f"{arch.name} in {dtype} needs {fmt.nbytes(need)} per GPU "
             f"(weights{' and KV cache' if cache_bytes else ''}) on {n_gpus} x {gpu.name}, "
-            f"which has {fmt.nbytes(gpu.memory_bytes)}: use more GPUs or fewer bytes per number"
+            f"which has {fmt.nbytes(gpu.memory_bytes)}: use more GPUs, a smaller batch or "
+            "fewer bytes per number"
         )
 
 
-def _values(arch, gpu, dtype, n_gpus, compute_efficiency, bandwidth_efficiency, link_latency):
+def _values(
+    arch,
+    gpu,
+    dtype,
+    n_gpus,
+    compute_efficiency,
+    bandwidth_efficiency,
+    link_latency,
+    cache_dtype=None,
+):
     for name, value in (
         ("compute_efficiency", compute_efficiency),
         ("bandwidth_efficiency", bandwidth_efficiency),
@@ -90,6 +117,7 @@ def _values(arch, gpu, dtype, n_gpus, compute_efficiency, bandwidth_efficiency, 
     return {
         **arch.sizes(),
         "bytes_per_number": bytes_per_number(dtype),
+        "kv_bytes_per_number": bytes_per_number(cache_dtype or dtype),
         "flop_rate": gpu.flop_rate(dtype),
         "bandwidth": gpu.memory_bandwidth,
         "link_bandwidth": gpu.interconnect_bandwidth,
@@ -108,9 +136,10 @@ def prefill_time(
     n_gpus: int = 1,
     dtype: str = "bf16",
     parallel: str = "tensor",
-    compute_efficiency: float = 1.0,
-    bandwidth_efficiency: float = 1.0,
+    compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY,
+    bandwidth_efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY,
     link_latency: float = DEFAULT_LINK_LATENCY,
+    cache_dtype: str | None = None,
 ) -> float:
     """Seconds to prefill ``batch`` prompts of ``prompt_len`` tokens: the time to first token.
 
@@ -118,10 +147,17 @@ def prefill_time(
     time is one GPU's (were it big enough) plus the hand-offs between stages.
     """
     _check(arch, gpu, n_gpus, parallel, batch=batch, prompt_len=prompt_len)
-    cache = kv_cache_bytes(arch, batch, prompt_len, dtype)
+    cache = kv_cache_bytes(arch, batch, prompt_len, cache_dtype or dtype)
     _fits(arch, gpu, n_gpus, dtype, cache)
     values = _values(
-        arch, gpu, dtype, n_gpus, compute_efficiency, bandwidth_efficiency, link_latency
+        arch,
+        gpu,
+        dtype,
+        n_gpus,
+        compute_efficiency,
+        bandwidth_efficiency,
+        link_latency,
+        cache_dtype,
     )
     values.update(batch=batch, seq_len=prompt_len)
     return float(_compiled(latency.prefill_time, arch, parallel).from_values(values))
@@ -135,51 +171,55 @@ def decode_step_time(
     n_gpus: int = 1,
     dtype: str = "bf16",
     parallel: str = "tensor",
-    compute_efficiency: float = 1.0,
-    bandwidth_efficiency: float = 1.0,
+    compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY,
+    bandwidth_efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY,
     link_latency: float = DEFAULT_LINK_LATENCY,
+    cache_dtype: str | None = None,
     mla: str = "reexpand",
 ) -> float:
     """Seconds of one decode step for ``batch`` requests with ``context_len`` tokens cached:
     the time per output token of each of them."""
     _check(arch, gpu, n_gpus, parallel, batch=batch, context_len=context_len)
-    return float(
-        _decode_times(
+    options = _Options(
+        n_gpus, dtype, parallel, compute_efficiency, bandwidth_efficiency, link_latency, cache_dtype
+    )
+    return float(_decode_times(arch, gpu, batch, np.asarray(context_len), options, mla))
+
+
+@dataclass(frozen=True)
+class _Options:
+    """The settings every timing function shares, passed on as one value."""
+
+    n_gpus: int = 1
+    dtype: str = "bf16"
+    parallel: str = "tensor"
+    compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY
+    bandwidth_efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY
+    link_latency: float = DEFAULT_LINK_LATENCY
+    cache_dtype: str | None = None
+
+    def values(self, arch, gpu):
+        return _values(
             arch,
             gpu,
-            batch,
-            np.asarray(context_len),
-            n_gpus,
-            dtype,
-            parallel,
-            compute_efficiency,
-            bandwidth_efficiency,
-            link_latency,
-            mla,
+            self.dtype,
+            self.n_gpus,
+            self.compute_efficiency,
+            self.bandwidth_efficiency,
+            self.link_latency,
+            self.cache_dtype,
         )
-    )
+
+    def keywords(self):
+        return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-def _decode_times(
-    arch,
-    gpu,
-    batch,
-    contexts,
-    n_gpus,
-    dtype,
-    parallel_mode,
-    compute_efficiency,
-    bandwidth_efficiency,
-    link_latency,
-    mla,
-):
-    cache = kv_cache_bytes(arch, batch, int(np.max(contexts)), dtype)
-    _fits(arch, gpu, n_gpus, dtype, cache)
-    values = _values(
-        arch, gpu, dtype, n_gpus, compute_efficiency, bandwidth_efficiency, link_latency
-    )
+def _decode_times(arch, gpu, batch, contexts, options, mla="reexpand"):
+    cache = kv_cache_bytes(arch, batch, int(np.max(contexts)), options.cache_dtype or options.dtype)
+    _fits(arch, gpu, options.n_gpus, options.dtype, cache)
+    values = options.values(arch, gpu)
     values.update(batch=batch, context_len=contexts)
-    return _compiled(latency.decode_step_time, arch, mla, parallel_mode).from_values(values)
+    return _compiled(latency.decode_step_time, arch, mla, options.parallel).from_values(values)
 
 
 def generation(
@@ -191,9 +231,10 @@ def generation(
     n_gpus: int = 1,
     dtype: str = "bf16",
     parallel: str = "tensor",
-    compute_efficiency: float = 1.0,
-    bandwidth_efficiency: float = 1.0,
+    compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY,
+    bandwidth_efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY,
     link_latency: float = DEFAULT_LINK_LATENCY,
+    cache_dtype: str | None = None,
 ) -> dict[str, float]:
     """A batch of identical requests from prompt to last token.
 
@@ -205,32 +246,14 @@ def generation(
     busy: throughput is n times one batch's, latency unchanged.
     """
     _check(arch, gpu, n_gpus, parallel, batch=batch, prompt_len=prompt_len, output_len=output_len)
-    options = dict(
-        n_gpus=n_gpus,
-        dtype=dtype,
-        parallel=parallel,
-        compute_efficiency=compute_efficiency,
-        bandwidth_efficiency=bandwidth_efficiency,
-        link_latency=link_latency,
+    options = _Options(
+        n_gpus, dtype, parallel, compute_efficiency, bandwidth_efficiency, link_latency, cache_dtype
     )
-    ttft = prefill_time(arch, gpu, batch, prompt_len, **options)
+    ttft = prefill_time(arch, gpu, batch, prompt_len, **options.keywords())
     # The first output token comes out of the prefill; each further one takes a decode step,
     # with the context growing by one token a step (one step is timed even if none runs).
     contexts = np.arange(prompt_len, prompt_len + max(output_len - 1, 1))
-    steps = _decode_times(
-        arch,
-        gpu,
-        batch,
-        contexts,
-        n_gpus,
-        dtype,
-        parallel,
-        compute_efficiency,
-        bandwidth_efficiency,
-        link_latency,
-        "reexpand",
-    )
-    steps = np.broadcast_to(steps, contexts.shape)
+    steps = np.broadcast_to(_decode_times(arch, gpu, batch, contexts, options), contexts.shape)
     total = ttft + float(np.sum(steps[: output_len - 1]))
     in_flight = n_gpus if parallel == "pipeline" else 1
     return {
@@ -241,15 +264,87 @@ def generation(
     }
 
 
+def serve(
+    arch: ModelConfig,
+    gpu,
+    requests: int,
+    prompt_len: int = 2048,
+    output_len: int = 256,
+    n_gpus: int = 1,
+    dtype: str = "bf16",
+    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
+    **options,
+) -> dict[str, float]:
+    """``requests`` identical requests sent at once to an engine whose KV cache holds only so
+    many: it runs them in waves of at most ``concurrency`` requests, one after another.
+
+    ``concurrency`` is the number of whole requests (prompt and output) whose cache fits in
+    ``memory_utilization`` of the GPUs' memory beside the weights. Returns the waves, the
+    concurrency, the elapsed seconds and the throughput in output tokens per second, plus the
+    first wave's time to first token and time per output token. ``options`` are those of
+    ``generation`` (parallel, efficiencies, link latency, cache dtype).
+    """
+    _check(arch, gpu, n_gpus, options.get("parallel", "tensor"), requests=requests)
+    if not 0 < memory_utilization <= 1:
+        raise ValueError(f"memory_utilization must be in (0, 1], got {memory_utilization!r}")
+    cache_dtype = options.get("cache_dtype")
+    context = prompt_len + output_len
+    fit = _concurrency(arch, gpu, context, n_gpus, dtype, cache_dtype, memory_utilization)
+    if fit < 1:
+        raise ValueError(
+            f"no request of {context} tokens fits: {arch.name} in {dtype} on {n_gpus} x "
+            f"{gpu.name} at memory_utilization={memory_utilization} leaves no room for its "
+            "KV cache; use more GPUs or fewer bytes per number"
+        )
+    concurrency = min(requests, fit)
+    full, rest = divmod(requests, concurrency)
+    run = functools.partial(
+        generation,
+        arch,
+        gpu,
+        prompt_len=prompt_len,
+        output_len=output_len,
+        n_gpus=n_gpus,
+        dtype=dtype,
+        **options,
+    )
+    first = run(concurrency)
+    elapsed = full * first["total"] + (run(rest)["total"] if rest else 0.0)
+    return {
+        "waves": full + (rest > 0),
+        "concurrency": concurrency,
+        "elapsed": elapsed,
+        "throughput": requests * output_len / elapsed,
+        "ttft": first["ttft"],
+        "tpot": first["tpot"],
+    }
+
+
 def max_batch(
-    arch: ModelConfig, gpu, context_len: int = 2048, n_gpus: int = 1, dtype: str = "bf16"
+    arch: ModelConfig,
+    gpu,
+    context_len: int = 2048,
+    n_gpus: int = 1,
+    dtype: str = "bf16",
+    cache_dtype: str | None = None,
 ) -> int:
     """The most requests of ``context_len`` tokens whose KV cache fits beside the weights
     (activations and the framework's own memory ignored); 0 if the weights alone do not fit."""
     _check(arch, gpu, n_gpus, "tensor", context_len=context_len)
-    free = gpu.memory_bytes * n_gpus - param_count(arch) * bytes_per_number(dtype)
-    per_request = kv_cache_bytes(arch, 1, context_len, dtype)
-    return max(0, math.floor(free / per_request))
+    return _concurrency(arch, gpu, context_len, n_gpus, dtype, cache_dtype, 1.0)
+
+
+def _concurrency(arch, gpu, context_len, n_gpus, dtype, cache_dtype, memory_utilization):
+    values = {
+        **arch.sizes(),
+        "bytes_per_number": bytes_per_number(dtype),
+        "kv_bytes_per_number": bytes_per_number(cache_dtype or dtype),
+        "gpu_memory": gpu.memory_bytes,
+        "memory_utilization": memory_utilization,
+        "n_gpus": n_gpus,
+        "context_len": context_len,
+    }
+    return max(0, int(_compiled(latency.max_concurrency, arch).from_values(values)))
 
 
 def compute_bound_batch(
@@ -258,15 +353,18 @@ def compute_bound_batch(
     context_len: int = 2048,
     n_gpus: int = 1,
     dtype: str = "bf16",
-    compute_efficiency: float = 1.0,
-    bandwidth_efficiency: float = 1.0,
+    compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY,
+    bandwidth_efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY,
+    cache_dtype: str | None = None,
     limit: int = 1 << 20,
 ) -> int | None:
     """The smallest batch at which a decode step's compute time reaches its memory time, or
     None if none up to ``limit`` does (the KV cache grows with the batch as fast as the
     FLOPs, so long contexts may never turn compute-bound)."""
     _check(arch, gpu, n_gpus, "tensor", context_len=context_len)
-    values = _values(arch, gpu, dtype, n_gpus, compute_efficiency, bandwidth_efficiency, 0.0)
+    values = _values(
+        arch, gpu, dtype, n_gpus, compute_efficiency, bandwidth_efficiency, 0.0, cache_dtype
+    )
     batches = np.unique(np.geomspace(1, limit, 2000).astype(int))
     values.update(batch=batches, context_len=context_len)
     compute = _compiled(_decode_compute, arch).from_values(values)

@@ -2,24 +2,32 @@
 
 Derived in chapters 08 (prefill and decode), 09 (batching) and 10 (parallelism). Each step
 moves the weights it uses once and, in decode, every request's KV cache; its FLOPs are those
-of chapter 04. Split over n GPUs with tensor parallelism, both shrink n-fold and every layer
-adds two all-reduces of the activations (``formulas.parallel``).
+of chapter 04. The cache is counted at b_kv bytes per number, so that it can be stored in
+another dtype than the weights (chapter 13); with one dtype for both, b_kv = b. Split over
+n GPUs with tensor parallelism, both shrink n-fold and every layer adds two all-reduces of
+the activations (``formulas.parallel``).
 """
 
 from __future__ import annotations
 
+import sympy
+
 from inference_arithmetic.formulas import kv_cache, roofline, transformer
 from inference_arithmetic.formulas import parallel as parallelism
-from inference_arithmetic.symbols import B, D, E, F_e, S, T, b, k, n_gpus
+from inference_arithmetic.symbols import B, D, E, F_e, M, O, S, T, b, b_kv, k, mu, n_gpus
 
 __all__ = [
     "PARALLEL",
     "experts_touched",
     "weight_bytes_read",
+    "cache_bytes",
     "prefill_bytes",
     "decode_bytes",
     "prefill_time",
     "decode_step_time",
+    "generation_time",
+    "throughput",
+    "max_concurrency",
 ]
 
 
@@ -47,15 +55,19 @@ def weight_bytes_read(arch, tokens):
     return b * (total - unread)
 
 
+def cache_bytes(arch, mla="latent"):
+    """Chapter 06's KV cache of B requests of S tokens, at b_kv bytes per number."""
+    return kv_cache.kv_cache_bytes(arch, mla).subs(b, b_kv)
+
+
 def prefill_bytes(arch, mla="latent"):
     """A prefill of B sequences of T tokens reads the weights and writes their KV cache."""
-    cache = kv_cache.kv_cache_bytes(arch, mla).subs(S, T)
-    return weight_bytes_read(arch, B * T) + cache
+    return weight_bytes_read(arch, B * T) + cache_bytes(arch, mla).subs(S, T)
 
 
 def decode_bytes(arch, mla="latent"):
     """A decode step reads the weights and the KV cache of every one of the B requests."""
-    return weight_bytes_read(arch, B) + kv_cache.kv_cache_bytes(arch, mla)
+    return weight_bytes_read(arch, B) + cache_bytes(arch, mla)
 
 
 PARALLEL = ("tensor", "pipeline")
@@ -83,3 +95,27 @@ def decode_step_time(arch, mla="reexpand", parallel="tensor"):
     """Seconds of one decode step of B requests with S tokens cached each."""
     flops = transformer.decode_flops(arch, mla=mla)
     return _split(flops, decode_bytes(arch), arch, B, parallel)
+
+
+def generation_time(arch, parallel="tensor"):
+    """Seconds from the prompts to the last of O output tokens of B requests, in closed form.
+
+    The prefill gives the first token; O - 1 decode steps follow, with contexts T, T + 1, ...,
+    T + O - 2. Each step is linear in its context while one bound holds, so O - 1 steps at the
+    mean context T + (O - 2)/2 take exactly as long as the sum (``ia.generation`` sums them).
+    """
+    mean_step = decode_step_time(arch, parallel=parallel).subs(S, T + (O - 2) / sympy.Integer(2))
+    return prefill_time(arch, parallel) + (O - 1) * mean_step
+
+
+def throughput(arch, parallel="tensor"):
+    """Output tokens per second of a batch of B requests (pipeline: n batches in flight)."""
+    in_flight = n_gpus if parallel == "pipeline" else 1
+    return in_flight * B * O / generation_time(arch, parallel)
+
+
+def max_concurrency(arch):
+    """Requests of S cached tokens whose KV cache fits beside the weights in a fraction mu of
+    the memory M of n GPUs (a serving engine keeps the rest for activations and itself)."""
+    free = mu * M * n_gpus - transformer.params(arch) * b
+    return sympy.floor(free / cache_bytes(arch).subs(B, 1))
