@@ -22,11 +22,17 @@ FRACTIONAL = {
     "link_bandwidth",
     "gpu_memory",
     "memory_utilization",
+    "price_per_hour",
+    "utilization",
+    "api_input_price",
+    "api_output_price",
+    "draft_cost",
 }
 # Counts that may be zero: an MoE model with no dense layer, a model without shared experts.
 MAY_BE_ZERO = {"n_shared_experts", "n_dense_layers", "n_window_layers"}
-# A time that may be zero (an ideal link) and so cannot be declared "not an integer".
-ZERO_TIMES = {"link_latency"}
+# Quantities that may be zero (an ideal link, a draft never accepted) and so cannot be
+# declared "not an integer".
+ZERO_TIMES = {"link_latency", "acceptance_rate"}
 SIZE_ROWS = [row for row in ROWS if row.symbol.name not in FRACTIONAL | MAY_BE_ZERO | ZERO_TIMES]
 ZERO_ROWS = [row for row in ROWS if row.symbol.name in MAY_BE_ZERO]
 FRACTIONAL_ROWS = [row for row in ROWS if row.symbol.name in FRACTIONAL]

@@ -9,9 +9,10 @@ Every formula is a SymPy expression in ``inference_arithmetic.formulas``, derive
 of the book; ``numeric`` compiles any of them into a vectorized numpy function.
 """
 
-from inference_arithmetic import format, formulas, symbols
+from inference_arithmetic import format, formulas, measurements, symbols
 from inference_arithmetic.counts import decode_flops, forward_flops, kv_cache_bytes, param_count
 from inference_arithmetic.dtypes import DTYPE_BYTES, bytes_per_number
+from inference_arithmetic.economics import api_prices, break_even_utilization, token_costs
 from inference_arithmetic.hardware import GPU, gpu, gpu_names
 from inference_arithmetic.models import ModelConfig, measured, model, model_names
 from inference_arithmetic.numeric import ArgumentError, evaluate, numeric
@@ -26,6 +27,10 @@ from inference_arithmetic.timing import (
 
 __all__ = [
     "ArgumentError",
+    "api_prices",
+    "break_even_utilization",
+    "token_costs",
+    "measurements",
     "DTYPE_BYTES",
     "GPU",
     "ModelConfig",

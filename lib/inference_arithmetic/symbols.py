@@ -63,6 +63,14 @@ __all__ = [
     "O",
     "M",
     "mu",
+    "c",
+    "u",
+    "p_in",
+    "p_out",
+    "a",
+    "gamma",
+    "c_d",
+    "P_s",
 ]
 
 
@@ -180,7 +188,7 @@ alpha = _define(
     integer=None,
     zero=True,
 )
-O = _define("output_len", "O", "output tokens per request", "tokens")
+O = _define("output_len", "O", "output tokens per request", "tokens")  # noqa: E741
 M = _define("gpu_memory", "M", "memory of one GPU", "bytes", integer=False)
 mu = _define(
     "memory_utilization",
@@ -189,6 +197,39 @@ mu = _define(
     "fraction",
     integer=False,
 )
+c = _define("price_per_hour", "c", "rental price of one GPU", "$/GPU-hour", integer=False)
+u = _define(
+    "utilization",
+    "u",
+    "fraction of the paid GPU time that does useful work",
+    "fraction",
+    integer=False,
+)
+p_in = _define(
+    "api_input_price", "p_{in}", "an API's price of a million input tokens", "$", integer=False
+)
+p_out = _define(
+    "api_output_price", "p_{out}", "an API's price of a million output tokens", "$", integer=False
+)
+a = _define(
+    "acceptance_rate",
+    "a",
+    "speculative decoding: probability that the target model accepts a drafted token",
+    "fraction",
+    integer=None,
+    zero=True,
+)
+gamma = _define(
+    "draft_len", r"\gamma", "speculative decoding: tokens the draft proposes per step", "tokens"
+)
+c_d = _define(
+    "draft_cost",
+    "c_d",
+    "speculative decoding: time of one draft step relative to one target step",
+    "fraction",
+    integer=False,
+)
+P_s = _define("prefix_len", "P_s", "tokens of a prompt prefix shared by every request", "tokens")
 d_1 = _define("d_1", "d_1", "MLP input width", "numbers")
 d_2 = _define("d_2", "d_2", "MLP hidden width (output width of a one-layer network)", "numbers")
 d_3 = _define("d_3", "d_3", "MLP output width", "numbers")

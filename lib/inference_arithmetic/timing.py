@@ -55,8 +55,9 @@ DEFAULT_LINK_LATENCY = 2e-6
 """Seconds per message between GPUs (a ring all-reduce sends 2(n - 1) of them; chapter 10)."""
 DEFAULT_MEMORY_UTILIZATION = 0.9
 """Fraction of GPU memory an engine may fill (vLLM's ``gpu_memory_utilization`` default)."""
-IDEAL = {"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0, "link_latency": 0.0}
-"""The ideal roofline: peak FLOP/s, peak bandwidth, free messages (``**ia.timing.IDEAL``)."""
+IDEAL = {"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0}
+"""The ideal roofline of chapter 08, peak FLOP/s and peak bandwidth: ``**ia.timing.IDEAL``.
+(Messages between GPUs keep their latency: it is not part of the roofline.)"""
 
 
 @functools.lru_cache(maxsize=256)

@@ -2,22 +2,26 @@
 
 from inference_arithmetic.formulas import (
     basics,
+    economics,
     kv_cache,
     latency,
     memory,
     mlp,
     parallel,
     roofline,
+    techniques,
     transformer,
 )
 
 __all__ = [
     "basics",
+    "economics",
     "kv_cache",
     "latency",
     "memory",
     "mlp",
     "parallel",
     "roofline",
+    "techniques",
     "transformer",
 ]

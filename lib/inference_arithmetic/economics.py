@@ -1,0 +1,191 @@
+"""Dollars, from the book's formulas, for a real model on a real, rented GPU.
+
+>>> import inference_arithmetic as ia
+>>> m, g = ia.model("llama-3.1-8b"), ia.gpu("h100-sxm")
+>>> costs = token_costs(m, g, batch=64)
+>>> costs["input"] < costs["output"]  # dollars per million tokens
+True
+>>> costs["price_per_hour"] == g.price_per_hour, costs["price_date"] == g.price_date
+(True, True)
+
+``token_costs`` times a batch of identical requests with ``timing.generation`` (same arguments,
+same checks, same default efficiencies) and prices the GPU time with ``formulas.economics``:
+the prefill's seconds spread over its B T prompt tokens, a decode step's over its B output
+tokens. The price is the GPU's dated example price unless ``price_per_hour`` is given.
+Derived in chapter 12.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from importlib import resources
+
+import sympy
+
+from inference_arithmetic import timing
+from inference_arithmetic.formulas import economics
+from inference_arithmetic.numeric import numeric
+
+__all__ = ["token_costs", "break_even_utilization", "api_prices"]
+
+# Stand-ins for the times and token counts that timing.generation measures.
+_seconds, _tokens = sympy.symbols("seconds tokens", positive=True)
+_input, _output = sympy.symbols("input_cost output_cost", positive=True)
+
+
+@functools.cache
+def _formulas():
+    cost = economics.cost_per_million_tokens(_seconds, _tokens)
+    request = economics.request_cost(_input, _output)
+    # The self-hosted request at full utilization against the API's bill for the same request.
+    full = economics.request_cost(_input / economics.u, _output / economics.u)
+    even = economics.break_even_utilization(full, economics.api_request_cost())
+    return numeric(cost), numeric(request), numeric(even)
+
+
+def _price(gpu, price_per_hour):
+    """The price per GPU-hour to use, its date and its source; clear errors for bad ones."""
+    if price_per_hour is None:
+        price_per_hour = getattr(gpu, "price_per_hour", None)
+        if price_per_hour is None:
+            raise ValueError(
+                f"{getattr(gpu, 'name', gpu)!r} has no example price per hour: "
+                "pass price_per_hour (USD per GPU-hour)"
+            )
+        sources = getattr(gpu, "sources", {})
+        return (
+            float(price_per_hour),
+            getattr(gpu, "price_date", None),
+            sources.get("price_per_hour"),
+        )
+    _check_price("price_per_hour", price_per_hour, positive=True)
+    return float(price_per_hour), None, "given"
+
+
+def _check_price(name, value, positive=False):
+    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a number of dollars, got {value!r}")
+    if value < 0 or (positive and value == 0):
+        raise ValueError(
+            f"{name} must be {'positive' if positive else 'non-negative'}, got {value!r}"
+        )
+
+
+def token_costs(
+    arch,
+    gpu,
+    batch: int = 1,
+    prompt_len: int = 2048,
+    output_len: int = 256,
+    n_gpus: int = 1,
+    dtype: str = "bf16",
+    price_per_hour: float | None = None,
+    utilization: float = 1.0,
+    **timing_options,
+) -> dict:
+    """Dollars per million input tokens, per million output tokens and per request, for a batch
+    of ``batch`` identical requests served on ``n_gpus`` rented GPUs.
+
+    ``price_per_hour`` is USD per GPU-hour (default: the GPU's dated example price);
+    ``utilization`` the fraction of paid hours the GPUs do such work; ``timing_options`` go to
+    ``timing.generation`` (parallel, efficiencies, link latency, cache dtype). Returns
+    ``input`` and ``output`` ($ per million tokens), ``request`` ($ per request, its T input
+    and O output tokens priced at those rates), ``price_per_hour``, ``price_date`` (None for a
+    given price), ``price_source``, ``utilization``, and the ``ttft`` and ``tpot`` the costs
+    come from (seconds).
+    """
+    if isinstance(utilization, bool) or not isinstance(utilization, int | float):
+        raise ValueError(f"utilization must be a number in (0, 1], got {utilization!r}")
+    if not 0 < utilization <= 1:
+        raise ValueError(f"utilization must be in (0, 1], got {utilization!r}")
+    price, date, source = _price(gpu, price_per_hour)
+    run = timing.generation(
+        arch, gpu, batch, prompt_len, output_len, n_gpus=n_gpus, dtype=dtype, **timing_options
+    )
+    # A pipeline keeps as many batches in flight as it has stages (timing.generation's
+    # throughput counts them the same way): each GPU-second serves that many batches.
+    in_flight = n_gpus if timing_options.get("parallel") == "pipeline" else 1
+    cost, request, _ = _formulas()
+    paid = dict(price_per_hour=price, n_gpus=n_gpus, utilization=utilization)
+    per_input = cost(seconds=run["ttft"], tokens=in_flight * batch * prompt_len, **paid)
+    per_output = cost(seconds=run["tpot"], tokens=in_flight * batch, **paid)
+    return {
+        "input": per_input,
+        "output": per_output,
+        "request": request(
+            seq_len=prompt_len, output_len=output_len, input_cost=per_input, output_cost=per_output
+        ),
+        "price_per_hour": price,
+        "price_date": date,
+        "price_source": source,
+        "utilization": float(utilization),
+        "ttft": run["ttft"],
+        "tpot": run["tpot"],
+    }
+
+
+def break_even_utilization(
+    arch,
+    gpu,
+    api_input_price: float,
+    api_output_price: float,
+    batch: int = 1,
+    prompt_len: int = 2048,
+    output_len: int = 256,
+    n_gpus: int = 1,
+    dtype: str = "bf16",
+    price_per_hour: float | None = None,
+    **timing_options,
+) -> float:
+    """The fraction of paid GPU time that must do work for self-hosting a request of
+    ``prompt_len`` input and ``output_len`` output tokens to cost what an API charges for it
+    (``api_input_price`` and ``api_output_price``, USD per million tokens).
+
+    Busier than this, the GPUs are cheaper; a value above 1 means no utilization is enough at
+    this batch and price.
+    """
+    _check_price("api_input_price", api_input_price)
+    _check_price("api_output_price", api_output_price)
+    if api_input_price == 0 and api_output_price == 0:
+        raise ValueError("an API that charges nothing cannot be beaten: give a positive price")
+    full = token_costs(
+        arch,
+        gpu,
+        batch,
+        prompt_len,
+        output_len,
+        n_gpus,
+        dtype,
+        price_per_hour=price_per_hour,
+        **timing_options,
+    )
+    *_, even = _formulas()
+    return even(
+        seq_len=prompt_len,
+        output_len=output_len,
+        input_cost=full["input"],
+        output_cost=full["output"],
+        api_input_price=api_input_price,
+        api_output_price=api_output_price,
+    )
+
+
+@functools.cache
+def _api_prices() -> tuple:
+    text = resources.files("inference_arithmetic").joinpath("data", "api_prices.json").read_text()
+    return tuple(json.loads(text)["prices"])
+
+
+def api_prices(model: str | None = None) -> list[dict]:
+    """Dated list prices of hosted APIs (USD per million tokens), each with its source;
+    only those of the registry model ``model`` if given (``KeyError`` if there are none)."""
+    prices = [dict(entry) for entry in _api_prices()]
+    if model is None:
+        return prices
+    chosen = [entry for entry in prices if entry["model"] == model]
+    if not chosen:
+        known = sorted({entry["model"] for entry in prices})
+        raise KeyError(f"no API price for {model!r}; prices exist for: {', '.join(known)}")
+    return chosen

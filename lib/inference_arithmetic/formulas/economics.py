@@ -1,0 +1,90 @@
+"""What a token costs: GPU-hours turned into dollars per million tokens.
+
+Derived in chapter 12 (economics). A GPU rented at c dollars an hour costs the same whether it
+computes or idles, so a token's price is the GPU time it takes, times the price per second,
+divided by the fraction u of the paid time that does useful work. Prefill and decode take very
+different times per token (chapters 08 and 09), so input and output tokens get two prices.
+
+>>> cost_per_second()
+n_gpus*price_per_hour/3600
+>>> seconds, tokens = sympy.symbols("seconds tokens", positive=True)
+>>> cost_per_million_tokens(seconds, tokens)
+2500*n_gpus*price_per_hour*seconds/(9*utilization*tokens)
+"""
+
+from __future__ import annotations
+
+import sympy
+
+from inference_arithmetic.formulas import latency
+from inference_arithmetic.symbols import B, O, T, c, n_gpus, p_in, p_out, u
+
+__all__ = [
+    "MILLION",
+    "SECONDS_PER_HOUR",
+    "cost_per_second",
+    "cost_per_million_tokens",
+    "input_cost",
+    "output_cost",
+    "request_cost",
+    "api_request_cost",
+    "break_even_utilization",
+]
+
+MILLION = 10**6
+SECONDS_PER_HOUR = 3600
+
+
+def cost_per_second():
+    """Dollars per second of n GPUs rented at c dollars per GPU-hour, busy or not."""
+    return c * n_gpus / SECONDS_PER_HOUR
+
+
+def cost_per_million_tokens(seconds, tokens):
+    """Dollars per million tokens when ``tokens`` tokens take ``seconds`` of the n GPUs.
+
+    Only a fraction u of the paid time does such work (the rest waits for requests), so each
+    busy second carries 1/u seconds of rent.
+    """
+    return cost_per_second() * seconds / u * MILLION / tokens
+
+
+def input_cost(arch, parallel="tensor"):
+    """Dollars per million prompt tokens: a prefill of B prompts of T tokens reads the weights
+    once for all B T of them and waits on compute (chapter 08)."""
+    return cost_per_million_tokens(latency.prefill_time(arch, parallel), B * T)
+
+
+def output_cost(arch, mla="reexpand", parallel="tensor"):
+    """Dollars per million output tokens: a decode step reads the weights and every cache for
+    only B tokens, one per request (chapter 09)."""
+    return cost_per_million_tokens(latency.decode_step_time(arch, mla, parallel), B)
+
+
+def request_cost(input_price, output_price):
+    """Dollars of one request of T input and O output tokens at the given prices per million
+    tokens, the way an API bills it.
+
+    >>> request_cost(p_in, p_out)
+    api_input_price*seq_len/1000000 + api_output_price*output_len/1000000
+    """
+    return (T * input_price + O * output_price) / MILLION
+
+
+def api_request_cost():
+    """Dollars an API charges for a request of T input and O output tokens."""
+    return request_cost(p_in, p_out)
+
+
+def break_even_utilization(cost, price):
+    """The utilization at which ``cost`` (an expression in u, like ``cost_per_million_tokens``)
+    equals ``price``: busier than that, renting GPUs is cheaper than paying ``price``.
+
+    Cost falls as 1/u, so the answer is the cost at full utilization over the price; above 1,
+    no utilization reaches the price.
+
+    >>> break_even_utilization(c / u, p_out)
+    price_per_hour/api_output_price
+    """
+    (solution,) = sympy.solve(sympy.Eq(cost, price), u)
+    return solution

@@ -1,0 +1,171 @@
+"""Dollars per token: hand-worked values, input against output, batching, utilization,
+the break-even algebra and bad input (formulas.economics and economics)."""
+
+import math
+from dataclasses import dataclass, field, replace
+
+import pytest
+import sympy
+
+import inference_arithmetic as ia
+from inference_arithmetic import economics, timing
+from inference_arithmetic.formulas import economics as formulas
+from inference_arithmetic.symbols import B, T, n_gpus
+
+H100 = ia.gpu("h100-sxm")
+SMALL = ia.model("llama-3.1-8b")
+BIG = ia.model("llama-3.3-70b")
+
+
+@dataclass(frozen=True)
+class PricelessGPU:
+    name: str = "priceless"
+    memory_bandwidth: float = 3e12
+    memory_bytes: float = 80e9
+    interconnect_bandwidth: float = 450e9
+    price_per_hour: None = None
+    rates: dict = field(default_factory=lambda: {"bf16": 1e15})
+
+    def flop_rate(self, dtype):
+        return self.rates[dtype]
+
+
+def test_an_hour_of_one_gpu_at_full_use_over_a_million_tokens_costs_its_price():
+    seconds, tokens = sympy.symbols("seconds tokens", positive=True)
+    cost = formulas.cost_per_million_tokens(seconds, tokens)
+    values = {formulas.c: 2, n_gpus: 4, formulas.u: 1, seconds: 3600, tokens: 10**6}
+    assert cost.subs(values) == 8  # 4 GPUs x $2 for one hour, for a million tokens
+    assert cost.subs({**values, formulas.u: sympy.Rational(1, 2)}) == 16
+
+
+def test_input_and_output_costs_are_the_step_times_spread_over_their_tokens():
+    step = ia.formulas.latency.prefill_time(SMALL)
+    expected = formulas.cost_per_second() * step / formulas.u * 10**6 / (B * T)
+    assert sympy.simplify(formulas.input_cost(SMALL) - expected) == 0
+    decode = ia.formulas.latency.decode_step_time(SMALL)
+    expected = formulas.cost_per_second() * decode / formulas.u * 10**6 / B
+    assert sympy.simplify(formulas.output_cost(SMALL) - expected) == 0
+
+
+def test_token_costs_worked_by_hand():
+    costs = economics.token_costs(SMALL, H100, batch=4, prompt_len=512, output_len=64)
+    run = timing.generation(SMALL, H100, 4, 512, 64)
+    per_second = H100.price_per_hour / 3600
+    assert costs["input"] == pytest.approx(per_second * run["ttft"] / (4 * 512) * 1e6, rel=1e-12)
+    assert costs["output"] == pytest.approx(per_second * run["tpot"] / 4 * 1e6, rel=1e-12)
+    request = (512 * costs["input"] + 64 * costs["output"]) / 1e6
+    assert costs["request"] == pytest.approx(request, rel=1e-12)
+    assert costs["price_per_hour"] == H100.price_per_hour
+    assert costs["price_date"] == H100.price_date
+    assert costs["price_source"] == H100.sources["price_per_hour"]
+
+
+def test_numeric_costs_equal_the_symbolic_formula():
+    costs = economics.token_costs(SMALL, H100, batch=8, prompt_len=1024, output_len=2)
+    values = timing._Options().values(SMALL, H100)
+    values |= dict(batch=8, seq_len=1024, context_len=1024, price_per_hour=H100.price_per_hour)
+    values |= dict(utilization=1.0)
+    assert ia.numeric(formulas.input_cost(SMALL)).from_values(values) == pytest.approx(
+        costs["input"], rel=1e-12
+    )
+    # With two output tokens, one decode step is timed, at the prompt's context.
+    assert ia.numeric(formulas.output_cost(SMALL)).from_values(values) == pytest.approx(
+        costs["output"], rel=1e-12
+    )
+
+
+@pytest.mark.parametrize(
+    ("name", "gpus"), [("llama-3.1-8b", 1), ("llama-3.3-70b", 4), ("mistral-7b-v0.1", 1)]
+)
+def test_input_tokens_are_cheaper_than_output_tokens_at_batch_one(name, gpus):
+    costs = economics.token_costs(ia.model(name), H100, n_gpus=gpus)
+    assert costs["input"] * 10 < costs["output"]
+
+
+def test_output_cost_falls_with_the_batch_and_input_cost_barely_moves():
+    runs = [economics.token_costs(SMALL, H100, batch=b) for b in (1, 4, 16, 64, 128)]
+    outputs = [r["output"] for r in runs]
+    assert all(b < a for a, b in zip(outputs, outputs[1:], strict=False))
+    inputs = [r["input"] for r in runs]
+    assert max(inputs) / min(inputs) < 1.05  # prefill is compute-bound at every batch
+
+
+def test_cost_scales_as_one_over_utilization_and_with_the_price():
+    full = economics.token_costs(SMALL, H100, batch=16)
+    quarter = economics.token_costs(SMALL, H100, batch=16, utilization=0.25)
+    double = economics.token_costs(SMALL, H100, batch=16, price_per_hour=2 * H100.price_per_hour)
+    for key in ("input", "output", "request"):
+        assert quarter[key] == pytest.approx(4 * full[key], rel=1e-12)
+        assert double[key] == pytest.approx(2 * full[key], rel=1e-12)
+    assert double["price_date"] is None and double["price_source"] == "given"
+
+
+def test_pipeline_batches_in_flight_share_the_gpus():
+    tensor = economics.token_costs(BIG, H100, batch=8, n_gpus=4)
+    pipeline = economics.token_costs(BIG, H100, batch=8, n_gpus=4, parallel="pipeline")
+    run = timing.generation(BIG, H100, 8, n_gpus=4, parallel="pipeline")
+    per_second = 4 * H100.price_per_hour / 3600
+    assert pipeline["output"] == pytest.approx(per_second * run["tpot"] / (4 * 8) * 1e6)
+    assert tensor["output"] != pipeline["output"]
+
+
+def test_break_even_is_cost_at_full_use_over_the_price():
+    even = formulas.break_even_utilization(formulas.c / formulas.u, formulas.p_out)
+    assert even == formulas.c / formulas.p_out
+    full = economics.token_costs(SMALL, H100, batch=32)
+    api_in, api_out = 0.2, 0.6
+    api_request = (2048 * api_in + 256 * api_out) / 1e6
+    got = economics.break_even_utilization(SMALL, H100, api_in, api_out, batch=32)
+    assert got == pytest.approx(full["request"] / api_request, rel=1e-12)
+    # At that utilization the self-hosted request costs exactly the API's bill.
+    at_even = economics.token_costs(SMALL, H100, batch=32, utilization=got)
+    assert at_even["request"] == pytest.approx(api_request, rel=1e-12)
+
+
+def test_break_even_can_exceed_one_when_the_batch_is_too_small():
+    assert economics.break_even_utilization(BIG, H100, 0.05, 0.05, batch=1, n_gpus=4) > 1
+
+
+def test_api_prices_are_dated_and_sourced():
+    prices = economics.api_prices()
+    assert {p["model"] for p in prices} >= {"llama-3.1-8b", "llama-3.3-70b"}
+    for entry in prices:
+        assert entry["model"] in ia.model_names()
+        assert entry["input"] > 0 and entry["output"] > 0
+        assert len(entry["date"]) == 10 and entry["date"][4] == "-"
+        assert "http" in entry["source"]
+    with pytest.raises(KeyError, match="no API price for 'gpt2'"):
+        economics.api_prices("gpt2")
+
+
+@pytest.mark.parametrize(
+    ("options", "message"),
+    [
+        ({"utilization": 0.0}, "utilization must be in"),
+        ({"utilization": 1.5}, "utilization must be in"),
+        ({"utilization": True}, "utilization must be a number"),
+        ({"price_per_hour": -1.0}, "price_per_hour must be positive"),
+        ({"price_per_hour": math.nan}, "price_per_hour must be a number"),
+        ({"batch": 0}, "batch must be a positive whole number"),
+        ({"compute_efficiency": 2.0}, "compute_efficiency must be in"),
+    ],
+)
+def test_bad_input_raises_a_clear_error(options, message):
+    with pytest.raises(ValueError, match=message):
+        economics.token_costs(SMALL, H100, **options)
+
+
+def test_a_gpu_without_a_price_needs_one():
+    with pytest.raises(ValueError, match="no example price per hour"):
+        economics.token_costs(SMALL, PricelessGPU())
+    costs = economics.token_costs(SMALL, PricelessGPU(), price_per_hour=1.0)
+    assert costs["price_date"] is None
+    priced = replace(PricelessGPU(), price_per_hour=1.0)
+    assert economics.token_costs(SMALL, priced)["input"] == costs["input"]
+
+
+def test_bad_api_prices_raise():
+    with pytest.raises(ValueError, match="api_output_price must be non-negative"):
+        economics.break_even_utilization(SMALL, H100, 0.1, -0.1)
+    with pytest.raises(ValueError, match="charges nothing"):
+        economics.break_even_utilization(SMALL, H100, 0, 0)
