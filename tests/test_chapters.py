@@ -1,7 +1,7 @@
 """The chapters' sources keep the book's promises: the skeleton, and no number typed by hand.
 
-These read the MyST sources in book/; nbval (in `make test`) executes them, and
-test_book.py checks what the build made of them.
+These read the MyST sources in book/; the strict book build (in `make test`) executes them,
+and test_book.py checks what the build made of them.
 """
 
 import re
