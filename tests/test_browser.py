@@ -140,3 +140,89 @@ def test_page_renders_offline_and_its_widgets_recompute_what_the_library_compute
 
 def test_the_built_book_is_there():
     assert (HTML / "index.html").exists(), "build the book first (make book)"
+
+
+# --- Chapter 14's calculator: one form over the whole library ----------------------------------
+
+CALCULATOR = "book/14-calculator"
+
+
+def _calculator_agrees(page, root):
+    """The page's readout (or message) is what calculator.calculate gives for its controls."""
+    from inference_arithmetic.calculator import SAME, calculate
+
+    state = root.evaluate(
+        "r => { const v = {}; r.querySelectorAll('[name]').forEach(e => { v[e.name] = e.value; });"
+        " return v; }"
+    )
+    for name in ("n_gpus", "batch", "prompt_len", "output_len"):
+        state[name] = int(state[name])
+    state["cache_dtype"] = None if state["cache_dtype"] == SAME else state["cache_dtype"]
+    message = root.evaluate(
+        "r => { const m = r.querySelector('.ia-calc-message'); return m && m.textContent; }"
+    )
+    try:
+        result = calculate(**state)
+    except ValueError as error:
+        assert message == str(error), state
+        return state, None
+    assert message is None, (state, message)
+    cells = root.evaluate(
+        "r => [...r.querySelectorAll('.ia-calc-value')].map(c => "
+        "[c.dataset.key, c.dataset.value ?? null, c.dataset.text ?? null])"
+    )
+    assert len(cells) > 10
+    for key, value, text in cells:
+        expected = result
+        for part in key.split("."):
+            expected = expected[part]
+        if text is not None:
+            assert text == expected, (key, text, expected)
+        elif value is None:
+            assert expected is None, key
+        else:
+            assert math.isclose(float(value), expected, rel_tol=1e-9), (key, value, expected)
+    return state, result
+
+
+def test_the_calculator_recomputes_what_calculate_gives(browser):
+    page, errors = _open(browser, CALCULATOR)
+    root = page.locator(".ia-calc").first
+    _, first = _calculator_agrees(page, root)
+    assert first is not None, "the calculator's defaults should fit"
+
+    def choose(name, value):
+        root.locator(f'select[name="{name}"]').select_option(value)
+        return _calculator_agrees(page, root)
+
+    def enter(name, value):
+        field = root.locator(f'input[name="{name}"]')
+        field.fill(str(value))
+        field.dispatch_event("change")
+        return _calculator_agrees(page, root)
+
+    for name, value in (("gpu", "h100-sxm"), ("dtype", "bf16"), ("model", "llama-3.1-8b")):
+        choose(name, value)
+    _, small = enter("n_gpus", 1)
+    assert small is not None
+    _, moved = choose("model", "llama-3.1-70b")
+    assert moved is None  # 70B in bf16 on one 80 GB GPU: the message, not numbers
+    _, moved = enter("n_gpus", 4)
+    assert moved is not None and moved["ttft"] != small["ttft"]
+    for name, value in (("gpu", "h200"), ("dtype", "fp8"), ("cache_dtype", "bf16")):
+        _, after = choose(name, value)
+        assert after is not None and after != moved
+        moved = after
+    for name, value in (("batch", 48), ("prompt_len", 777), ("output_len", 333)):
+        _, after = enter(name, value)
+        assert after[name] == value and after["tpot"] != moved["tpot"]
+        moved = after
+    state, _ = enter("batch", -7)  # clamped, as a slider would be
+    assert state["batch"] == 1
+    _, impossible = choose("dtype", "int4")  # no GPU has an int4 FLOP rate
+    assert impossible is None and "no peak FLOP rate" in root.inner_text()
+    choose("dtype", "bf16")
+    _, impossible = choose("model", "llama-3.1-405b")
+    assert impossible is None and "does not fit" in root.inner_text()
+    assert not errors, f"console errors: {errors}"
+    page.close()

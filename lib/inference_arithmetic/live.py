@@ -19,7 +19,7 @@ import sympy
 
 from inference_arithmetic import format as fmt
 
-__all__ = ["spec", "live_html"]
+__all__ = ["spec", "live_html", "embed_json", "FORMAT_RUNTIME", "format_name"]
 
 _ids = itertools.count()
 
@@ -32,6 +32,16 @@ _FORMATS = {
     fmt.count: "count",
     fmt.bandwidth: "bandwidth",
 }
+
+
+def format_name(function) -> str:
+    """The name under which the page's ``iaShow`` knows one of ia.format's functions."""
+    return _FORMATS.get(function, "si")
+
+
+def embed_json(data) -> str:
+    """``data`` as JSON that is safe inside a ``<script>`` element (no ``</`` to end it)."""
+    return json.dumps(data).replace("</", "<\\/")
 
 
 def spec(widget) -> dict:
@@ -63,7 +73,7 @@ def spec(widget) -> dict:
         "values": {k: float(v) for k, v in widget.values.items()},
         "controls": controls,
         "curves": curves,
-        "format": _FORMATS.get(widget.format, "si"),
+        "format": format_name(widget.format),
         "unit": widget.unit,
         "title": widget.axes.get_title(),
         "xlabel": widget.axes.get_xlabel(),
@@ -77,7 +87,7 @@ def spec(widget) -> dict:
 def live_html(widget) -> str:
     """A self-contained block (no external script, no network) that recomputes in the page."""
     element = f"ia-live-{next(_ids)}"
-    data = json.dumps(spec(widget)).replace("</", "<\\/")
+    data = embed_json(spec(widget))
     alt = html.escape(f"Interactive plot: {widget.axes.get_title() or ', '.join(widget.curves)}")
     return (
         f"<style>{_STYLE}</style>"
@@ -86,7 +96,8 @@ def live_html(widget) -> str:
         f'<div class="ia-live-controls"></div><svg class="ia-live-plot" width="640" height="360"'
         f' viewBox="0 0 640 360" role="img" aria-label="{alt}"></svg>'
         f'<table class="ia-live-readout"></table></div>'
-        f"<script>{_RUNTIME}\niaLive(document.getElementById({json.dumps(element)}));</script>"
+        f"<script>{FORMAT_RUNTIME}{_RUNTIME}\n"
+        f"iaLive(document.getElementById({json.dumps(element)}));</script>"
     )
 
 
@@ -95,6 +106,34 @@ _STYLE = (
     ".ia-live-control input[type=range]{width:16em}.ia-live-plot{max-width:100%;height:auto}"
     ".ia-live-plot text{fill:currentColor}.ia-live-readout td{padding:0 .6em}"
 )
+
+FORMAT_RUNTIME = r"""
+var iaShow = window.iaShow || (window.iaShow = (function () {
+  // ia.format's functions, in the page: decimal prefixes, 3 digits (seconds: 2).
+  var PRE = ["", "k", "M", "G", "T", "P", "E", "Z", "Y"];
+  var WORDS = ["", "thousand", "million", "billion", "trillion", "quadrillion"];
+  function digits(v, d) { var t = Number(v.toPrecision(d)); return String(t); }
+  function scaled(v, names, d) {
+    var m = Math.abs(v), s = 0;
+    while (m >= 1000 && s < names.length - 1) { m /= 1000; s++; }
+    if (Number(m.toPrecision(d)) >= 1000 && s < names.length - 1) { m /= 1000; s++; }
+    return (v < 0 ? "-" : "") + digits(m, d) + " " + names[s];
+  }
+  return function (v, f, unit) {
+    if (!isFinite(v)) return String(v);
+    if (f === "seconds") {
+      var a = Math.abs(v);
+      if (a >= 0.1) return digits(v, 2) + " s";
+      if (a >= 1e-4) return digits(v * 1e3, 2) + " ms";
+      return digits(v * 1e6, 2) + " \u00b5s";
+    }
+    if (f === "count") return scaled(v, WORDS, 3).trim();
+    var u = {nbytes: "B", flops: "FLOPs", flop_rate: "FLOP/s", bandwidth: "B/s"}[f];
+    return (scaled(v, PRE, 3) + (u === undefined ? unit || "" : u)).trim();
+  };
+})());
+"""
+"""Formatting in the page (``iaShow(value, format, unit)``), shared by every live block."""
 
 _RUNTIME = r"""
 var iaLive = window.iaLive || (window.iaLive = function (root) {
@@ -107,28 +146,7 @@ var iaLive = window.iaLive || (window.iaLive = function (root) {
     var c = spec.curves[i];
     return fns[i].apply(null, c.args.map(function (a) { return a === spec.x ? x : values[a]; }));
   }
-  var PRE = ["", "k", "M", "G", "T", "P", "E", "Z", "Y"];
-  var WORDS = ["", "thousand", "million", "billion", "trillion", "quadrillion"];
-  function digits(v, d) { var t = Number(v.toPrecision(d)); return String(t); }
-  function scaled(v, names, d) {
-    var m = Math.abs(v), s = 0;
-    while (m >= 1000 && s < names.length - 1) { m /= 1000; s++; }
-    if (Number(m.toPrecision(d)) >= 1000 && s < names.length - 1) { m /= 1000; s++; }
-    return (v < 0 ? "-" : "") + digits(m, d) + " " + names[s];
-  }
-  function show(v) {
-    if (!isFinite(v)) return String(v);
-    var f = spec.format;
-    if (f === "seconds") {
-      var a = Math.abs(v);
-      if (a >= 0.1) return digits(v, 2) + " s";
-      if (a >= 1e-4) return digits(v * 1e3, 2) + " ms";
-      return digits(v * 1e6, 2) + " \u00b5s";
-    }
-    if (f === "count") return scaled(v, WORDS, 3).trim();
-    var unit = {nbytes: "B", flops: "FLOPs", flop_rate: "FLOP/s", bandwidth: "B/s"}[f];
-    return (scaled(v, PRE, 3) + (unit === undefined ? spec.unit : unit)).trim();
-  }
+  function show(v) { return iaShow(v, spec.format, spec.unit); }
   var box = root.querySelector(".ia-live-controls");
   spec.controls.forEach(function (c) {
     var row = document.createElement("label");
