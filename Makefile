@@ -5,7 +5,9 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-CHAPTERS := $(wildcard book/*.md)
+# The pages with code: the chapters and the generated formula reference (not the glossary,
+# the API reference or the bibliography, which are plain MyST).
+CHAPTERS := $(wildcard book/[0-9][0-9]-*.md) book/appendix-formulas.md
 NOTEBOOKS := $(patsubst book/%.md,_build/notebooks/%.ipynb,$(CHAPTERS))
 JOBS ?= 2
 # Strict: warnings are errors, broken references are reported, all problems in one run.
@@ -36,7 +38,15 @@ _build/.library-stamp: $(shell find lib -name '*.py') $(STAMP)
 	rm -rf _build/.jupyter_cache
 	@mkdir -p _build && touch $@
 
+# The chapters run two at a time (jupyter-cache's parallel executor, with the reader myst-nb
+# uses) into the build's execution cache; the build then reads them from it. A chapter that
+# fails is not cached, so the build runs it again and fails on it with its traceback.
+JCACHE := $(BIN)/jcache
+CACHE := _build/.jupyter_cache
+
 book: $(STAMP) _build/.library-stamp
+	yes | $(JCACHE) notebook -p $(CACHE) add -r myst_nb_md $(CHAPTERS) > /dev/null
+	$(JCACHE) project -p $(CACHE) execute -e local-parallel -t 300
 	$(BIN)/jupyter-book build . $(BOOK_FLAGS)
 	@echo "Book: $(CURDIR)/_build/html/index.html"
 
