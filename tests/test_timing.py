@@ -107,6 +107,50 @@ def test_generation_adds_up():
     assert result["throughput"] == pytest.approx(4 * 3 / result["total"])
 
 
+def test_the_closed_form_of_a_request_is_the_sum_of_its_steps_while_one_bound_holds():
+    # Decode at batch 4 stays memory-bound, where a step is linear in its context.
+    result = timing.generation(SMALL, GPU, batch=4, prompt_len=1000, output_len=50)
+    values = timing._Options().values(SMALL, GPU)
+    values.update(batch=4, seq_len=1000, output_len=50)
+    closed = ia.numeric(latency.generation_time(SMALL)).from_values(values)
+    assert closed == pytest.approx(result["total"], rel=1e-12)
+    tput = ia.numeric(latency.throughput(SMALL)).from_values(values)
+    assert tput == pytest.approx(result["throughput"], rel=1e-12)
+
+
+def test_a_batch_larger_than_memory_runs_in_waves():
+    fit = timing.max_batch(SMALL, GPU, context_len=2048 + 100)
+    assert fit == timing.serve(SMALL, GPU, 10**6, 2048, 100, memory_utilization=1.0)["concurrency"]
+    one = timing.serve(SMALL, GPU, fit, 2048, 100, memory_utilization=1.0)
+    assert one["waves"] == 1
+    assert one["elapsed"] == pytest.approx(timing.generation(SMALL, GPU, fit, 2048, 100)["total"])
+    more = timing.serve(SMALL, GPU, 2 * fit + 1, 2048, 100, memory_utilization=1.0)
+    single = timing.generation(SMALL, GPU, 1, 2048, 100)["total"]
+    assert more["waves"] == 3
+    assert more["elapsed"] == pytest.approx(2 * one["elapsed"] + single)
+    # An engine that keeps a tenth of the memory for itself fits fewer requests per wave.
+    assert timing.serve(SMALL, GPU, 10**6, 2048, 100)["concurrency"] < fit
+
+
+def test_an_fp8_cache_holds_twice_the_requests_and_reads_half_the_bytes():
+    bf16 = timing.max_batch(SMALL, GPU, context_len=4096)
+    fp8 = timing.max_batch(SMALL, GPU, context_len=4096, cache_dtype="fp8")
+    assert fp8 in (2 * bf16, 2 * bf16 + 1)
+    slow = timing.decode_step_time(SMALL, GPU, 64, 4096, link_latency=0.0)
+    fast = timing.decode_step_time(SMALL, GPU, 64, 4096, link_latency=0.0, cache_dtype="fp8")
+    cache = ia.kv_cache_bytes(SMALL, 64, 4096, "bf16") / 2  # the bytes fp8 saves
+    saved = cache / (GPU.memory_bandwidth * timing.DEFAULT_BANDWIDTH_EFFICIENCY)
+    assert slow - fast == pytest.approx(saved)
+
+
+def test_the_defaults_are_one_calibrated_set_and_ideal_is_the_roofline():
+    assert 0 < timing.DEFAULT_COMPUTE_EFFICIENCY < 1
+    assert 0 < timing.DEFAULT_BANDWIDTH_EFFICIENCY < 1
+    ideal = timing.decode_step_time(SMALL, GPU, 1, 2048, **timing.IDEAL)
+    real = timing.decode_step_time(SMALL, GPU, 1, 2048)
+    assert real > ideal / timing.DEFAULT_BANDWIDTH_EFFICIENCY * 0.999
+
+
 def test_moe_decode_reads_only_the_experts_its_tokens_touch():
     mixtral = ia.model("mixtral-8x7b")
     values = {**mixtral.sizes(), "bytes_per_number": 1}
@@ -129,6 +173,9 @@ def test_moe_decode_reads_only_the_experts_its_tokens_touch():
             r"\(0, 1\]",
         ),
         (lambda: timing.decode_step_time("llama", GPU), TypeError, "ModelConfig"),
+        (lambda: timing.serve(SMALL, GPU, 8, memory_utilization=0), ValueError, "memory_util"),
+        (lambda: timing.serve(BIG, GPU, 8), ValueError, "no request of 2304 tokens fits"),
+        (lambda: timing.serve(SMALL, GPU, 0), ValueError, "requests must be"),
     ],
 )
 def test_bad_input_raises_a_clear_error(call, error, message):

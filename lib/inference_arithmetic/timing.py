@@ -150,16 +150,10 @@ def prefill_time(
     _check(arch, gpu, n_gpus, parallel, batch=batch, prompt_len=prompt_len)
     cache = kv_cache_bytes(arch, batch, prompt_len, cache_dtype or dtype)
     _fits(arch, gpu, n_gpus, dtype, cache)
-    values = _values(
-        arch,
-        gpu,
-        dtype,
-        n_gpus,
-        compute_efficiency,
-        bandwidth_efficiency,
-        link_latency,
-        cache_dtype,
+    options = _Options(
+        n_gpus, dtype, parallel, compute_efficiency, bandwidth_efficiency, link_latency, cache_dtype
     )
+    values = options.values(arch, gpu)
     values.update(batch=batch, seq_len=prompt_len)
     return float(_compiled(latency.prefill_time, arch, parallel).from_values(values))
 
