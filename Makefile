@@ -27,11 +27,9 @@ help:
 	@echo "make reference  re-measure the registry models with torch + transformers"
 	@echo "make clean      remove _build/, .venv/ and tests/reference/.venv/"
 
-# --no-compile: Python compiles what it imports on first use; compiling every module of every
-# package up front takes half a minute more.
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check --no-compile -r requirements.txt
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
 	touch $@
 
 # The execution cache is keyed on each chapter's text, not on the library it imports: drop it
@@ -67,9 +65,9 @@ pdf: $(STAMP)
 linkcheck: $(STAMP)
 	$(BIN)/jupyter-book build . --builder linkcheck
 
-_build/notebooks/%.ipynb: book/%.md $(STAMP)
-	@mkdir -p _build/notebooks
-	$(BIN)/jupytext --quiet --to ipynb --output $@ $<
+# All at once (a grouped target): one process converts every chapter whose source changed.
+$(NOTEBOOKS) &: $(CHAPTERS) $(STAMP)
+	$(BIN)/python tools/notebooks.py _build/notebooks $(CHAPTERS)
 
 notebooks: $(NOTEBOOKS)
 	@echo "Notebooks: $(CURDIR)/_build/notebooks/"
