@@ -154,3 +154,20 @@ def test_appendix_renders_offline_with_its_math_typeset(browser, doc):  # noqa: 
     # MathJax shows TeX it cannot parse as an error box instead of failing loudly.
     assert page.locator("mjx-merror").count() == 0, f"{doc}: TeX that MathJax rejects"
     page.close()
+
+
+def test_math_of_a_collapsed_form_is_typeset_when_it_is_opened(browser):  # noqa: F811
+    # tools/book_html.py defers the math of the collapsed forms until a reader opens one
+    # (the page's check above skips math still waiting; this opens a box and checks it).
+    page, errors = _open(browser, "book/appendix-formulas")
+    box = page.locator(".admonition.ia-lazy-math").first
+    assert box.locator(".ia-math-later").count() > 0, "closed forms should wait to be typeset"
+    assert box.locator("mjx-container").count() == 0
+    box.locator(".admonition-title").click()
+    page.wait_for_function(
+        "(b) => b.querySelectorAll('mjx-container').length > 0", arg=box.element_handle()
+    )
+    assert box.locator(".ia-math-later").count() == 0
+    assert box.locator("mjx-merror").count() == 0
+    assert not errors, f"console errors: {errors}"
+    page.close()

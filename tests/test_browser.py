@@ -70,7 +70,8 @@ def _check_page(page, errors):
     assert page.locator("mjx-container").count() > 0, "no typeset math"
     text = page.evaluate(
         "() => { const c = document.querySelector('main').cloneNode(true);"
-        " c.querySelectorAll('mjx-container, script, pre, code').forEach(e => e.remove());"
+        " c.querySelectorAll('mjx-container, script, pre, code, .ia-math-later')"
+        ".forEach(e => e.remove());"
         " return c.innerText; }"
     )
     assert "\\[" not in text and "\\(" not in text and "$$" not in text, "raw TeX in the page"
