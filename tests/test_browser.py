@@ -49,8 +49,8 @@ def browser():
 
 def _open(browser, doc):
     page = browser.new_page()
-    # MathJax typesets before the load event; the formula reference's 200-odd formulas take
-    # seconds to tens of seconds on a busy 2-core machine.
+    # MathJax typesets before the load event, which takes a few seconds for the pages with
+    # the most formulas, and several times that on a busy 2-core machine.
     page.set_default_timeout(120_000)
     errors = []
 
