@@ -143,6 +143,26 @@ def test_an_fp8_cache_holds_twice_the_requests_and_reads_half_the_bytes():
     assert slow - fast == pytest.approx(saved)
 
 
+def test_weight_only_int4_reads_a_quarter_of_the_bytes_and_computes_in_bf16():
+    h100 = ia.gpu("h100-sxm")
+    with pytest.raises(KeyError, match="compute_dtype"):
+        timing.decode_step_time(SMALL, h100, 1, 2048, dtype="int4")
+    options = dict(link_latency=0.0, **timing.IDEAL)
+    int4 = timing.decode_step_time(
+        SMALL, h100, 1, 2048, dtype="int4", compute_dtype="bf16", **options
+    )
+    bf16 = timing.decode_step_time(SMALL, h100, 1, 2048, **options)
+    # Memory-bound: the weights shrink fourfold; the KV cache stays in bf16, the format it is
+    # computed in.
+    weights = ia.param_count(SMALL) * 2 / h100.memory_bandwidth
+    assert bf16 - int4 == pytest.approx(weights * 3 / 4)
+    # A compute-bound prefill runs at the compute dtype's rate, whatever the weights are.
+    prefill = dict(batch=8, prompt_len=4096, **options)
+    assert timing.prefill_time(
+        SMALL, h100, dtype="int4", compute_dtype="bf16", **prefill
+    ) == pytest.approx(timing.prefill_time(SMALL, h100, **prefill), rel=1e-3)
+
+
 def test_the_defaults_are_one_calibrated_set_and_ideal_is_the_roofline():
     assert 0 < timing.DEFAULT_COMPUTE_EFFICIENCY < 1
     assert 0 < timing.DEFAULT_BANDWIDTH_EFFICIENCY < 1

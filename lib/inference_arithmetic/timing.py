@@ -10,7 +10,9 @@ GPU's figures. ``compute_efficiency`` and ``bandwidth_efficiency`` are the fract
 peak FLOP/s and bandwidth a real serving engine reaches, and ``link_latency`` the fixed cost of
 one message between GPUs. Their defaults are the one set the whole book uses, calibrated once
 in chapter 11 against measured vLLM runs (not fitted per case); ``IDEAL`` gives the ideal
-roofline of chapter 08. ``cache_dtype`` stores the KV cache in another dtype than the weights.
+roofline of chapter 08. ``cache_dtype`` stores the KV cache in another dtype than the weights,
+and ``compute_dtype`` computes in another than they are stored in: weight-only int4 (AWQ,
+GPTQ) is read at half a byte per weight and computed in bf16.
 """
 
 from __future__ import annotations
@@ -106,6 +108,7 @@ def _values(
     bandwidth_efficiency,
     link_latency,
     cache_dtype=None,
+    compute_dtype=None,
 ):
     for name, value in (
         ("compute_efficiency", compute_efficiency),
@@ -118,8 +121,8 @@ def _values(
     return {
         **arch.sizes(),
         "bytes_per_number": bytes_per_number(dtype),
-        "kv_bytes_per_number": bytes_per_number(cache_dtype or dtype),
-        "flop_rate": gpu.flop_rate(dtype),
+        "kv_bytes_per_number": bytes_per_number(_cache_format(dtype, cache_dtype, compute_dtype)),
+        "flop_rate": _flop_rate(gpu, compute_dtype or dtype),
         "bandwidth": gpu.memory_bandwidth,
         "link_bandwidth": gpu.interconnect_bandwidth,
         "link_latency": link_latency,
@@ -127,6 +130,22 @@ def _values(
         "compute_efficiency": compute_efficiency,
         "bandwidth_efficiency": bandwidth_efficiency,
     }
+
+
+def _cache_format(dtype, cache_dtype=None, compute_dtype=None):
+    """The KV cache holds activations: unless told otherwise, in the format they are computed
+    in, which is the weights' unless ``compute_dtype`` says another."""
+    return cache_dtype or compute_dtype or dtype
+
+
+def _flop_rate(gpu, dtype):
+    try:
+        return gpu.flop_rate(dtype)
+    except KeyError as error:
+        raise KeyError(
+            f"{error.args[0]}; for weights stored in {dtype!r} but computed in another format "
+            "(weight-only quantization), pass compute_dtype, e.g. compute_dtype='bf16'"
+        ) from None
 
 
 def prefill_time(
@@ -141,6 +160,7 @@ def prefill_time(
     bandwidth_efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY,
     link_latency: float = DEFAULT_LINK_LATENCY,
     cache_dtype: str | None = None,
+    compute_dtype: str | None = None,
 ) -> float:
     """Seconds to prefill ``batch`` prompts of ``prompt_len`` tokens: the time to first token.
 
@@ -148,10 +168,19 @@ def prefill_time(
     time is one GPU's (were it big enough) plus the hand-offs between stages.
     """
     _check(arch, gpu, n_gpus, parallel, batch=batch, prompt_len=prompt_len)
-    cache = kv_cache_bytes(arch, batch, prompt_len, cache_dtype or dtype)
+    cache = kv_cache_bytes(
+        arch, batch, prompt_len, _cache_format(dtype, cache_dtype, compute_dtype)
+    )
     _fits(arch, gpu, n_gpus, dtype, cache)
     options = _Options(
-        n_gpus, dtype, parallel, compute_efficiency, bandwidth_efficiency, link_latency, cache_dtype
+        n_gpus,
+        dtype,
+        parallel,
+        compute_efficiency,
+        bandwidth_efficiency,
+        link_latency,
+        cache_dtype,
+        compute_dtype,
     )
     values = options.values(arch, gpu)
     values.update(batch=batch, seq_len=prompt_len)
@@ -170,13 +199,21 @@ def decode_step_time(
     bandwidth_efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY,
     link_latency: float = DEFAULT_LINK_LATENCY,
     cache_dtype: str | None = None,
+    compute_dtype: str | None = None,
     mla: str = "reexpand",
 ) -> float:
     """Seconds of one decode step for ``batch`` requests with ``context_len`` tokens cached:
     the time per output token of each of them."""
     _check(arch, gpu, n_gpus, parallel, batch=batch, context_len=context_len)
     options = _Options(
-        n_gpus, dtype, parallel, compute_efficiency, bandwidth_efficiency, link_latency, cache_dtype
+        n_gpus,
+        dtype,
+        parallel,
+        compute_efficiency,
+        bandwidth_efficiency,
+        link_latency,
+        cache_dtype,
+        compute_dtype,
     )
     return float(_decode_times(arch, gpu, batch, np.asarray(context_len), options, mla))
 
@@ -192,6 +229,7 @@ class _Options:
     bandwidth_efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY
     link_latency: float = DEFAULT_LINK_LATENCY
     cache_dtype: str | None = None
+    compute_dtype: str | None = None
 
     def values(self, arch, gpu):
         return _values(
@@ -203,6 +241,7 @@ class _Options:
             self.bandwidth_efficiency,
             self.link_latency,
             self.cache_dtype,
+            self.compute_dtype,
         )
 
     def keywords(self):
@@ -210,7 +249,8 @@ class _Options:
 
 
 def _decode_times(arch, gpu, batch, contexts, options, mla="reexpand"):
-    cache = kv_cache_bytes(arch, batch, int(np.max(contexts)), options.cache_dtype or options.dtype)
+    cache_format = _cache_format(options.dtype, options.cache_dtype, options.compute_dtype)
+    cache = kv_cache_bytes(arch, batch, int(np.max(contexts)), cache_format)
     _fits(arch, gpu, options.n_gpus, options.dtype, cache)
     values = options.values(arch, gpu)
     values.update(batch=batch, context_len=contexts)
@@ -230,6 +270,7 @@ def generation(
     bandwidth_efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY,
     link_latency: float = DEFAULT_LINK_LATENCY,
     cache_dtype: str | None = None,
+    compute_dtype: str | None = None,
 ) -> dict[str, float]:
     """A batch of identical requests from prompt to last token.
 
@@ -242,7 +283,14 @@ def generation(
     """
     _check(arch, gpu, n_gpus, parallel, batch=batch, prompt_len=prompt_len, output_len=output_len)
     options = _Options(
-        n_gpus, dtype, parallel, compute_efficiency, bandwidth_efficiency, link_latency, cache_dtype
+        n_gpus,
+        dtype,
+        parallel,
+        compute_efficiency,
+        bandwidth_efficiency,
+        link_latency,
+        cache_dtype,
+        compute_dtype,
     )
     ttft = prefill_time(arch, gpu, batch, prompt_len, **options.keywords())
     # The first output token comes out of the prefill; each further one takes a decode step,
@@ -277,12 +325,12 @@ def serve(
     ``memory_utilization`` of the GPUs' memory beside the weights. Returns the waves, the
     concurrency, the elapsed seconds and the throughput in output tokens per second, plus the
     first wave's time to first token and time per output token. ``options`` are those of
-    ``generation`` (parallel, efficiencies, link latency, cache dtype).
+    ``generation`` (parallel, efficiencies, link latency, cache and compute dtypes).
     """
     _check(arch, gpu, n_gpus, options.get("parallel", "tensor"), requests=requests)
     if not 0 < memory_utilization <= 1:
         raise ValueError(f"memory_utilization must be in (0, 1], got {memory_utilization!r}")
-    cache_dtype = options.get("cache_dtype")
+    cache_dtype = _cache_format(dtype, options.get("cache_dtype"), options.get("compute_dtype"))
     context = prompt_len + output_len
     fit = _concurrency(arch, gpu, context, n_gpus, dtype, cache_dtype, memory_utilization)
     if fit < 1:
@@ -322,10 +370,12 @@ def max_batch(
     n_gpus: int = 1,
     dtype: str = "bf16",
     cache_dtype: str | None = None,
+    compute_dtype: str | None = None,
 ) -> int:
     """The most requests of ``context_len`` tokens whose KV cache fits beside the weights
     (activations and the framework's own memory ignored); 0 if the weights alone do not fit."""
     _check(arch, gpu, n_gpus, "tensor", context_len=context_len)
+    cache_dtype = _cache_format(dtype, cache_dtype, compute_dtype)
     return _concurrency(arch, gpu, context_len, n_gpus, dtype, cache_dtype, 1.0)
 
 
@@ -333,7 +383,7 @@ def _concurrency(arch, gpu, context_len, n_gpus, dtype, cache_dtype, memory_util
     values = {
         **arch.sizes(),
         "bytes_per_number": bytes_per_number(dtype),
-        "kv_bytes_per_number": bytes_per_number(cache_dtype or dtype),
+        "kv_bytes_per_number": bytes_per_number(cache_dtype),
         "gpu_memory": gpu.memory_bytes,
         "memory_utilization": memory_utilization,
         "n_gpus": n_gpus,
@@ -351,6 +401,7 @@ def compute_bound_batch(
     compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY,
     bandwidth_efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY,
     cache_dtype: str | None = None,
+    compute_dtype: str | None = None,
     limit: int = 1 << 20,
 ) -> int | None:
     """The smallest batch at which a decode step's compute time reaches its memory time, or
@@ -358,7 +409,15 @@ def compute_bound_batch(
     FLOPs, so long contexts may never turn compute-bound)."""
     _check(arch, gpu, n_gpus, "tensor", context_len=context_len)
     values = _values(
-        arch, gpu, dtype, n_gpus, compute_efficiency, bandwidth_efficiency, 0.0, cache_dtype
+        arch,
+        gpu,
+        dtype,
+        n_gpus,
+        compute_efficiency,
+        bandwidth_efficiency,
+        0.0,
+        cache_dtype,
+        compute_dtype,
     )
     batches = np.unique(np.geomspace(1, limit, 2000).astype(int))
     values.update(batch=batches, context_len=context_len)
