@@ -33,9 +33,10 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $@
 
 # The execution cache is keyed on each chapter's text, not on the library it imports: drop it
-# whenever the library changes, or a chapter could show results of an older library.
+# whenever the library changes, or a chapter could show results of an older library. Sphinx's
+# environment too: it re-reads only pages whose source changed, and would keep old outputs.
 _build/.library-stamp: $(shell find lib -name '*.py') $(STAMP)
-	rm -rf _build/.jupyter_cache
+	rm -rf _build/.jupyter_cache _build/.doctrees
 	@mkdir -p _build && touch $@
 
 # The chapters run two at a time (jupyter-cache's parallel executor, with the reader myst-nb

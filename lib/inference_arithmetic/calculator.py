@@ -86,10 +86,7 @@ MESSAGES = {
 }
 
 
-def mean_context():
-    """The mean context of a request's O - 1 decode steps (S = T, ..., T + O - 2; a single
-    output token is timed at one step of S = T, as ``ia.generation`` does)."""
-    return T + sympy.Max(O - 2, 0) / 2
+mean_context = latency.mean_context  # the one definition, in formulas.latency
 
 
 def last_context():

@@ -25,6 +25,7 @@ __all__ = [
     "decode_bytes",
     "prefill_time",
     "decode_step_time",
+    "mean_context",
     "generation_time",
     "throughput",
     "max_concurrency",
@@ -97,14 +98,20 @@ def decode_step_time(arch, mla="reexpand", parallel="tensor"):
     return _split(flops, decode_bytes(arch), arch, B, parallel)
 
 
+def mean_context():
+    """The mean context of a request's O - 1 decode steps, S = T, ..., T + O - 2 (a single
+    output token is timed at one step of S = T, as ``ia.generation`` does)."""
+    return T + sympy.Max(O - 2, 0) / 2
+
+
 def generation_time(arch, parallel="tensor"):
     """Seconds from the prompts to the last of O output tokens of B requests, in closed form.
 
-    The prefill gives the first token; O - 1 decode steps follow, with contexts T, T + 1, ...,
-    T + O - 2. Each step is linear in its context while one bound holds, so O - 1 steps at the
-    mean context T + (O - 2)/2 take exactly as long as the sum (``ia.generation`` sums them).
+    The prefill gives the first token; O - 1 decode steps follow. Each step is linear in its
+    context while one bound holds, so O - 1 steps at the mean context take exactly as long as
+    the sum (``ia.generation`` sums them).
     """
-    mean_step = decode_step_time(arch, parallel=parallel).subs(S, T + (O - 2) / sympy.Integer(2))
+    mean_step = decode_step_time(arch, parallel=parallel).subs(S, mean_context())
     return prefill_time(arch, parallel) + (O - 1) * mean_step
 
 
