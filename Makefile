@@ -97,10 +97,10 @@ test: lint book $(NOTEBOOKS)
 
 # JupyterLab opens the chapters' .md sources as notebooks (jupytext's viewer by default).
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
-$(VENV)/.lab-installed: requirements-lab.txt $(STAMP)
+$(VENV)/.lab-installed: requirements-lab.txt tools/jupyterlab-settings.json $(STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-lab.txt
 	@mkdir -p $(dir $(LAB_SETTINGS))
-	echo '{"@jupyterlab/docmanager-extension:plugin": {"defaultViewers": {"markdown": "Jupytext Notebook", "myst": "Jupytext Notebook"}}}' > $(LAB_SETTINGS)
+	cp tools/jupyterlab-settings.json $(LAB_SETTINGS)
 	touch $@
 
 lab: $(VENV)/.lab-installed

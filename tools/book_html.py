@@ -9,7 +9,26 @@ browser test can demand a console free of errors.
 It also typesets the math of the boxes marked ``ia-lazy-math`` (the formula reference's
 collapsed per-architecture forms) when a reader first opens one, not while the page loads:
 MathJax blocks the page while it typesets, and there are over a hundred such forms.
+
+And it makes the page buttons honest:
+
+- Repository, source, issues and Binder buttons need the repository's public URL, which the
+  book does not hard-code (a fork publishes from its own): it comes from ``IA_REPOSITORY_URL``
+  (the Pages workflow sets it) or git's ``origin`` when that is a GitHub, GitLab or Bitbucket
+  address. Without one (a local clone) the buttons are left out: Jupyter Book's default would
+  point them at Jupyter Book's own repository.
+- A chapter's ".ipynb" download is its class notebook, the one ``make notebooks`` writes (no
+  outputs), next to the ".md" source.
 """
+
+import os
+import re
+import subprocess
+from pathlib import Path
+
+import notebooks  # tools/notebooks.py: Jupyter Book puts tools/ on the path for this extension
+
+HOSTS = {"github.com", "gitlab.com", "bitbucket.org"}
 
 # Runs before MathJax (whose script is deferred): on page ready, math inside a lazy box is
 # hidden from MathJax (a process class would override the ignore class, so it is
@@ -53,7 +72,80 @@ def _dedupe_scripts(app, pagename, templatename, context, doctree):
     context["default_mode"] = context.get("default_mode") or "auto"
 
 
+def public_url(remote: str) -> str | None:
+    """The https address of a git remote on a known host, without credentials or ".git";
+    None for anything else (a local path, a mirror on another host)."""
+    match = re.fullmatch(
+        r"(?:https?://(?:[^@/]+@)?|ssh://(?:[^@/]+@)?|[^@/:]+@)([^/:]+)[/:]([^/]+)/([^/]+?)(?:\.git)?/?",
+        remote.strip(),
+    )
+    if not match or match[1].lower() not in HOSTS:
+        return None
+    return f"https://{match[1].lower()}/{match[2]}/{match[3]}"
+
+
+def repository_url(srcdir: str | Path, environ=os.environ) -> str | None:
+    """The book's public repository: ``IA_REPOSITORY_URL``, else git's origin, else None."""
+    given = environ.get("IA_REPOSITORY_URL", "").strip()
+    if given:
+        url = public_url(given)
+        if url is None:
+            raise ValueError(
+                f"IA_REPOSITORY_URL={given!r} is not a repository on {', '.join(sorted(HOSTS))} "
+                "(expected https://github.com/OWNER/REPO or similar)"
+            )
+        return url
+    try:
+        remote = subprocess.run(
+            ["git", "remote", "get-url", "origin"],
+            cwd=srcdir,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None  # no git, not a clone, or no origin
+    return public_url(remote)
+
+
+def _repository_buttons(app, config):
+    options = config.html_theme_options
+    url = repository_url(app.srcdir)
+    if url is None:
+        options.pop("repository_url", None)
+        options["launch_buttons"] = {**options.get("launch_buttons", {}), "binderhub_url": ""}
+        return
+    options["repository_url"] = url
+    options["repository_branch"] = os.environ.get("IA_REPOSITORY_BRANCH") or options.get(
+        "repository_branch", "main"
+    )
+    options.update(use_repository_button=True, use_source_button=True, use_issues_button=True)
+
+
+def _is_chapter(app, pagename):
+    return "kernelspec" in app.env.metadata.get(pagename, {})
+
+
+def _notebook_download(app, pagename, templatename, context, doctree):
+    if _is_chapter(app, pagename):
+        context["ipynb_source"] = pagename + ".ipynb"
+
+
+def _write_notebooks(app, exception):
+    if exception is not None or app.builder.format != "html":
+        return
+    for docname in sorted(app.env.found_docs):
+        if _is_chapter(app, docname):
+            target = Path(app.outdir, "_sources", docname + ".ipynb")
+            notebooks.write(Path(app.env.doc2path(docname)), target)
+
+
 def setup(app):
+    app.connect("config-inited", _repository_buttons)
+    # Before the theme's buttons (priority 501) read it; the files are written at the end, over
+    # the executed copy that the theme's launch buttons put in the same place.
+    app.connect("html-page-context", _notebook_download, priority=500)
+    app.connect("build-finished", _write_notebooks)
     # After the MathJax configuration that sphinx.ext.mathjax writes (which replaces
     # window.MathJax), before MathJax itself runs (deferred).
     app.add_js_file(None, body=LAZY_MATH, priority=999)
