@@ -4,11 +4,14 @@ These read the MyST sources in book/; the strict book build (in `make test`) exe
 and test_book.py checks what the build made of them.
 """
 
+import ast
 import re
 from pathlib import Path
 
 import pytest
 import yaml
+
+from inference_arithmetic.widgets import PALETTE
 
 ROOT = Path(__file__).resolve().parents[1]
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
@@ -95,3 +98,52 @@ def test_no_quantity_typed_into_prose(doc):
 def test_the_typed_quantity_check_can_fail():
     prose = _prose("The model is 141 GB and decode takes 42 ms, {glue:text}`x` is fine.")
     assert [m.group(0) for m in TYPED.finditer(prose)] == ["141 GB", "42 ms"]
+
+
+# Matplotlib calls that draw in a colour; without one they take matplotlib's default cycle,
+# whose red and green many colour-blind readers cannot tell apart.
+DRAWING = {"plot", "loglog", "semilogx", "semilogy", "bar", "barh", "scatter", "step", "stem",
+           "fill_between", "fill_betweenx", "errorbar", "hist", "stackplot", "axhline", "axvline",
+           "hlines", "vlines", "pie"}  # fmt: skip
+
+
+def _code(text):
+    """The code of every code cell, cell options removed."""
+    for cell in re.findall(r"^```\{code-cell\}[^\n]*\n(.*?)^```$", text, flags=re.S | re.M):
+        cell = re.sub(r"\A---\n.*?\n---\n", "", cell, flags=re.S)
+        yield "\n".join(line for line in cell.splitlines() if not line.startswith((":", "%")))
+
+
+def _colour_problems(text):
+    problems = []
+    for code in _code(text):
+        for node in ast.walk(ast.parse(code)):
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in DRAWING
+                and not {k.arg for k in node.keywords} & {"color", "colors", None}
+            ):
+                problems.append(f"no color= in {ast.unparse(node)[:80]}")
+        problems += [
+            f"{colour} is not in the Okabe-Ito palette"
+            for colour in re.findall(r"#[0-9A-Fa-f]{6}\b", code)
+            if colour.upper() not in PALETTE
+        ]
+    return problems
+
+
+@pytest.mark.parametrize("doc", [*CHAPTERS, "book/appendix-formulas"])
+def test_every_plot_draws_in_colour_blind_safe_colours(doc):
+    problems = _colour_problems(_source(doc))
+    assert not problems, "\n".join(problems)
+
+
+def test_the_colour_check_can_fail():
+    text = (
+        '```{code-cell} ipython3\n:tags: [x]\nax.plot(x, y)\nax.bar(x, y, color="#FF0000")\n```\n'
+    )
+    assert _colour_problems(text) == [
+        "no color= in ax.plot(x, y)",
+        "#FF0000 is not in the Okabe-Ito palette",
+    ]
