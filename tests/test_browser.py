@@ -27,6 +27,7 @@ ARGS = [
     "--disable-sync",
     "--host-resolver-rules=MAP * ~NOTFOUND",  # no network: the page must need none
 ]
+CALCULATOR = "book/14-calculator"  # chapter 14's calculator: one form over the whole library
 SYMBOLS = {name: row.symbol for name, row in ia.symbols.NOTATION.items()}
 
 
@@ -47,8 +48,8 @@ def browser():
         instance.close()
 
 
-def _open(browser, doc):
-    page = browser.new_page()
+def _open(browser, doc, scheme="light"):
+    page = browser.new_page(color_scheme=scheme)
     # MathJax typesets before the load event, which takes a few seconds for the pages with
     # the most formulas, and several times that on a busy 2-core machine.
     page.set_default_timeout(120_000)
@@ -81,6 +82,45 @@ def _check_page(page, errors):
     )
     assert not broken, f"images that did not load: {broken}"
     assert not errors, f"console errors: {errors}"
+
+
+# WCAG 2's contrast ratio of each text in the elements matched (its colour, or an SVG text's
+# fill, against the background behind it); the lowest few come back.
+CONTRAST = r"""(selector) => {
+  const rgb = (c) => (c.match(/[\d.]+/g) || []).map(Number);
+  const lum = ([r, g, b]) => [r, g, b].map((v) => { v /= 255;
+    return v <= 0.04045 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; })
+    .reduce((s, v, i) => s + v * [0.2126, 0.7152, 0.0722][i], 0);
+  const behind = (e) => {  // semi-transparent backgrounds blended over what lies below
+    const layers = [];
+    for (; e; e = e.parentElement) {
+      const [r, g, b, a = 1] = rgb(getComputedStyle(e).backgroundColor);
+      if (a > 0) layers.push([[r, g, b], a]);
+      if (a >= 1) break;
+    }
+    return layers.reverse().reduce((under, [c, a]) => c.map((v, i) => v * a + under[i] * (1 - a)),
+      [255, 255, 255]);
+  };
+  const rows = [];
+  const check = (e) => {
+    const own = [...e.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+    if (!own || !e.getClientRects().length) return;
+    const style = getComputedStyle(e);
+    const fg = rgb(e instanceof SVGElement ? style.fill : style.color).slice(0, 3);
+    const [a, b] = [lum(fg), lum(behind(e))].sort((x, y) => y - x);
+    rows.push([(a + 0.05) / (b + 0.05), e.tagName, e.textContent.trim().slice(0, 40)]);
+  };
+  document.querySelectorAll(selector).forEach((root) => {
+    check(root);
+    root.querySelectorAll("*").forEach(check);
+  });
+  return rows.sort((x, y) => x[0] - y[0]).slice(0, 3);
+}"""
+
+
+def _low_contrast(page, selector):
+    """Texts in ``selector`` below WCAG AA's 4.5:1 for normal text."""
+    return [row for row in page.evaluate(CONTRAST, selector) if row[0] < 4.5]
 
 
 def _check_readout(page, widget, spec):
@@ -119,6 +159,11 @@ def test_page_renders_offline_and_its_widgets_recompute_what_the_library_compute
     for widget in widgets:
         spec = json.loads(widget.eval_on_selector(".ia-live-spec", "s => s.textContent"))
         _check_readout(page, widget, spec)
+        # The legend draws a sample of each curve's line: same colour and dashes, all distinct.
+        style = "ls => ls.map(l => [l.getAttribute('stroke'), l.getAttribute('stroke-dasharray')])"
+        keys = widget.eval_on_selector_all("line.ia-live-key", style)
+        assert keys == widget.eval_on_selector_all("polyline", style)
+        assert len(set(map(tuple, keys))) == len(keys) == len(spec["curves"])
         moved = False
         for control in spec["controls"]:
             handle = widget.query_selector(f'[name="{control["name"]}"]')
@@ -142,13 +187,29 @@ def test_page_renders_offline_and_its_widgets_recompute_what_the_library_compute
     page.close()
 
 
+@pytest.mark.parametrize("scheme", ["light", "dark"])
+@pytest.mark.parametrize("doc, widget", [("book/02-mlp", ".ia-live"), (CALCULATOR, ".ia-calc")])
+def test_the_widgets_text_is_readable_in_light_and_dark_mode(browser, scheme, doc, widget):
+    page, errors = _open(browser, doc, scheme)
+    assert page.evaluate("() => document.documentElement.dataset.theme") == scheme
+    assert page.evaluate(CONTRAST, widget), f"no text found in {widget}"
+    assert not _low_contrast(page, f"{widget}, main section > p")  # the widget and the prose
+    assert not errors, f"console errors: {errors}"
+    page.close()
+
+
+def test_the_contrast_check_can_fail(browser):
+    page = browser.new_page()
+    page.set_content('<p style="color:#E69F00;background:#fff">orange on white</p>')
+    assert [row[2] for row in _low_contrast(page, "body")] == ["orange on white"]
+    page.close()
+
+
 def test_the_built_book_is_there():
     assert (HTML / "index.html").exists(), "build the book first (make book)"
 
 
 # --- Chapter 14's calculator: one form over the whole library ----------------------------------
-
-CALCULATOR = "book/14-calculator"
 
 
 def _calculator_agrees(page, root):
@@ -228,5 +289,6 @@ def test_the_calculator_recomputes_what_calculate_gives(browser):
     choose("dtype", "bf16")
     _, impossible = choose("model", "llama-3.1-405b")
     assert impossible is None and "does not fit" in root.inner_text()
+    assert not _low_contrast(page, ".ia-calc"), "the message must be readable"
     assert not errors, f"console errors: {errors}"
     page.close()

@@ -219,6 +219,15 @@ def test_formula_widget_builds_a_formula_widget():
     assert w.values == {name: spec.value for name, spec in _controls().items()}
 
 
+def test_curves_differ_in_colour_and_dashes_here_and_in_the_page():
+    w = _widget()
+    drawn = [(line.get_color(), line.get_linestyle()) for line in w.lines.values()]
+    assert len(set(drawn)) == len(drawn) and len({ls for _, ls in drawn}) == len(drawn)
+    page = [(c["color"], c["dash"]) for c in ia.live.spec(w)["curves"]]
+    assert [color for color, _ in page] == [color for color, _ in drawn]
+    assert len({dash for _, dash in page}) == len(page)
+
+
 # --- update and the plot ---------------------------------------------------------------------
 
 

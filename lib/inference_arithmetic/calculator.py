@@ -582,7 +582,9 @@ _STYLE = (
     ".ia-calc-controls{display:grid;grid-template-columns:repeat(auto-fill,minmax(15em,1fr));"
     "gap:.3em 1em;margin:.5em 0}.ia-calc-controls label{display:flex;gap:.5em;"
     "align-items:center;justify-content:space-between}.ia-calc-controls input{width:8em}"
-    ".ia-calc-readout td{padding:0 .6em}.ia-calc-message{color:#D55E00}"
+    ".ia-calc-readout td{padding:0 .6em}"
+    # The message in the text colour (vermillion text is too faint on white), marked by a bar.
+    ".ia-calc-message{border-left:.3em solid #D55E00;padding-left:.5em;font-weight:bold}"
 )
 
 _RUNTIME = r"""

@@ -46,7 +46,7 @@ def embed_json(data) -> str:
 
 def spec(widget) -> dict:
     """The widget's description as JSON-ready data: formulas in JavaScript, controls, grid."""
-    from inference_arithmetic.widgets import Choice, Preset, Range
+    from inference_arithmetic.widgets import Choice, Preset, Range, curve_style
 
     controls = []
     for name, control in widget.specs.items():
@@ -63,10 +63,13 @@ def spec(widget) -> dict:
                      "value": widget.labels[name]}  # fmt: skip
         controls.append(entry)
     curves = []
-    for label, expr in widget.curves.items():
+    for i, (label, expr) in enumerate(widget.curves.items()):
         args = widget.functions[label].args
+        color, dashes = curve_style(i)
+        # Dash lengths are in line widths, as matplotlib scales them; the page's lines are 2 px.
         curves.append({"label": label, "args": list(args), "js": sympy.jscode(expr),
-                       "sympy": str(expr)})  # fmt: skip
+                       "sympy": str(expr), "color": color,
+                       "dash": " ".join(f"{2 * d:g}" for d in dashes)})  # fmt: skip
     return {
         "x": widget.x,
         "grid": [float(v) for v in np.asarray(widget._grid)],
@@ -80,7 +83,6 @@ def spec(widget) -> dict:
         "ylabel": widget.axes.get_ylabel(),
         "logx": widget.axes.get_xscale() == "log",
         "logy": widget.axes.get_yscale() == "log",
-        "palette": widget.palette,
     }
 
 
@@ -105,6 +107,8 @@ _STYLE = (
     ".ia-live-control{display:flex;align-items:center;gap:.5em;margin:.2em 0}"
     ".ia-live-control input[type=range]{width:16em}.ia-live-plot{max-width:100%;height:auto}"
     ".ia-live-plot text{fill:currentColor}.ia-live-readout td{padding:0 .6em}"
+    # The theme mutes captions, too faint on the light output area of its dark mode.
+    ".ia-live-readout caption{color:inherit}"
 )
 
 FORMAT_RUNTIME = r"""
@@ -209,12 +213,16 @@ var iaLive = window.iaLive || (window.iaLive = function (root) {
        String(spec.grid[spec.grid.length - 1]));
     var rows = "", xv = values[spec.x];
     spec.curves.forEach(function (c, i) {
-      var color = spec.palette[i % spec.palette.length];
+      var line = {fill: "none", stroke: c.color, "stroke-width": 2, "stroke-dasharray": c.dash};
       var pts = spec.grid.map(function (x, j) { return sx(x).toFixed(1) + "," + sy(ys[i][j]).toFixed(1); });
-      el("polyline", {points: pts.join(" "), fill: "none", stroke: color, "stroke-width": 2});
+      el("polyline", Object.assign({points: pts.join(" ")}, line));
       var v = at(i, xv);
-      el("circle", {cx: sx(xv), cy: sy(v), r: 4, fill: color});
-      el("text", {x: L + 8, y: T + 16 + 16 * i, fill: color, "font-size": 12}, c.label);
+      el("circle", {cx: sx(xv), cy: sy(v), r: 4, fill: c.color});
+      // The legend: a sample of the line, and its label in the text colour (readable in light
+      // and dark mode, which some palette colours are not on their own).
+      var ly = T + 16 + 16 * i;
+      el("line", Object.assign({class: "ia-live-key", x1: L + 8, y1: ly - 4, x2: L + 36, y2: ly - 4}, line));
+      el("text", {x: L + 42, y: ly, "font-size": 12}, c.label);
       rows += '<tr><td>' + c.label + '</td><td class="ia-live-value" data-curve="' + i +
               '" data-value="' + v + '"><b>' + show(v) + "</b></td></tr>";
     });

@@ -38,6 +38,14 @@ __all__ = ["Range", "Choice", "Preset", "FormulaWidget", "formula_widget"]
 
 # Okabe-Ito: distinguishable with the common forms of colour blindness.
 PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000"]
+# And each curve its own dash pattern (on/off lengths, in line widths), so that curves stay apart
+# in print and for readers who tell none of the colours apart: solid, dashed, dash-dot, dotted.
+DASHES = [(), (3, 1.5), (3, 1.5, 1, 1.5), (1, 1.5)]
+
+
+def curve_style(i: int) -> tuple[str, tuple[float, ...]]:
+    """The colour and dash pattern of a widget's i-th curve (the live page draws the same)."""
+    return PALETTE[i % len(PALETTE)], DASHES[i % len(DASHES)]
 
 
 @dataclass(frozen=True)
@@ -193,7 +201,6 @@ class FormulaWidget:
             raise ValueError(f"x={x!r} must be one of the controls: {sorted(direct)}")
         self.functions = {label: numeric(expr) for label, expr in self.curves.items()}
         self.unit = unit
-        self.palette = PALETTE
         self.format = value_format or (lambda v: fmt.si(v, unit))
         self.values = {name: self.specs[name].value for name in direct}
         # A Choice is set by its label: bf16 and fp16 have the same value but are two buttons.
@@ -223,8 +230,9 @@ class FormulaWidget:
         ax.grid(True, alpha=0.3)
         self.lines, self.markers = {}, {}
         for i, label in enumerate(self.curves):
-            color = PALETTE[i % len(PALETTE)]
-            (self.lines[label],) = ax.plot([], [], color=color, label=label, linewidth=2)
+            color, dashes = curve_style(i)
+            style = (0, dashes) if dashes else "-"
+            (self.lines[label],) = ax.plot([], [], color=color, ls=style, lw=2, label=label)
             (self.markers[label],) = ax.plot([], [], "o", color=color)
         ax.legend(loc="upper left")
 
