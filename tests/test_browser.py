@@ -205,6 +205,78 @@ def test_the_contrast_check_can_fail(browser):
     page.close()
 
 
+# Every case of the table test_format.py checks format.show against, through the page's iaShow:
+# the JSON text is parsed in the page, so the values are the browser's own reading of it.
+SHOW_CASES = r"""(table) => JSON.parse(table).map((c) => {
+  let text;
+  try { text = iaShow(c.value, c.kind, c.unit); } catch (error) { text = "throws " + error; }
+  return [c.kind, c.value, c.unit ?? null, c.text, text];
+}).filter((row) => row[3] !== row[4])"""
+
+
+def test_the_page_formats_every_case_as_the_library_does(browser):
+    import json
+    import random
+    from pathlib import Path
+
+    from inference_arithmetic import format as fmt
+
+    table = (Path(__file__).parent / "format_cases.json").read_text("utf-8")
+    page = browser.new_page()
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.set_content("<!doctype html><meta charset=utf-8><title>iaShow</title>")
+    page.add_script_tag(content=fmt.js_runtime())
+    page.add_script_tag(content=fmt.js_runtime())  # a second block on the page: defined once
+    mismatches = page.evaluate(SHOW_CASES, table)
+    assert not mismatches, "iaShow differs from format.show:\n" + "\n".join(
+        f"  iaShow({value!r}, {kind!r}, {unit!r}) = {got!r}, expected {text!r}"
+        for kind, value, unit, text, got in mismatches
+    )
+    # Beyond the table, seeded random values of every magnitude (short decimals and exact binary
+    # halves among them, where rounding ties) through every numeric kind, on both sides.
+    rng = random.Random(0)
+    values = [0.0, -0.0] + [
+        rng.choice([-1, 1, 1, 1])
+        * rng.choice(
+            [
+                10 ** rng.uniform(-16, 32),
+                round(rng.uniform(0, 2000), rng.randint(0, 4)) * 10 ** rng.randint(-12, 24),
+                rng.randint(0, 20_000) / 2 ** rng.randint(0, 12) * 1000 ** rng.randint(-3, 9),
+            ]
+        )
+        for _ in range(3000)
+    ]
+    kinds = [k for k in fmt.KINDS if k != "text"]
+    cases = [
+        {"kind": kind, "value": value, "unit": "x", "text": fmt.show(value, kind, "x")}
+        for value in values
+        for kind in kinds
+        if kind != "integer" or value == int(value)
+    ]
+    mismatches = page.evaluate(SHOW_CASES, json.dumps(cases))
+    assert not mismatches, f"iaShow differs from format.show on {len(mismatches)} values: " + (
+        ", ".join(
+            f"iaShow({v!r}, {k!r}) = {got!r} not {text!r}" for k, v, _, text, got in mismatches[:10]
+        )
+    )
+    # The one allowed difference: non-finite values print, where Python raises ValueError.
+    assert page.evaluate("() => [NaN, Infinity, -Infinity].map(v => iaShow(v, 'nbytes'))") == [
+        "NaN",
+        "Infinity",
+        "-Infinity",
+    ]
+    # Errors that Python raises, the page throws: an unknown kind, a non-whole integer.
+    thrown = page.evaluate(
+        "() => [[1, 'bytes'], [2.5, 'integer']].map(([v, k]) => {"
+        " try { return iaShow(v, k); } catch (e) { return e.message; } })"
+    )
+    assert thrown[0].startswith('unknown kind "bytes": one of nbytes, seconds'), thrown
+    assert thrown[1] == "2.5 is not a whole number", thrown
+    assert not errors, f"page errors: {errors}"
+    page.close()
+
+
 def test_the_built_book_is_there():
     assert (HTML / "index.html").exists(), "build the book first (make book)"
 

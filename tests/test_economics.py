@@ -2,7 +2,7 @@
 the break-even algebra and bad input (formulas.economics and economics)."""
 
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import pytest
 import sympy
@@ -17,17 +17,8 @@ SMALL = ia.model("llama-3.1-8b")
 BIG = ia.model("llama-3.3-70b")
 
 
-@dataclass(frozen=True)
-class PricelessGPU:
-    name: str = "priceless"
-    memory_bandwidth: float = 3e12
-    memory_bytes: float = 80e9
-    interconnect_bandwidth: float = 450e9
-    price_per_hour: None = None
-    rates: dict = field(default_factory=lambda: {"bf16": 1e15})
-
-    def flop_rate(self, dtype):
-        return self.rates[dtype]
+def PricelessGPU():  # noqa: N802  (a GPU of the registry's kind, without a price)
+    return replace(H100, name="priceless", price_per_hour=None, price_date=None)
 
 
 def test_an_hour_of_one_gpu_at_full_use_over_a_million_tokens_costs_its_price():
@@ -62,8 +53,8 @@ def test_token_costs_worked_by_hand():
 
 def test_numeric_costs_equal_the_symbolic_formula():
     costs = economics.token_costs(SMALL, H100, batch=8, prompt_len=1024, output_len=2)
-    values = timing._Options().values(SMALL, H100)
-    values |= dict(batch=8, seq_len=1024, context_len=1024, price_per_hour=H100.price_per_hour)
+    values = ia.Scenario(SMALL, H100, batch=8, prompt_len=1024, output_len=2).values()
+    values |= dict(context_len=1024, price_per_hour=H100.price_per_hour)
     values |= dict(utilization=1.0)
     assert ia.numeric(formulas.input_cost(SMALL)).from_values(values) == pytest.approx(
         costs["input"], rel=1e-12
@@ -141,13 +132,13 @@ def test_api_prices_are_dated_and_sourced():
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"utilization": 0.0}, "utilization must be in"),
-        ({"utilization": 1.5}, "utilization must be in"),
+        ({"utilization": 0.0}, "utilization must be a number in"),
+        ({"utilization": 1.5}, "utilization must be a number in"),
         ({"utilization": True}, "utilization must be a number"),
-        ({"price_per_hour": -1.0}, "price_per_hour must be positive"),
-        ({"price_per_hour": math.nan}, "price_per_hour must be a number"),
-        ({"batch": 0}, "batch must be a positive whole number"),
-        ({"compute_efficiency": 2.0}, "compute_efficiency must be in"),
+        ({"price_per_hour": -1.0}, "price_per_hour must be a finite, positive number"),
+        ({"price_per_hour": math.nan}, "price_per_hour must be a finite, positive number"),
+        ({"batch": 0}, "batch must be a whole number from 1 up"),
+        ({"compute_efficiency": 2.0}, "compute_efficiency must be a number in"),
     ],
 )
 def test_bad_input_raises_a_clear_error(options, message):
@@ -155,17 +146,21 @@ def test_bad_input_raises_a_clear_error(options, message):
         economics.token_costs(SMALL, H100, **options)
 
 
+def test_a_gpu_name_is_a_gpu():
+    assert economics.token_costs(SMALL, "h100-sxm") == economics.token_costs(SMALL, H100)
+
+
 def test_a_gpu_without_a_price_needs_one():
     with pytest.raises(ValueError, match="no example price per hour"):
         economics.token_costs(SMALL, PricelessGPU())
     costs = economics.token_costs(SMALL, PricelessGPU(), price_per_hour=1.0)
     assert costs["price_date"] is None
-    priced = replace(PricelessGPU(), price_per_hour=1.0)
+    priced = replace(PricelessGPU(), price_per_hour=1.0, price_date="2026-01-01")
     assert economics.token_costs(SMALL, priced)["input"] == costs["input"]
 
 
 def test_bad_api_prices_raise():
-    with pytest.raises(ValueError, match="api_output_price must be non-negative"):
+    with pytest.raises(ValueError, match="api_output_price must be a finite, non-negative"):
         economics.break_even_utilization(SMALL, H100, 0.1, -0.1)
     with pytest.raises(ValueError, match="charges nothing"):
         economics.break_even_utilization(SMALL, H100, 0, 0)

@@ -1,7 +1,9 @@
 """Human-readable quantities: exact strings, rounding carries, bad input, round trips."""
 
+import json
 import math
 import re
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -216,3 +218,66 @@ def test_formula_table_prints_the_latex_of_each_formula():
     for line, (what, expr, name) in zip(lines[2:], rows, strict=True):
         assert line == f"| {what} | ${sympy.latex(expr)}$ | `{name}` |"
     assert "$b N$" in lines[2]  # the book's letters, not the Python names
+
+
+# --- One table for Python and the page: format.show here, iaShow in test_browser.py -----------
+
+CASES = json.loads((Path(__file__).parent / "format_cases.json").read_text("utf-8"))
+
+
+def _case_id(case):
+    return f"{case['kind']}-{case['value']!r}" + (f"-{case['unit']}" if case.get("unit") else "")
+
+
+def test_the_case_table_covers_every_kind():
+    assert len(CASES) >= 60
+    assert {case["kind"] for case in CASES} == set(fmt.KINDS)
+
+
+@pytest.mark.parametrize("case", CASES, ids=_case_id)
+def test_show_prints_each_case_of_the_shared_table(case):
+    assert fmt.show(case["value"], case["kind"], case.get("unit", "")) == case["text"]
+
+
+@pytest.mark.parametrize(
+    "value, kind, expected",
+    [
+        (1.5e-5, "usd", "$0.000015"),  # the page printed this, Python "$1.5e-05"
+        (1234.5, "seconds", "1,234 s"),  # the page printed "1200 s"
+        (0, "seconds", "0 s"),  # the page printed "0 µs"
+        (1e-11, "seconds", "0.00001 µs"),  # not "0 µs" for a nonzero duration
+        (np.float64(1453.2), "number", "1,453"),
+        (sympy.Float(0.21), "usd", "$0.21"),
+        (np.int64(671_088_640), "integer", "671,088,640"),
+    ],
+)
+def test_show_settles_what_python_and_the_page_printed_differently(value, kind, expected):
+    assert fmt.show(value, kind) == expected
+
+
+def test_show_refuses_an_unknown_kind_and_names_the_kinds():
+    with pytest.raises(ValueError, match="unknown kind 'bytes'") as error:
+        fmt.show(1, "bytes")
+    assert all(kind in str(error.value) for kind in fmt.KINDS)
+
+
+@pytest.mark.parametrize("kind", [k for k in fmt.KINDS if k not in ("text", "integer")])
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_show_raises_for_non_finite_values(kind, value):
+    with pytest.raises(ValueError, match="not a finite number"):
+        fmt.show(value, kind)
+
+
+@given(st.floats(min_value=1e-9, max_value=1e15), st.booleans())
+def test_number_never_prints_an_exponent(value, negative):
+    value = -value if negative else value
+    text = fmt.number(value)
+    assert "e" not in text and "×" not in text
+    assert float(text.replace(",", "")) == pytest.approx(value, rel=5e-3 * (1 + 1e-9), abs=0.5)
+
+
+def test_the_javascript_runtime_ships_with_the_package():
+    runtime = fmt.js_runtime()
+    assert runtime.startswith("// inference_arithmetic.format in the page")
+    assert "window.iaShow = window.iaShow ||" in runtime
+    assert fmt.js_runtime() is runtime  # read once

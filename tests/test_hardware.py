@@ -112,7 +112,7 @@ def test_invalid_gpus_raise_a_clear_error(changes, message):
 
 
 def test_unknown_gpu_lists_close_matches():
-    with pytest.raises(KeyError, match="unknown GPU 'h100'; close matches: .*h100-sxm"):
+    with pytest.raises(KeyError, match="unknown gpu 'h100'; close matches: .*h100-sxm"):
         gpu("h100")
     with pytest.raises(KeyError, match="a100-80gb"):
         gpu("a100-80g")

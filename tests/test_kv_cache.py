@@ -69,7 +69,7 @@ def test_mla_form_is_ignored_by_standard_attention_and_checked():
 
 @pytest.mark.parametrize("bad", [dict(batch=0), dict(seq_len=-1), dict(batch=1.5)])
 def test_bad_sizes_raise(bad):
-    with pytest.raises(ValueError, match="must be a positive whole number"):
+    with pytest.raises(ValueError, match="must be a whole number from 1 up"):
         ia.kv_cache_bytes(ia.model("llama-3.1-8b"), **bad)
 
 

@@ -88,7 +88,12 @@ def test_rates_are_positive_and_fractional(row):
 def test_every_exported_symbol_is_in_the_notation():
     exported = [getattr(symbols, name) for name in symbols.__all__]
     syms = [s for s in exported if isinstance(s, Sym)]
-    assert {s.name for s in syms} == set(NOTATION)
+    # S (the context length) is imported by name only: a star import keeps SymPy's S.
+    assert {s.name for s in syms} | {"context_len"} == set(NOTATION)
+    assert "S" not in symbols.__all__ and symbols.S.name == "context_len"
+    namespace = {}
+    exec("from sympy import *\nfrom inference_arithmetic.symbols import *", namespace)
+    assert namespace["S"] is sympy.S
     for s in syms:
         assert NOTATION[s.name].symbol is s
 

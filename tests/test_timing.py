@@ -4,7 +4,7 @@ A stand-in GPU with round figures keeps these tests independent of the hardware 
 (test_hardware.py checks that); the source's numbers for an H100 are checked there too.
 """
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 import pytest
 import sympy
@@ -16,20 +16,22 @@ from inference_arithmetic import timing
 from inference_arithmetic.formulas import latency, parallel, roofline
 from inference_arithmetic.symbols import B, D, F, b, n_gpus
 
-
-@dataclass(frozen=True)
-class RoundGPU:
-    name: str = "round-gpu"
-    memory_bandwidth: float = 3e12
-    memory_bytes: float = 80e9
-    interconnect_bandwidth: float = 450e9
-    rates: dict = field(default_factory=lambda: {"bf16": 1e15, "fp8": 2e15})
-
-    def flop_rate(self, dtype):
-        return self.rates[dtype]
-
-
-GPU = RoundGPU()
+GPU = ia.GPU(
+    name="round-gpu",
+    vendor="none",
+    peak_flop_rate={"bf16": 1e15, "fp8": 2e15},
+    memory_bandwidth=3e12,
+    memory_bytes=80e9,
+    interconnect_bandwidth=450e9,
+    interconnect="a link",
+    sources={
+        "peak_flop_rate.bf16": "round",
+        "peak_flop_rate.fp8": "round",
+        "memory_bandwidth": "round",
+        "memory_bytes": "round",
+        "interconnect_bandwidth": "round",
+    },
+)
 SMALL = ia.model("llama-3.1-8b")
 BIG = ia.model("llama-3.1-70b")
 
@@ -110,26 +112,31 @@ def test_generation_adds_up():
 def test_the_closed_form_of_a_request_is_the_sum_of_its_steps_while_one_bound_holds():
     # Decode at batch 4 stays memory-bound, where a step is linear in its context.
     result = timing.generation(SMALL, GPU, batch=4, prompt_len=1000, output_len=50)
-    values = timing._Options().values(SMALL, GPU)
-    values.update(batch=4, seq_len=1000, output_len=50)
-    closed = ia.numeric(latency.generation_time(SMALL)).from_values(values)
+    scenario = ia.Scenario(SMALL, GPU, batch=4, prompt_len=1000, output_len=50)
+    closed = scenario.evaluate(latency.generation_time(SMALL))
     assert closed == pytest.approx(result["total"], rel=1e-12)
-    tput = ia.numeric(latency.throughput(SMALL)).from_values(values)
+    tput = scenario.evaluate(latency.throughput(SMALL))
     assert tput == pytest.approx(result["throughput"], rel=1e-12)
+    assert timing.run(scenario) == result
 
 
 def test_a_batch_larger_than_memory_runs_in_waves():
-    fit = timing.max_batch(SMALL, GPU, context_len=2048 + 100)
+    fit = timing.max_batch(SMALL, GPU, context_len=2048 + 100, memory_utilization=1.0)
     assert fit == timing.serve(SMALL, GPU, 10**6, 2048, 100, memory_utilization=1.0)["concurrency"]
     one = timing.serve(SMALL, GPU, fit, 2048, 100, memory_utilization=1.0)
     assert one["waves"] == 1
-    assert one["elapsed"] == pytest.approx(timing.generation(SMALL, GPU, fit, 2048, 100)["total"])
+    alone = timing.generation(SMALL, GPU, fit, 2048, 100, memory_utilization=1.0)
+    assert one["elapsed"] == pytest.approx(alone["total"])
     more = timing.serve(SMALL, GPU, 2 * fit + 1, 2048, 100, memory_utilization=1.0)
     single = timing.generation(SMALL, GPU, 1, 2048, 100)["total"]
     assert more["waves"] == 3
     assert more["elapsed"] == pytest.approx(2 * one["elapsed"] + single)
-    # An engine that keeps a tenth of the memory for itself fits fewer requests per wave.
-    assert timing.serve(SMALL, GPU, 10**6, 2048, 100)["concurrency"] < fit
+    # An engine that keeps a tenth of the memory for itself fits fewer requests per wave,
+    # and max_batch counts with the same budget.
+    budget = timing.serve(SMALL, GPU, 10**6, 2048, 100)["concurrency"]
+    assert budget < fit and budget == timing.max_batch(SMALL, GPU, context_len=2048 + 100)
+    with pytest.raises(ValueError, match="does not fit"):
+        timing.generation(SMALL, GPU, budget + 1, 2048, 100)
 
 
 def test_an_fp8_cache_holds_twice_the_requests_and_reads_half_the_bytes():
@@ -192,15 +199,45 @@ def test_moe_decode_reads_only_the_experts_its_tokens_touch():
             ValueError,
             r"\(0, 1\]",
         ),
-        (lambda: timing.decode_step_time("llama", GPU), TypeError, "ModelConfig"),
+        (lambda: timing.decode_step_time("llama", GPU), KeyError, "unknown model 'llama'"),
+        (lambda: timing.decode_step_time(None, GPU), TypeError, "ia.model_names()"),
+        (lambda: timing.decode_step_time(SMALL, GPU, n_gpus=3), ValueError, "32 attention heads"),
+        (
+            lambda: timing.prefill_time(SMALL, GPU, n_gpus=64, parallel="pipeline"),
+            ValueError,
+            "32 layers, too few for 64 pipeline stages",
+        ),
+        (lambda: timing.prefill_time(SMALL, GPU, prompt_len=300_000), ValueError, "131,072"),
+        (
+            lambda: timing.decode_step_time(SMALL, GPU, link_latency=float("inf")),
+            ValueError,
+            "link_latency",
+        ),
+        (lambda: timing.weights_per_gpu(SMALL, -2), ValueError, "n_gpus must be"),
+        (
+            lambda: timing.decode_step_time(SMALL, GPU, compute_efficiency="0.4"),
+            ValueError,
+            "compute_efficiency",
+        ),
+        (lambda: timing.compute_bound_batch(SMALL, GPU, limit=-5), ValueError, "limit must"),
+        (lambda: timing.generation(SMALL, GPU, output_len=10**8), ValueError, "context window"),
         (lambda: timing.serve(SMALL, GPU, 8, memory_utilization=0), ValueError, "memory_util"),
-        (lambda: timing.serve(BIG, GPU, 8), ValueError, "no request of 2304 tokens fits"),
+        (lambda: timing.serve(BIG, GPU, 8), ValueError, "does not fit: needs 142 GB .* batch of 1"),
         (lambda: timing.serve(SMALL, GPU, 0), ValueError, "requests must be"),
     ],
 )
 def test_bad_input_raises_a_clear_error(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_counts_of_any_integral_type_are_counts():
+    import numpy as np
+
+    expected = timing.prefill_time(SMALL, GPU, batch=8, prompt_len=4096)
+    assert timing.prefill_time(SMALL, GPU, batch=np.int64(8), prompt_len=4096.0) == expected
+    with pytest.raises(ValueError, match="batch must be a whole number"):
+        timing.prefill_time(SMALL, GPU, batch=True)
 
 
 def test_the_sources_numbers_for_llama_3_70b_on_one_h100():

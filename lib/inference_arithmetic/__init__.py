@@ -9,14 +9,15 @@ Every formula is a SymPy expression in ``inference_arithmetic.formulas``, derive
 of the book; ``numeric`` compiles any of them into a vectorized numpy function.
 """
 
-from inference_arithmetic import calculator, format, formulas, measurements, symbols
-from inference_arithmetic.calculator import calculate
+from inference_arithmetic import checks, format, formulas, measurements, scenario, serving, symbols
 from inference_arithmetic.counts import decode_flops, forward_flops, kv_cache_bytes, param_count
 from inference_arithmetic.dtypes import DTYPE_BYTES, bytes_per_number
 from inference_arithmetic.economics import api_prices, break_even_utilization, token_costs
 from inference_arithmetic.hardware import GPU, gpu, gpu_names
 from inference_arithmetic.models import ModelConfig, measured, model, model_names
 from inference_arithmetic.numeric import ArgumentError, evaluate, numeric
+from inference_arithmetic.scenario import Scenario
+from inference_arithmetic.serving import calculate
 from inference_arithmetic.timing import (
     compute_bound_batch,
     decode_step_time,
@@ -28,6 +29,10 @@ from inference_arithmetic.timing import (
 
 __all__ = [
     "ArgumentError",
+    "Scenario",
+    "checks",
+    "scenario",
+    "serving",
     "api_prices",
     "calculate",
     "calculator",
@@ -64,10 +69,14 @@ __all__ = [
 __version__ = "0.1.0"
 
 
+_PRESENTATION = ("widgets", "live", "calculator")
+
+
 def __getattr__(name):
-    # matplotlib and ipywidgets cost about 0.3 s to import; only chapters with widgets pay it.
-    if name == "widgets":
+    # The presentation layer (matplotlib and ipywidgets cost about 0.3 s to import) loads on
+    # first use: only chapters with widgets pay it.
+    if name in _PRESENTATION:
         import importlib
 
-        return importlib.import_module("inference_arithmetic.widgets")
+        return importlib.import_module(f"inference_arithmetic.{name}")
     raise AttributeError(f"module 'inference_arithmetic' has no attribute {name!r}")

@@ -4,22 +4,24 @@
 >>> m = model("llama-3.1-70b")
 >>> param_count(m)
 70553706496
->>> kv_cache_bytes(m, batch=1, seq_len=2048, dtype="bf16")  # 2 * 2 * 80 * 128 * 8 * 2048
+>>> kv_cache_bytes(m, batch=1, context_len=2048, dtype="bf16")  # 2 * 2 * 80 * 128 * 8 * 2048
 671088640
 
 Each function evaluates the SymPy formula of ``formulas.transformer`` or
-``formulas.kv_cache`` exactly (integers, no float rounding) at the model's sizes.
+``formulas.kv_cache`` exactly (integers, no float rounding) at the model's sizes. A model is
+a ``ModelConfig`` or a registry name. Names of sizes follow the notation: ``seq_len`` (T) is
+the tokens of one forward pass, ``context_len`` (S) the tokens held in the KV cache.
 """
 
 from __future__ import annotations
 
 import functools
 
-import sympy
-
+from inference_arithmetic.checks import count, renamed
 from inference_arithmetic.dtypes import bytes_per_number
 from inference_arithmetic.formulas import kv_cache, transformer
 from inference_arithmetic.models import ModelConfig
+from inference_arithmetic.models import model as registry_model
 from inference_arithmetic.numeric import ArgumentError, evaluate
 
 __all__ = ["param_count", "kv_cache_bytes", "forward_flops", "decode_flops"]
@@ -27,8 +29,6 @@ __all__ = ["param_count", "kv_cache_bytes", "forward_flops", "decode_flops"]
 
 def _at(arch: ModelConfig, expr, **values):
     """``expr`` evaluated exactly at the model's sizes and ``values``; an int when whole."""
-    if not isinstance(arch, ModelConfig):
-        raise TypeError(f"expected a ModelConfig (ia.model(name)), got {type(arch).__name__}")
     names = {s.name for s in expr.free_symbols}
     sizes = {name: v for name, v in {**arch.sizes(), **values}.items() if name in names}
     result = evaluate(expr, **sizes)
@@ -43,25 +43,31 @@ def _formula(builder, arch: ModelConfig, *options):
     return builder(arch, *options)
 
 
-def _positive(**values):
-    for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, int | sympy.Integer) or value < 1:
-            raise ValueError(f"{name} must be a positive whole number, got {value!r}")
-
-
 def param_count(arch: ModelConfig, active: bool = False) -> int:
     """Parameters of ``arch``, each tensor once; ``active=True``: those one token uses (MoE)."""
-    return _at(arch, _formula(transformer.params, arch, active))
+    arch = registry_model(arch)
+    return _at(arch, _formula(transformer.params, arch, bool(active)))
 
 
 def kv_cache_bytes(
-    arch: ModelConfig, batch: int = 1, seq_len: int = 2048, dtype: str = "bf16", mla="latent"
+    arch: ModelConfig,
+    batch: int = 1,
+    context_len: int = 2048,
+    dtype: str = "bf16",
+    mla_cache: str = "latent",
+    *,
+    seq_len: int | None = None,
+    mla: str | None = None,
 ) -> int:
-    """Bytes of the KV cache holding ``seq_len`` tokens for each of ``batch`` sequences."""
-    _positive(batch=batch, seq_len=seq_len)
-    expr = _formula(kv_cache.kv_cache_bytes, arch, mla)
-    per_number = bytes_per_number(dtype)
-    return _at(arch, expr, batch=batch, context_len=seq_len, bytes_per_number=per_number)
+    """Bytes of the KV cache holding ``context_len`` tokens for each of ``batch`` sequences
+    (``mla_cache``: the form an MLA model stores, "latent" or "expanded"). ``seq_len`` and
+    ``mla`` are the old names of ``context_len`` and ``mla_cache`` (deprecated)."""
+    arch = registry_model(arch)
+    context_len = renamed("seq_len", seq_len, "context_len", context_len, 2048)
+    form = renamed("mla", mla, "mla_cache", mla_cache, "latent")
+    values = {"batch": count("batch", batch), "context_len": count("context_len", context_len)}
+    expr = _formula(kv_cache.kv_cache_bytes, arch, form)
+    return _at(arch, expr, **values, bytes_per_number=bytes_per_number(dtype))
 
 
 def forward_flops(
@@ -73,9 +79,10 @@ def forward_flops(
 ) -> int:
     """FLOPs of a prefill of ``seq_len`` tokens for ``batch`` sequences (convention: module
     docstring of ``formulas.transformer``)."""
-    _positive(batch=batch, seq_len=seq_len)
-    expr = _formula(transformer.forward_flops, arch, causal, last_logits_only)
-    return _at(arch, expr, batch=batch, seq_len=seq_len)
+    arch = registry_model(arch)
+    values = {"batch": count("batch", batch), "seq_len": count("seq_len", seq_len)}
+    expr = _formula(transformer.forward_flops, arch, bool(causal), bool(last_logits_only))
+    return _at(arch, expr, **values)
 
 
 def decode_flops(
@@ -90,6 +97,7 @@ def decode_flops(
     ``mla`` (MLA models only): "reexpand" as the reference implementation, "absorbed" as the
     paper and the serving engines.
     """
-    _positive(batch=batch, context_len=context_len)
-    expr = _formula(transformer.decode_flops, arch, causal, mla)
-    return _at(arch, expr, batch=batch, context_len=context_len)
+    arch = registry_model(arch)
+    values = {"batch": count("batch", batch), "context_len": count("context_len", context_len)}
+    expr = _formula(transformer.decode_flops, arch, bool(causal), mla)
+    return _at(arch, expr, **values)

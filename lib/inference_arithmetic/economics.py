@@ -19,58 +19,46 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 from importlib import resources
 
 import sympy
 
-from inference_arithmetic import timing
+from inference_arithmetic import checks, timing
 from inference_arithmetic.formulas import economics
 from inference_arithmetic.numeric import numeric
+from inference_arithmetic.scenario import Scenario
 
 __all__ = ["token_costs", "break_even_utilization", "api_prices"]
 
-# Stand-ins for the times and token counts that timing.generation measures.
-_seconds, _tokens = sympy.symbols("seconds tokens", positive=True)
+# Stand-ins for the times that timing.run measures and the prices they give.
+_seconds = sympy.Symbol("seconds", positive=True)
 _input, _output = sympy.symbols("input_cost output_cost", positive=True)
 
 
-@functools.cache
-def _formulas():
-    cost = economics.cost_per_million_tokens(_seconds, _tokens)
+@functools.lru_cache(maxsize=8)
+def _formulas(parallel):
+    per_input = economics.cost_per_million_input_tokens(_seconds, parallel)
+    per_output = economics.cost_per_million_output_tokens(_seconds, parallel)
     request = economics.request_cost(_input, _output)
     # The self-hosted request at full utilization against the API's bill for the same request.
     full = economics.request_cost(_input / economics.u, _output / economics.u)
     even = economics.break_even_utilization(full, economics.api_request_cost())
-    return numeric(cost), numeric(request), numeric(even)
+    return numeric(per_input), numeric(per_output), numeric(request), numeric(even)
 
 
 def _price(gpu, price_per_hour):
     """The price per GPU-hour to use, its date and its source; clear errors for bad ones."""
-    if price_per_hour is None:
-        price_per_hour = getattr(gpu, "price_per_hour", None)
-        if price_per_hour is None:
-            raise ValueError(
-                f"{getattr(gpu, 'name', gpu)!r} has no example price per hour: "
-                "pass price_per_hour (USD per GPU-hour)"
-            )
-        sources = getattr(gpu, "sources", {})
+    if price_per_hour is not None:
         return (
-            float(price_per_hour),
-            getattr(gpu, "price_date", None),
-            sources.get("price_per_hour"),
+            checks.amount("price_per_hour", price_per_hour, "dollars", positive=True),
+            None,
+            "given",
         )
-    _check_price("price_per_hour", price_per_hour, positive=True)
-    return float(price_per_hour), None, "given"
-
-
-def _check_price(name, value, positive=False):
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValueError(f"{name} must be a number of dollars, got {value!r}")
-    if value < 0 or (positive and value == 0):
+    if gpu.price_per_hour is None:
         raise ValueError(
-            f"{name} must be {'positive' if positive else 'non-negative'}, got {value!r}"
+            f"{gpu.name!r} has no example price per hour: pass price_per_hour (USD per GPU-hour)"
         )
+    return float(gpu.price_per_hour), gpu.price_date, gpu.sources.get("price_per_hour")
 
 
 def token_costs(
@@ -96,26 +84,20 @@ def token_costs(
     given price), ``price_source``, ``utilization``, and the ``ttft`` and ``tpot`` the costs
     come from (seconds).
     """
-    if isinstance(utilization, bool) or not isinstance(utilization, int | float):
-        raise ValueError(f"utilization must be a number in (0, 1], got {utilization!r}")
-    if not 0 < utilization <= 1:
-        raise ValueError(f"utilization must be in (0, 1], got {utilization!r}")
-    price, date, source = _price(gpu, price_per_hour)
-    run = timing.generation(
-        arch, gpu, batch, prompt_len, output_len, n_gpus=n_gpus, dtype=dtype, **timing_options
-    )
-    # A pipeline keeps as many batches in flight as it has stages (timing.generation's
-    # throughput counts them the same way): each GPU-second serves that many batches.
-    in_flight = n_gpus if timing_options.get("parallel") == "pipeline" else 1
-    cost, request, _ = _formulas()
-    paid = dict(price_per_hour=price, n_gpus=n_gpus, utilization=utilization)
-    per_input = cost(seconds=run["ttft"], tokens=in_flight * batch * prompt_len, **paid)
-    per_output = cost(seconds=run["tpot"], tokens=in_flight * batch, **paid)
+    utilization = checks.fraction("utilization", utilization)
+    s = Scenario(arch, gpu, batch=batch, prompt_len=prompt_len, output_len=output_len,
+                 n_gpus=n_gpus, dtype=dtype, **timing_options)  # fmt: skip
+    price, date, source = _price(s.gpu, price_per_hour)
+    run = timing.run(s)
+    per_input, per_output, request, _ = _formulas(s.parallel)
+    values = {**s.values(), "price_per_hour": price, "utilization": utilization}
+    per_input = per_input.from_values({**values, "seconds": run["ttft"]})
+    per_output = per_output.from_values({**values, "seconds": run["tpot"]})
     return {
         "input": per_input,
         "output": per_output,
-        "request": request(
-            seq_len=prompt_len, output_len=output_len, input_cost=per_input, output_cost=per_output
+        "request": request.from_values(
+            {**values, "input_cost": per_input, "output_cost": per_output}
         ),
         "price_per_hour": price,
         "price_date": date,
@@ -146,8 +128,8 @@ def break_even_utilization(
     Busier than this, the GPUs are cheaper; a value above 1 means no utilization is enough at
     this batch and price.
     """
-    _check_price("api_input_price", api_input_price)
-    _check_price("api_output_price", api_output_price)
+    checks.amount("api_input_price", api_input_price, "dollars")
+    checks.amount("api_output_price", api_output_price, "dollars")
     if api_input_price == 0 and api_output_price == 0:
         raise ValueError("an API that charges nothing cannot be beaten: give a positive price")
     full = token_costs(
@@ -161,7 +143,7 @@ def break_even_utilization(
         price_per_hour=price_per_hour,
         **timing_options,
     )
-    *_, even = _formulas()
+    *_, even = _formulas(timing_options.get("parallel", "tensor"))
     return even(
         seq_len=prompt_len,
         output_len=output_len,

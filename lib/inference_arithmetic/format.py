@@ -16,10 +16,17 @@
 '671,088,640'
 >>> scientific(4.2e23)
 '4.2 × 10²³'
+>>> show(1.5e-5, "usd")
+'$0.000015'
+
+The book's static pages print with ``iaShow(value, kind, unit)``, the same rules in JavaScript
+(``format.js``, loaded by ``js_runtime()``); tests/format_cases.json holds both to one table.
 """
 
 from __future__ import annotations
 
+import functools
+import importlib.resources
 import math
 
 import sympy
@@ -33,7 +40,12 @@ __all__ = [
     "seconds",
     "count",
     "integer",
+    "number",
+    "usd",
     "scientific",
+    "show",
+    "KINDS",
+    "js_runtime",
     "formula_table",
 ]
 
@@ -99,7 +111,13 @@ def bandwidth(value: float, digits: int = 3) -> str:
 
 
 def seconds(value: float, digits: int = 2) -> str:
-    """A duration: seconds from 0.1 s up, milliseconds or microseconds below."""
+    """A duration: seconds from 0.1 s up, milliseconds or microseconds below.
+
+    The number is ``number(value / scale, digits)``: whole with separators from 100 of the unit
+    up (``'1,234 s'``; an exact half goes to the even neighbour, as Python's format rounds, and
+    the page does the same), so a duration never prints as an exponent, nor a tiny nonzero one
+    as ``'0 µs'``. Zero is ``'0 s'`` (the page printed ``'0 µs'``): zero needs no smaller unit.
+    """
     value = float(value)
     if not math.isfinite(value):
         raise ValueError(f"cannot format {value!r}: not a finite number")
@@ -107,10 +125,7 @@ def seconds(value: float, digits: int = 2) -> str:
         return "0 s"
     for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
         if abs(value) >= 0.1 * scale or unit == "µs":
-            text = f"{value / scale:.{digits}g}"
-            if "e" in text:  # 300 s at 2 digits would print as 3e+02
-                text = f"{value / scale:,.0f}"
-            return f"{text} {unit}"
+            return f"{number(value / scale, digits)} {unit}"
     raise AssertionError("unreachable")
 
 
@@ -127,6 +142,66 @@ def integer(value: int) -> str:
     return f"{int(value):,}"
 
 
+def _positional(text: str) -> str:
+    """``%g`` text in full: ``'1.5e-05'`` -> ``'0.000015'``, ``'1e+02'`` -> ``'100'``."""
+    if "e" not in text:
+        return text
+    mantissa, exponent = text.split("e")
+    sign = "-" if mantissa.startswith("-") else ""
+    figures = mantissa.lstrip("-").replace(".", "")
+    point = int(exponent) + 1  # how many figures stand before the decimal point
+    if point <= 0:
+        return f"{sign}0.{'0' * -point}{figures}"
+    if point >= len(figures):
+        return sign + figures + "0" * (point - len(figures))
+    return f"{sign}{figures[:point]}.{figures[point:]}"
+
+
+def number(value: float, digits: int = 3) -> str:
+    """A plain number for a readout: whole with thousands separators from 100 up, else
+    ``digits`` significant digits, written out in full (no exponent) down to 1e-9.
+
+    >>> number(1453.2)
+    '1,453'
+    >>> number(12.54)
+    '12.5'
+    >>> number(0.5)
+    '0.5'
+    >>> number(1.5e-5)
+    '0.000015'
+    >>> number(-99.96)
+    '-100'
+    >>> number(2.5e-12)  # below 1e-9 a string of zeros would hide the digits
+    '2.50 × 10⁻¹²'
+    """
+    value = float(value)
+    if not math.isfinite(value):
+        raise ValueError(f"cannot format {value!r}: not a finite number")
+    magnitude = abs(value)
+    sign = "-" if value < 0 else ""
+    if magnitude >= 100:
+        return sign + f"{magnitude:,.0f}"  # an exact half rounds to even: 1234.5 -> 1,234
+    if magnitude == 0:
+        return "0"
+    if magnitude < 1e-9:
+        return scientific(value, digits)
+    return sign + _positional(f"{magnitude:.{digits}g}")
+
+
+def usd(value: float, digits: int = 3) -> str:
+    """Dollars: ``'$'`` and ``number(value)``; a negative amount is ``'-$5'``.
+
+    >>> usd(1234.4)
+    '$1,234'
+    >>> usd(0.2149)
+    '$0.215'
+    >>> usd(1.5e-5)
+    '$0.000015'
+    """
+    text = number(value, digits)
+    return "-$" + text[1:] if text.startswith("-") else "$" + text
+
+
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
@@ -139,6 +214,69 @@ def scientific(value: float, digits: int = 2) -> str:
         return "0"
     mantissa, exponent = f"{value:.{digits - 1}e}".split("e")
     return f"{mantissa} × 10{str(int(exponent)).translate(_SUPERSCRIPT)}"
+
+
+# The kinds of quantity ``show`` (and the page's ``iaShow``) prints, by name.
+KINDS = (
+    "nbytes",
+    "seconds",
+    "flops",
+    "flop_rate",
+    "bandwidth",
+    "count",
+    "integer",
+    "number",
+    "usd",
+    "si",
+    "text",
+)
+
+_BY_KIND = {
+    "nbytes": nbytes,
+    "seconds": seconds,
+    "flops": flops,
+    "flop_rate": flop_rate,
+    "bandwidth": bandwidth,
+    "count": count,
+    "integer": integer,
+    "number": number,
+    "usd": usd,
+}
+
+
+def show(value, kind: str, unit: str = "") -> str:
+    """``value`` printed as the kind of quantity named by ``kind``, one of ``KINDS``.
+
+    ``"si"`` puts a decimal prefix before ``unit`` (the other kinds have their own unit and
+    ignore it), ``"text"`` is ``str(value)``, and ``None`` is ``'unavailable'`` for every kind.
+    The page's ``iaShow(value, kind, unit)`` prints the same, from ``js_runtime()``.
+
+    >>> show(999.7e3, "nbytes")
+    '1 MB'
+    >>> show(1234.5, "seconds")
+    '1,234 s'
+    >>> show(4.2e6, "si", "tokens")
+    '4.2 Mtokens'
+    >>> show(None, "usd")
+    'unavailable'
+    """
+    if kind not in KINDS:
+        raise ValueError(f"unknown kind {kind!r}: one of {', '.join(KINDS)}")
+    if value is None:
+        return "unavailable"
+    if kind == "si":
+        return si(value, unit)
+    if kind == "text":
+        return str(value)
+    return _BY_KIND[kind](value)
+
+
+@functools.cache
+def js_runtime() -> str:
+    """The JavaScript of ``format.js``: defines ``window.iaShow(value, kind, unit)`` once a page."""
+    return (
+        importlib.resources.files("inference_arithmetic").joinpath("format.js").read_text("utf-8")
+    )
 
 
 def formula_table(rows) -> str:

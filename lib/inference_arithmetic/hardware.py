@@ -12,7 +12,7 @@
 >>> gpu("h100")
 Traceback (most recent call last):
 ...
-KeyError: "unknown GPU 'h100'; close matches: ..."
+KeyError: "unknown gpu 'h100'; close matches: ..."
 
 Conventions, the same for every accelerator (chapter 07 explains them):
 
@@ -32,7 +32,6 @@ Conventions, the same for every accelerator (chapter 07 explains them):
 from __future__ import annotations
 
 import datetime
-import difflib
 import functools
 import json
 import math
@@ -41,6 +40,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from types import MappingProxyType
 
+from inference_arithmetic.checks import lookup
 from inference_arithmetic.dtypes import DTYPE_BYTES
 
 __all__ = ["GPU", "gpu", "gpu_names", "FLOP_DTYPES", "FIGURES"]
@@ -150,9 +150,27 @@ class GPU:
                 f"it has: {', '.join(self.peak_flop_rate)}"
             ) from None
 
+    def figures(self, dtype: str = "bf16") -> dict[str, float]:
+        """The figures the book's formulas take, keyed by their symbols' names: the peak FLOP/s
+        in ``dtype`` (``KeyError`` if it has none), the memory bandwidth and size, the link.
+
+        >>> gpu("h100-sxm").figures()["flop_rate"]
+        989000000000000.0
+        """
+        return {
+            "flop_rate": self.flop_rate(dtype),
+            "bandwidth": float(self.memory_bandwidth),
+            "gpu_memory": float(self.memory_bytes),
+            "link_bandwidth": float(self.interconnect_bandwidth),
+        }
+
     def ridge_point(self, dtype: str) -> float:
-        """FLOPs per byte of memory traffic at which compute time equals memory time."""
-        return self.flop_rate(dtype) / self.memory_bandwidth
+        """FLOPs per byte of memory traffic at which compute time equals memory time
+        (``formulas.roofline.ridge_point`` at this GPU's figures)."""
+        from inference_arithmetic.formulas import roofline
+        from inference_arithmetic.numeric import numeric
+
+        return numeric(roofline.ridge_point()).from_values(self.figures(dtype))
 
     @property
     def interconnect_bandwidth_total(self) -> float:
@@ -182,11 +200,9 @@ def gpu_names() -> list[str]:
     return list(_registry())
 
 
-def gpu(name: str) -> GPU:
-    """A registry accelerator by name; ``KeyError`` listing close matches for an unknown name."""
-    registry = _registry()
-    try:
-        return registry[name]
-    except (KeyError, TypeError):
-        close = difflib.get_close_matches(str(name), registry, n=3, cutoff=0.5) or list(registry)
-        raise KeyError(f"unknown GPU {name!r}; close matches: {', '.join(close)}") from None
+def gpu(name: str | GPU) -> GPU:
+    """A registry accelerator by name (a ``GPU`` is returned as it is); ``KeyError`` listing
+    close matches for an unknown name, ``ArgumentError`` for something that is not a name."""
+    if isinstance(name, GPU):
+        return name
+    return lookup("gpu", name, _registry(), "ia.gpu_names()")

@@ -18,6 +18,7 @@ import numpy as np
 import sympy
 
 from inference_arithmetic import format as fmt
+from inference_arithmetic.controls import Choice, Preset, Range, curve_style
 
 __all__ = ["spec", "live_html", "embed_json", "FORMAT_RUNTIME", "format_name"]
 
@@ -46,8 +47,6 @@ def embed_json(data) -> str:
 
 def spec(widget) -> dict:
     """The widget's description as JSON-ready data: formulas in JavaScript, controls, grid."""
-    from inference_arithmetic.widgets import Choice, Preset, Range, curve_style
-
     controls = []
     for name, control in widget.specs.items():
         if isinstance(control, Range):
@@ -111,32 +110,7 @@ _STYLE = (
     ".ia-live-readout caption{color:inherit}"
 )
 
-FORMAT_RUNTIME = r"""
-var iaShow = window.iaShow || (window.iaShow = (function () {
-  // ia.format's functions, in the page: decimal prefixes, 3 digits (seconds: 2).
-  var PRE = ["", "k", "M", "G", "T", "P", "E", "Z", "Y"];
-  var WORDS = ["", "thousand", "million", "billion", "trillion", "quadrillion"];
-  function digits(v, d) { var t = Number(v.toPrecision(d)); return String(t); }
-  function scaled(v, names, d) {
-    var m = Math.abs(v), s = 0;
-    while (m >= 1000 && s < names.length - 1) { m /= 1000; s++; }
-    if (Number(m.toPrecision(d)) >= 1000 && s < names.length - 1) { m /= 1000; s++; }
-    return (v < 0 ? "-" : "") + digits(m, d) + " " + names[s];
-  }
-  return function (v, f, unit) {
-    if (!isFinite(v)) return String(v);
-    if (f === "seconds") {
-      var a = Math.abs(v);
-      if (a >= 0.1) return digits(v, 2) + " s";
-      if (a >= 1e-4) return digits(v * 1e3, 2) + " ms";
-      return digits(v * 1e6, 2) + " \u00b5s";
-    }
-    if (f === "count") return scaled(v, WORDS, 3).trim();
-    var u = {nbytes: "B", flops: "FLOPs", flop_rate: "FLOP/s", bandwidth: "B/s"}[f];
-    return (scaled(v, PRE, 3) + (u === undefined ? unit || "" : u)).trim();
-  };
-})());
-"""
+FORMAT_RUNTIME = fmt.js_runtime()
 """Formatting in the page (``iaShow(value, format, unit)``), shared by every live block."""
 
 _RUNTIME = r"""

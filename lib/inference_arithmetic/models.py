@@ -14,11 +14,12 @@ Chapter 03 (the transformer's parameters) explains every field.
 
 from __future__ import annotations
 
-import difflib
 import functools
 import json
 from dataclasses import dataclass, field, fields
 from importlib import resources
+
+from inference_arithmetic.checks import lookup
 
 __all__ = ["ModelConfig", "model", "model_names", "measured", "MODEL_TYPES"]
 
@@ -345,11 +346,9 @@ def measured(name: str | None = None) -> dict:
     return data["models"][name]
 
 
-def model(name: str) -> ModelConfig:
-    """A registry model by name; ``KeyError`` listing close matches for an unknown name."""
-    registry = _registry()
-    try:
-        return registry[name]
-    except KeyError:
-        close = difflib.get_close_matches(name, registry, n=3, cutoff=0.5) or list(registry)
-        raise KeyError(f"unknown model {name!r}; close matches: {', '.join(close)}") from None
+def model(name: str | ModelConfig) -> ModelConfig:
+    """A registry model by name (a ``ModelConfig`` is returned as it is); ``KeyError`` listing
+    close matches for an unknown name, ``ArgumentError`` for something that is not a name."""
+    if isinstance(name, ModelConfig):
+        return name
+    return lookup("model", name, _registry(), "ia.model_names()")

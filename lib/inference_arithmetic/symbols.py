@@ -2,7 +2,8 @@
 
 Each symbol's *name* is the keyword argument that compiled formulas take (``batch``,
 ``d_model``), so code reads like prose; its *LaTeX* is the short letter the chapters use
-(``B``, ``D``). ``NOTATION`` keeps both with a meaning and a unit, and the introduction
+(``B``, ``D``). ``S`` (the context length) is left out of ``__all__``, so that a star import
+does not hide SymPy's own ``S``; import it by name. ``NOTATION`` keeps both with a meaning and a unit, and the introduction
 prints its table from here.
 
 >>> from inference_arithmetic.symbols import B, D
@@ -26,7 +27,7 @@ __all__ = [
     "by_name",
     "B",
     "T",
-    "S",
+    "S_max",
     "D",
     "F",
     "L",
@@ -111,6 +112,9 @@ def _define(name, latex, meaning, unit, integer=True, zero=False):
 B = _define("batch", "B", "batch size: sequences processed together", "sequences")
 T = _define("seq_len", "T", "sequence length: tokens in one forward pass", "tokens")
 S = _define("context_len", "S", "context length: tokens already in the KV cache", "tokens")
+S_max = _define(
+    "context_window", r"S_{max}", "context window: the most tokens a model reads", "tokens"
+)
 D = _define("d_model", "D", "model width (hidden size)", "numbers")
 F = _define("d_ff", "F", "feed-forward width", "numbers")
 L = _define("n_layers", "L", "number of transformer layers", "layers")

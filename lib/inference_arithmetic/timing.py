@@ -2,32 +2,43 @@
 
 >>> import inference_arithmetic as ia
 >>> m, g = ia.model("llama-3.1-70b"), ia.gpu("h100-sxm")
->>> round(decode_step_time(m, g, batch=1, context_len=2048, n_gpus=2), 3)  # doctest: +SKIP
-0.021
+>>> round(decode_step_time(m, g, batch=1, context_len=2048, n_gpus=2), 3)
+0.033
 
-Every function evaluates a SymPy formula of ``formulas.latency`` at the model's sizes and the
-GPU's figures. ``compute_efficiency`` and ``bandwidth_efficiency`` are the fractions of the
-peak FLOP/s and bandwidth a real serving engine reaches, and ``link_latency`` the fixed cost of
-one message between GPUs. Their defaults are the one set the whole book uses, calibrated once
-in chapter 11 against measured vLLM runs (not fitted per case); ``IDEAL`` gives the ideal
-roofline of chapter 08. ``cache_dtype`` stores the KV cache in another dtype than the weights,
-and ``compute_dtype`` computes in another than they are stored in: weight-only int4 (AWQ,
-GPTQ) is read at half a byte per weight and computed in bf16.
+Every function makes a ``Scenario`` (which checks every argument once) and evaluates a SymPy
+formula of ``formulas.latency`` at its values. ``compute_efficiency`` and
+``bandwidth_efficiency`` are the fractions of the peak FLOP/s and bandwidth a real serving
+engine reaches, and ``link_latency`` the fixed cost of one message between GPUs. Their defaults
+are the one set the whole book uses, calibrated once in chapter 11 against measured vLLM runs
+(not fitted per case); ``IDEAL`` gives the ideal roofline of chapter 08. ``cache_dtype`` stores
+the KV cache in another dtype than the weights, and ``compute_dtype`` computes in another than
+they are stored in: weight-only int4 (AWQ, GPTQ) is read at half a byte per weight and
+computed in bf16. Every function refuses a deployment whose memory per GPU exceeds
+``memory_utilization`` of the GPU's memory.
+
+``run(scenario)`` and ``in_waves(scenario)`` evaluate a ``Scenario`` made by hand; the keyword
+functions are thin ways to make one.
 """
 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, fields
 
 import numpy as np
+import sympy
 
-from inference_arithmetic.counts import kv_cache_bytes, param_count
+from inference_arithmetic import checks
 from inference_arithmetic.dtypes import bytes_per_number
-from inference_arithmetic.formulas import latency, roofline, transformer
-from inference_arithmetic.models import ModelConfig
-from inference_arithmetic.numeric import numeric
-from inference_arithmetic.symbols import n_gpus
+from inference_arithmetic.formulas import latency
+from inference_arithmetic.models import model as registry_model
+from inference_arithmetic.numeric import ArgumentError, numeric
+from inference_arithmetic.scenario import (
+    DEFAULT_BANDWIDTH_EFFICIENCY,
+    DEFAULT_COMPUTE_EFFICIENCY,
+    DEFAULT_LINK_LATENCY,
+    DEFAULT_MEMORY_UTILIZATION,
+    Scenario,
+)
 
 __all__ = [
     "PARALLEL",
@@ -43,113 +54,39 @@ __all__ = [
     "weights_per_gpu",
     "max_batch",
     "compute_bound_batch",
+    "run",
+    "in_waves",
 ]
 
 PARALLEL = latency.PARALLEL
-# Calibrated in chapter 11: the three numbers that bring the roofline closest to 20 measured
-# vLLM runs of two models at once (median error a few percent); each is within the range that
-# published kernel measurements give, which chapter 11 cites.
-DEFAULT_COMPUTE_EFFICIENCY = 0.4
-"""Fraction of the peak FLOP/s a serving engine reaches, averaged over a whole run (chapter 11)."""
-DEFAULT_BANDWIDTH_EFFICIENCY = 0.65
-"""Fraction of the peak memory bandwidth a serving engine reaches in decode (chapter 11)."""
-DEFAULT_LINK_LATENCY = 2e-6
-"""Seconds per message between GPUs (a ring all-reduce sends 2(n - 1) of them; chapter 10)."""
-DEFAULT_MEMORY_UTILIZATION = 0.9
-"""Fraction of GPU memory an engine may fill (vLLM's ``gpu_memory_utilization`` default)."""
 IDEAL = {"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0}
 """The ideal roofline of chapter 08, peak FLOP/s and peak bandwidth: ``**ia.timing.IDEAL``.
 (Messages between GPUs keep their latency: it is not part of the roofline.)"""
 
+# Stand-ins for the measured times that the request formulas combine.
+_ttft, _tpot, _seconds = sympy.symbols("ttft tpot seconds", positive=True)
+
 
 @functools.lru_cache(maxsize=256)
-def _compiled(builder, arch: ModelConfig, *options):
+def _formula(builder, arch, *options):
+    """A formula of ``formulas.latency`` for one model, built and compiled once."""
     return numeric(builder(arch, *options))
 
 
-def _check(arch, gpu, n_gpus, parallel_mode, **sizes):
-    """Clear errors for a wrong model, GPU, parallelism or size, before any formula runs."""
-    if not isinstance(arch, ModelConfig):
-        raise TypeError(f"expected a ModelConfig (ia.model(name)), got {type(arch).__name__}")
-    for name, value in {"n_gpus": n_gpus, **sizes}.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name} must be a positive whole number, got {value!r}")
-    if parallel_mode not in PARALLEL:
-        raise ValueError(f"parallel must be one of {PARALLEL}, got {parallel_mode!r}")
-    for name in ("flop_rate", "memory_bandwidth", "memory_bytes"):
-        if not hasattr(gpu, name):
-            raise TypeError(f"expected a GPU (ia.gpu(name)), got {type(gpu).__name__}")
+def _prefill(s: Scenario) -> float:
+    return _formula(latency.prefill_time, s.model, s.parallel).from_values(s.values())
 
 
-def weights_per_gpu(arch: ModelConfig, n_gpus: int = 1, dtype: str = "bf16") -> float:
-    """Bytes of weights each of ``n_gpus`` GPUs holds (split evenly, either parallelism)."""
-    return param_count(arch) * bytes_per_number(dtype) / n_gpus
-
-
-def _fits(arch, gpu, n_gpus, dtype, cache_bytes=0.0):
-    need = weights_per_gpu(arch, n_gpus, dtype) + cache_bytes / n_gpus
-    if need > gpu.memory_bytes:
-        from inference_arithmetic import format as fmt
-
-        raise ValueError(
-            f"{arch.name} in {dtype} needs {fmt.nbytes(need)} per GPU "
-            f"(weights{' and KV cache' if cache_bytes else ''}) on {n_gpus} x {gpu.name}, "
-            f"which has {fmt.nbytes(gpu.memory_bytes)}: use more GPUs, a smaller batch or "
-            "fewer bytes per number"
-        )
-
-
-def _values(
-    arch,
-    gpu,
-    dtype,
-    n_gpus,
-    compute_efficiency,
-    bandwidth_efficiency,
-    link_latency,
-    cache_dtype=None,
-    compute_dtype=None,
-):
-    for name, value in (
-        ("compute_efficiency", compute_efficiency),
-        ("bandwidth_efficiency", bandwidth_efficiency),
-    ):
-        if not 0 < value <= 1:
-            raise ValueError(f"{name} must be in (0, 1], got {value!r}")
-    if link_latency < 0:
-        raise ValueError(f"link_latency must not be negative, got {link_latency!r}")
-    return {
-        **arch.sizes(),
-        "bytes_per_number": bytes_per_number(dtype),
-        "kv_bytes_per_number": bytes_per_number(_cache_format(dtype, cache_dtype, compute_dtype)),
-        "flop_rate": _flop_rate(gpu, compute_dtype or dtype),
-        "bandwidth": gpu.memory_bandwidth,
-        "link_bandwidth": gpu.interconnect_bandwidth,
-        "link_latency": link_latency,
-        "n_gpus": n_gpus,
-        "compute_efficiency": compute_efficiency,
-        "bandwidth_efficiency": bandwidth_efficiency,
-    }
-
-
-def _cache_format(dtype, cache_dtype=None, compute_dtype=None):
-    """The KV cache holds activations: unless told otherwise, in the format they are computed
-    in, which is the weights' unless ``compute_dtype`` says another."""
-    return cache_dtype or compute_dtype or dtype
-
-
-def _flop_rate(gpu, dtype):
-    try:
-        return gpu.flop_rate(dtype)
-    except KeyError as error:
-        raise KeyError(
-            f"{error.args[0]}; for weights stored in {dtype!r} but computed in another format "
-            "(weight-only quantization), pass compute_dtype, e.g. compute_dtype='bf16'"
-        ) from None
+def _steps(s: Scenario, contexts, mla="reexpand"):
+    """Decode-step times of the scenario's batch at each of ``contexts`` cached tokens."""
+    step = _formula(latency.decode_step_time, s.model, mla, s.parallel)
+    return np.broadcast_to(
+        step.from_values({**s.values(), "context_len": contexts}), contexts.shape
+    )
 
 
 def prefill_time(
-    arch: ModelConfig,
+    arch,
     gpu,
     batch: int = 1,
     prompt_len: int = 2048,
@@ -161,34 +98,26 @@ def prefill_time(
     link_latency: float = DEFAULT_LINK_LATENCY,
     cache_dtype: str | None = None,
     compute_dtype: str | None = None,
+    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
 ) -> float:
     """Seconds to prefill ``batch`` prompts of ``prompt_len`` tokens: the time to first token.
 
     With ``parallel="pipeline"`` the stages run one after another for a single batch, so the
     time is one GPU's (were it big enough) plus the hand-offs between stages.
     """
-    _check(arch, gpu, n_gpus, parallel, batch=batch, prompt_len=prompt_len)
-    cache = kv_cache_bytes(
-        arch, batch, prompt_len, _cache_format(dtype, cache_dtype, compute_dtype)
-    )
-    _fits(arch, gpu, n_gpus, dtype, cache)
-    options = _Options(
-        n_gpus,
-        dtype,
-        parallel,
-        compute_efficiency,
-        bandwidth_efficiency,
-        link_latency,
-        cache_dtype,
-        compute_dtype,
-    )
-    values = options.values(arch, gpu)
-    values.update(batch=batch, seq_len=prompt_len)
-    return float(_compiled(latency.prefill_time, arch, parallel).from_values(values))
+    options = dict(locals())
+    s = Scenario(**_scenario_arguments(options, output_len=1))
+    return _prefill(s)
+
+
+def _scenario_arguments(options: dict, **workload) -> dict:
+    """A keyword function's arguments as ``Scenario``'s."""
+    arguments = {k: v for k, v in options.items() if k not in ("arch", "context_len", "mla")}
+    return {"model": options["arch"], **arguments, **workload}
 
 
 def decode_step_time(
-    arch: ModelConfig,
+    arch,
     gpu,
     batch: int = 1,
     context_len: int = 2048,
@@ -201,64 +130,40 @@ def decode_step_time(
     cache_dtype: str | None = None,
     compute_dtype: str | None = None,
     mla: str = "reexpand",
+    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
 ) -> float:
     """Seconds of one decode step for ``batch`` requests with ``context_len`` tokens cached:
-    the time per output token of each of them."""
-    _check(arch, gpu, n_gpus, parallel, batch=batch, context_len=context_len)
-    options = _Options(
-        n_gpus,
-        dtype,
-        parallel,
-        compute_efficiency,
-        bandwidth_efficiency,
-        link_latency,
-        cache_dtype,
-        compute_dtype,
-    )
-    return float(_decode_times(arch, gpu, batch, np.asarray(context_len), options, mla))
+    the time per output token of each of them (the step writes token ``context_len + 1``)."""
+    options = dict(locals())
+    s = Scenario(**_scenario_arguments(options, prompt_len=context_len, output_len=1))
+    return float(_steps(s, np.asarray(s.prompt_len), mla))
 
 
-@dataclass(frozen=True)
-class _Options:
-    """The settings every timing function shares, passed on as one value."""
-
-    n_gpus: int = 1
-    dtype: str = "bf16"
-    parallel: str = "tensor"
-    compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY
-    bandwidth_efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY
-    link_latency: float = DEFAULT_LINK_LATENCY
-    cache_dtype: str | None = None
-    compute_dtype: str | None = None
-
-    def values(self, arch, gpu):
-        return _values(
-            arch,
-            gpu,
-            self.dtype,
-            self.n_gpus,
-            self.compute_efficiency,
-            self.bandwidth_efficiency,
-            self.link_latency,
-            self.cache_dtype,
-            self.compute_dtype,
-        )
-
-    def keywords(self):
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+def run(s: Scenario) -> dict[str, float]:
+    """``generation`` of a ``Scenario``: its whole batch, from prompt to last token."""
+    if s.in_waves:
+        raise ArgumentError("run times one batch at once; a scenario in waves: in_waves(s)")
+    ttft = _prefill(s)
+    # The first output token comes out of the prefill; each further one takes a decode step,
+    # with the context growing by one token a step (one step is timed even if none runs).
+    contexts = np.arange(s.prompt_len, s.prompt_len + max(s.output_len - 1, 1))
+    tpot = float(np.mean(_steps(s, contexts)))
+    total = _formula(_request_time, None).from_values({**s.values(), "ttft": ttft, "tpot": tpot})
+    throughput = _formula(latency.output_throughput, _seconds, s.parallel)
+    return {
+        "ttft": ttft,
+        "tpot": tpot,
+        "total": total,
+        "throughput": throughput.from_values({**s.values(), "seconds": total}),
+    }
 
 
-def _decode_times(arch, gpu, batch, contexts, options, mla="reexpand"):
-    cache_format = _cache_format(options.dtype, options.cache_dtype, options.compute_dtype)
-    cache = kv_cache_bytes(arch, batch, int(np.max(contexts)), cache_format)
-    _fits(arch, gpu, options.n_gpus, options.dtype, cache)
-    values = options.values(arch, gpu)
-    values.update(batch=batch, context_len=contexts)
-    return _compiled(latency.decode_step_time, arch, mla, options.parallel).from_values(values)
+def _request_time(_):
+    return latency.request_time(_ttft, _tpot)
 
 
 def generation(
-    arch: ModelConfig,
+    arch,
     gpu,
     batch: int = 1,
     prompt_len: int = 2048,
@@ -271,44 +176,46 @@ def generation(
     link_latency: float = DEFAULT_LINK_LATENCY,
     cache_dtype: str | None = None,
     compute_dtype: str | None = None,
+    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
 ) -> dict[str, float]:
     """A batch of identical requests from prompt to last token.
 
     Returns the time to first token (the prefill), the mean time per output token after the
     first (decode steps with the context growing from ``prompt_len`` to
-    ``prompt_len + output_len - 2``),
-    the end-to-end latency of a request, and the throughput in output tokens per second.
-    With pipeline parallelism and as many batches in flight as stages, the stages are all
-    busy: throughput is n times one batch's, latency unchanged.
+    ``prompt_len + output_len - 2``, each evaluated), the end-to-end latency of a request
+    (``latency.request_time``), and the throughput in output tokens per second
+    (``latency.output_throughput``: with pipeline parallelism, n batches in flight keep every
+    stage busy, so n times one batch's, latency unchanged).
     """
-    _check(arch, gpu, n_gpus, parallel, batch=batch, prompt_len=prompt_len, output_len=output_len)
-    options = _Options(
-        n_gpus,
-        dtype,
-        parallel,
-        compute_efficiency,
-        bandwidth_efficiency,
-        link_latency,
-        cache_dtype,
-        compute_dtype,
+    return run(Scenario(**_scenario_arguments(dict(locals()))))
+
+
+def in_waves(s: Scenario) -> dict[str, float]:
+    """``serve`` of a ``Scenario`` whose ``batch`` requests queue in waves."""
+    if not s.in_waves:
+        s = s.replace(in_waves=True)
+    values = {**s.values(), "context_len": s.prompt_len + s.output_len}
+    fit = int(_formula(latency.max_concurrency, s.model).from_values(values))
+    concurrency = min(s.batch, fit)
+    waves = int(_formula(latency.waves, s.model).from_values({**values, "batch": s.batch}))
+    full, rest = divmod(s.batch, concurrency)
+    first = run(s.replace(batch=concurrency, in_waves=False))
+    elapsed = full * first["total"] + (
+        run(s.replace(batch=rest, in_waves=False))["total"] if rest else 0.0
     )
-    ttft = prefill_time(arch, gpu, batch, prompt_len, **options.keywords())
-    # The first output token comes out of the prefill; each further one takes a decode step,
-    # with the context growing by one token a step (one step is timed even if none runs).
-    contexts = np.arange(prompt_len, prompt_len + max(output_len - 1, 1))
-    steps = np.broadcast_to(_decode_times(arch, gpu, batch, contexts, options), contexts.shape)
-    total = ttft + float(np.sum(steps[: output_len - 1]))
-    in_flight = n_gpus if parallel == "pipeline" else 1
+    throughput = _formula(latency.output_throughput, _seconds, s.parallel)
     return {
-        "ttft": ttft,
-        "tpot": float(np.mean(steps)),
-        "total": total,
-        "throughput": in_flight * batch * output_len / total,
+        "waves": waves,
+        "concurrency": concurrency,
+        "elapsed": elapsed,
+        "throughput": throughput.from_values({**s.values(), "seconds": elapsed, "batch": s.batch}),
+        "ttft": first["ttft"],
+        "tpot": first["tpot"],
     }
 
 
 def serve(
-    arch: ModelConfig,
+    arch,
     gpu,
     requests: int,
     prompt_len: int = 2048,
@@ -327,73 +234,57 @@ def serve(
     first wave's time to first token and time per output token. ``options`` are those of
     ``generation`` (parallel, efficiencies, link latency, cache and compute dtypes).
     """
-    _check(arch, gpu, n_gpus, options.get("parallel", "tensor"), requests=requests)
-    if not 0 < memory_utilization <= 1:
-        raise ValueError(f"memory_utilization must be in (0, 1], got {memory_utilization!r}")
-    cache_dtype = _cache_format(dtype, options.get("cache_dtype"), options.get("compute_dtype"))
-    context = prompt_len + output_len
-    fit = _concurrency(arch, gpu, context, n_gpus, dtype, cache_dtype, memory_utilization)
-    if fit < 1:
-        raise ValueError(
-            f"no request of {context} tokens fits: {arch.name} in {dtype} on {n_gpus} x "
-            f"{gpu.name} at memory_utilization={memory_utilization} leaves no room for its "
-            "KV cache; use more GPUs or fewer bytes per number"
-        )
-    concurrency = min(requests, fit)
-    full, rest = divmod(requests, concurrency)
-    run = functools.partial(
-        generation,
+    checks.count("requests", requests)
+    s = Scenario(
         arch,
         gpu,
+        batch=requests,
         prompt_len=prompt_len,
         output_len=output_len,
         n_gpus=n_gpus,
         dtype=dtype,
+        memory_utilization=memory_utilization,
+        in_waves=True,
         **options,
     )
-    first = run(concurrency)
-    elapsed = full * first["total"] + (run(rest)["total"] if rest else 0.0)
-    return {
-        "waves": full + (rest > 0),
-        "concurrency": concurrency,
-        "elapsed": elapsed,
-        "throughput": requests * output_len / elapsed,
-        "ttft": first["ttft"],
-        "tpot": first["tpot"],
-    }
+    return in_waves(s)
+
+
+def weights_per_gpu(arch, n_gpus: int = 1, dtype: str = "bf16") -> float:
+    """Bytes of weights each of ``n_gpus`` GPUs holds (split evenly, either parallelism)."""
+    arch = registry_model(arch)
+    values = {**arch.sizes(), "n_gpus": checks.count("n_gpus", n_gpus)}
+    values["bytes_per_number"] = bytes_per_number(dtype)
+    return _formula(latency.weight_bytes_per_gpu, arch).from_values(values)
 
 
 def max_batch(
-    arch: ModelConfig,
+    arch,
     gpu,
     context_len: int = 2048,
     n_gpus: int = 1,
     dtype: str = "bf16",
     cache_dtype: str | None = None,
     compute_dtype: str | None = None,
+    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
 ) -> int:
-    """The most requests of ``context_len`` tokens whose KV cache fits beside the weights
-    (activations and the framework's own memory ignored); 0 if the weights alone do not fit."""
-    _check(arch, gpu, n_gpus, "tensor", context_len=context_len)
-    cache_dtype = _cache_format(dtype, cache_dtype, compute_dtype)
-    return _concurrency(arch, gpu, context_len, n_gpus, dtype, cache_dtype, 1.0)
-
-
-def _concurrency(arch, gpu, context_len, n_gpus, dtype, cache_dtype, memory_utilization):
-    values = {
-        **arch.sizes(),
-        "bytes_per_number": bytes_per_number(dtype),
-        "kv_bytes_per_number": bytes_per_number(cache_dtype),
-        "gpu_memory": gpu.memory_bytes,
-        "memory_utilization": memory_utilization,
-        "n_gpus": n_gpus,
-        "context_len": context_len,
-    }
-    return max(0, int(_compiled(latency.max_concurrency, arch).from_values(values)))
+    """The most requests of ``context_len`` tokens (prompt and output, at least one each)
+    whose KV cache fits beside the weights in ``memory_utilization`` of the GPUs' memory;
+    0 if not even one does."""
+    context_len = checks.count("context_len", context_len, low=2)
+    try:
+        s = Scenario(**_scenario_arguments(dict(locals()), prompt_len=context_len - 1,
+                                           output_len=1, in_waves=True))  # fmt: skip
+    except ArgumentError as error:
+        if getattr(error, "check", None) == "fit":
+            return 0
+        raise
+    values = {**s.values(), "context_len": context_len}
+    return int(_formula(latency.max_concurrency, s.model).from_values(values))
 
 
 def compute_bound_batch(
-    arch: ModelConfig,
+    arch,
     gpu,
     context_len: int = 2048,
     n_gpus: int = 1,
@@ -406,39 +297,32 @@ def compute_bound_batch(
 ) -> int | None:
     """The smallest batch at which a decode step's compute time reaches its memory time, or
     None if none up to ``limit`` does (the KV cache grows with the batch as fast as the
-    FLOPs, so long contexts may never turn compute-bound)."""
-    _check(arch, gpu, n_gpus, "tensor", context_len=context_len)
-    values = _values(
-        arch,
-        gpu,
-        dtype,
-        n_gpus,
-        compute_efficiency,
-        bandwidth_efficiency,
-        0.0,
-        cache_dtype,
-        compute_dtype,
-    )
+    FLOPs, so long contexts may never turn compute-bound). Memory is not checked: the answer
+    may be a batch that does not fit."""
+    limit = checks.count("limit", limit)
+    s = Scenario(
+        arch, gpu, n_gpus=n_gpus, dtype=dtype, compute_efficiency=compute_efficiency,
+        bandwidth_efficiency=bandwidth_efficiency, cache_dtype=cache_dtype,
+        compute_dtype=compute_dtype, prompt_len=context_len, output_len=1,
+        memory_utilization=1.0, in_waves=True,
+    )  # fmt: skip
+    bound = _formula(_decode_bound, s.model)
+
+    def compute_bound(batches):
+        return bound.from_values({**s.values(), "batch": batches, "context_len": s.prompt_len})
+
     batches = np.unique(np.geomspace(1, limit, 2000).astype(int))
-    values.update(batch=batches, context_len=context_len)
-    compute = _compiled(_decode_compute, arch).from_values(values)
-    memory = _compiled(_decode_memory, arch).from_values(values)
-    bound = np.nonzero(compute >= memory)[0]
-    if not bound.size:
+    found = np.nonzero(compute_bound(batches))[0]
+    if not found.size:
         return None
     # Refine between the last memory-bound sample and the first compute-bound one.
-    high = int(batches[bound[0]])
-    low = int(batches[bound[0] - 1]) if bound[0] else 1
+    high = int(batches[found[0]])
+    low = int(batches[found[0] - 1]) if found[0] else 1
     grid = np.arange(low, high + 1)
-    values.update(batch=grid)
-    c = _compiled(_decode_compute, arch).from_values(values)
-    m = _compiled(_decode_memory, arch).from_values(values)
-    return int(grid[np.nonzero(c >= m)[0][0]])
+    return int(grid[np.nonzero(compute_bound(grid))[0][0]])
 
 
-def _decode_compute(arch):
-    return roofline.compute_time(transformer.decode_flops(arch)) / n_gpus
-
-
-def _decode_memory(arch):
-    return roofline.memory_time(latency.decode_bytes(arch)) / n_gpus
+def _decode_bound(arch):
+    return latency.compute_bound(
+        latency.decode_compute_time(arch), latency.decode_memory_time(arch)
+    )

@@ -24,6 +24,8 @@ __all__ = [
     "SECONDS_PER_HOUR",
     "cost_per_second",
     "cost_per_million_tokens",
+    "cost_per_million_input_tokens",
+    "cost_per_million_output_tokens",
     "input_cost",
     "output_cost",
     "request_cost",
@@ -49,16 +51,29 @@ def cost_per_million_tokens(seconds, tokens):
     return cost_per_second() * seconds / u * MILLION / tokens
 
 
+def cost_per_million_input_tokens(seconds, parallel="tensor"):
+    """Dollars per million prompt tokens when a prefill of the B T prompt tokens of each batch
+    in flight (``latency.batches_in_flight``) takes ``seconds``."""
+    return cost_per_million_tokens(seconds, latency.batches_in_flight(parallel) * B * T)
+
+
+def cost_per_million_output_tokens(seconds, parallel="tensor"):
+    """Dollars per million output tokens when a decode step, one token for each of the B
+    requests of each batch in flight, takes ``seconds``."""
+    return cost_per_million_tokens(seconds, latency.batches_in_flight(parallel) * B)
+
+
 def input_cost(arch, parallel="tensor"):
     """Dollars per million prompt tokens: a prefill of B prompts of T tokens reads the weights
     once for all B T of them and waits on compute (chapter 08)."""
-    return cost_per_million_tokens(latency.prefill_time(arch, parallel), B * T)
+    return cost_per_million_input_tokens(latency.prefill_time(arch, parallel), parallel)
 
 
 def output_cost(arch, mla="reexpand", parallel="tensor"):
     """Dollars per million output tokens: a decode step reads the weights and every cache for
     only B tokens, one per request (chapter 09)."""
-    return cost_per_million_tokens(latency.decode_step_time(arch, mla, parallel), B)
+    step = latency.decode_step_time(arch, mla, parallel)
+    return cost_per_million_output_tokens(step, parallel)
 
 
 def request_cost(input_price, output_price):

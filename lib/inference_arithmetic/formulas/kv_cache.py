@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import sympy
 
+from inference_arithmetic.checks import renamed
 from inference_arithmetic.symbols import B, H, H_kv, L, L_w, S, W, b, d_h, d_nope, d_rope, d_v, r_kv
 
 __all__ = ["MLA_FORMS", "numbers_per_token", "cached_tokens", "kv_cache_bytes"]
@@ -20,18 +21,19 @@ __all__ = ["MLA_FORMS", "numbers_per_token", "cached_tokens", "kv_cache_bytes"]
 MLA_FORMS = ("latent", "expanded")
 
 
-def numbers_per_token(arch, mla="latent"):
+def numbers_per_token(arch, mla_cache="latent", *, mla=None):
     """Numbers one layer caches per token: a key and a value per KV head, 2 H_kv d_h.
 
-    MLA caches its compressed latent, r_kv + d_rope per token (``mla="latent"``), as its
-    paper, the serving engines and the reference implementation do. ``mla="expanded"`` gives
+    MLA caches its compressed latent, r_kv + d_rope per token (``mla_cache="latent"``), as
+    its paper, the serving engines and the reference implementation do; ``"expanded"`` gives
     the cache of keys and values expanded per head, H (d_nope + d_rope + d_v), that MLA
     avoids (and that a naive implementation would keep).
     """
-    if mla not in MLA_FORMS:
-        raise ValueError(f"unknown MLA cache form {mla!r}; choose one of {', '.join(MLA_FORMS)}")
+    form = renamed("mla", mla, "mla_cache", mla_cache, "latent")
+    if form not in MLA_FORMS:
+        raise ValueError(f"unknown MLA cache form {form!r}; choose one of {', '.join(MLA_FORMS)}")
     if arch.is_mla:
-        return r_kv + d_rope if mla == "latent" else H * (d_nope + d_rope + d_v)
+        return r_kv + d_rope if form == "latent" else H * (d_nope + d_rope + d_v)
     return 2 * H_kv * d_h
 
 
@@ -43,6 +45,8 @@ def cached_tokens(arch):
     return (L - L_w) * S + L_w * sympy.Min(S, W - 1)
 
 
-def kv_cache_bytes(arch, mla="latent"):
-    """Bytes of the KV cache of B sequences with S cached tokens each."""
-    return B * b * cached_tokens(arch) * numbers_per_token(arch, mla)
+def kv_cache_bytes(arch, mla_cache="latent", *, mla=None):
+    """Bytes of the KV cache of B sequences with S cached tokens each (``mla_cache``: which
+    form an MLA model stores, ``numbers_per_token``)."""
+    form = renamed("mla", mla, "mla_cache", mla_cache, "latent")
+    return B * b * cached_tokens(arch) * numbers_per_token(arch, form)

@@ -23,12 +23,28 @@ __all__ = [
     "cache_bytes",
     "prefill_bytes",
     "decode_bytes",
-    "prefill_time",
-    "decode_step_time",
-    "mean_context",
-    "generation_time",
-    "throughput",
+    "weight_bytes_per_gpu",
+    "cache_bytes_per_gpu",
+    "memory_per_gpu",
+    "memory_budget",
     "max_concurrency",
+    "waves",
+    "communication_time",
+    "prefill_compute_time",
+    "prefill_memory_time",
+    "prefill_time",
+    "decode_compute_time",
+    "decode_memory_time",
+    "decode_step_time",
+    "compute_bound",
+    "mean_context",
+    "last_context",
+    "time_per_output_token",
+    "request_time",
+    "generation_time",
+    "batches_in_flight",
+    "output_throughput",
+    "throughput",
 ]
 
 
@@ -56,46 +72,125 @@ def weight_bytes_read(arch, tokens):
     return b * (total - unread)
 
 
-def cache_bytes(arch, mla="latent"):
+def cache_bytes(arch, mla_cache="latent"):
     """Chapter 06's KV cache of B requests of S tokens, at b_kv bytes per number."""
-    return kv_cache.kv_cache_bytes(arch, mla).subs(b, b_kv)
+    return kv_cache.kv_cache_bytes(arch, mla_cache=mla_cache).subs(b, b_kv)
 
 
-def prefill_bytes(arch, mla="latent"):
+def prefill_bytes(arch, mla_cache="latent"):
     """A prefill of B sequences of T tokens reads the weights and writes their KV cache."""
-    return weight_bytes_read(arch, B * T) + cache_bytes(arch, mla).subs(S, T)
+    return weight_bytes_read(arch, B * T) + cache_bytes(arch, mla_cache).subs(S, T)
 
 
-def decode_bytes(arch, mla="latent"):
+def decode_bytes(arch, mla_cache="latent"):
     """A decode step reads the weights and the KV cache of every one of the B requests."""
-    return weight_bytes_read(arch, B) + cache_bytes(arch, mla)
+    return weight_bytes_read(arch, B) + cache_bytes(arch, mla_cache)
 
 
 PARALLEL = ("tensor", "pipeline")
 
 
-def _split(flops, nbytes, arch, tokens, mode):
-    """Tensor parallelism: each GPU does 1/n of the work, plus the all-reduces. Pipeline: the
-    n stages of 1/n run in turn, one GPU's time in all, plus the hand-offs between them."""
-    if mode not in PARALLEL:
-        raise ValueError(f"parallel must be one of {PARALLEL}, got {mode!r}")
-    if mode == "tensor":
-        step = roofline.roofline_time(flops / n_gpus, nbytes / n_gpus)
-        return step + parallelism.tensor_parallel_comm_time(arch, tokens)
-    hand_offs = parallelism.pipeline_parallel_comm_time(arch, tokens)
-    return roofline.roofline_time(flops, nbytes) + hand_offs
+def _mode(parallel):
+    if parallel not in PARALLEL:
+        raise ValueError(f"parallel must be one of {PARALLEL}, got {parallel!r}")
+    return parallel
+
+
+# --- Memory: what each of the n GPUs holds (either parallelism splits both evenly) ------------
+
+
+def weight_bytes_per_gpu(arch):
+    """Bytes of weights on each of n GPUs: b N / n."""
+    return b * transformer.params(arch) / n_gpus
+
+
+def cache_bytes_per_gpu(arch):
+    """Bytes of the KV cache of B requests of S tokens on each of n GPUs."""
+    return cache_bytes(arch) / n_gpus
+
+
+def memory_per_gpu(arch):
+    """Weights and KV cache on each GPU: what must fit in its memory budget."""
+    return weight_bytes_per_gpu(arch) + cache_bytes_per_gpu(arch)
+
+
+def memory_budget():
+    """The bytes of one GPU an engine may fill, mu M (vLLM's ``gpu_memory_utilization``: the
+    rest holds activations, the engine's workspace and the CUDA context)."""
+    return mu * M
+
+
+def max_concurrency(arch):
+    """Requests of S cached tokens whose KV cache fits beside the weights in the budget mu M
+    of each of n GPUs (``memory_per_gpu`` at most ``memory_budget``, solved for B)."""
+    free = memory_budget() - weight_bytes_per_gpu(arch)
+    return sympy.floor(free / cache_bytes_per_gpu(arch).subs(B, 1))
+
+
+def waves(arch):
+    """Waves in which an engine runs B requests sent at once, at most ``max_concurrency`` at
+    a time (S: the tokens of one whole request)."""
+    return sympy.ceiling(B / max_concurrency(arch))
+
+
+# --- Time: a step is the roofline of its share of the work, plus the messages -----------------
+
+
+def _share(parallel):
+    """The part of a step's work one GPU does while the others wait for nothing: tensor
+    parallelism splits every layer n ways; a pipeline's stages run in turn, so one request's
+    step takes one whole model's work, stage after stage."""
+    return n_gpus if _mode(parallel) == "tensor" else 1
+
+
+def communication_time(arch, tokens, parallel="tensor"):
+    """Messages between GPUs in a step over ``tokens`` tokens: two all-reduces a layer
+    (tensor), or n - 1 hand-offs between stages (pipeline); zero on one GPU."""
+    if _mode(parallel) == "tensor":
+        return parallelism.tensor_parallel_comm_time(arch, tokens)
+    return parallelism.pipeline_parallel_comm_time(arch, tokens)
+
+
+def prefill_compute_time(arch, parallel="tensor"):
+    """Seconds of a prefill's FLOPs (logits of the last position only) on one GPU's share."""
+    flops = transformer.forward_flops(arch, last_logits_only=True)
+    return roofline.compute_time(flops) / _share(parallel)
+
+
+def prefill_memory_time(arch, parallel="tensor"):
+    """Seconds of a prefill's memory traffic on one GPU's share."""
+    return roofline.memory_time(prefill_bytes(arch)) / _share(parallel)
 
 
 def prefill_time(arch, parallel="tensor"):
-    """Seconds of a prefill of B sequences of T tokens (logits of the last position only)."""
-    flops = transformer.forward_flops(arch, last_logits_only=True)
-    return _split(flops, prefill_bytes(arch), arch, B * T, parallel)
+    """Seconds of a prefill of B sequences of T tokens: the time to first token."""
+    roof = sympy.Max(prefill_compute_time(arch, parallel), prefill_memory_time(arch, parallel))
+    return roof + communication_time(arch, B * T, parallel)
+
+
+def decode_compute_time(arch, mla="reexpand", parallel="tensor"):
+    """Seconds of a decode step's FLOPs on one GPU's share."""
+    return roofline.compute_time(transformer.decode_flops(arch, mla=mla)) / _share(parallel)
+
+
+def decode_memory_time(arch, parallel="tensor"):
+    """Seconds of a decode step's memory traffic (weights and every cache) on one GPU's share."""
+    return roofline.memory_time(decode_bytes(arch)) / _share(parallel)
 
 
 def decode_step_time(arch, mla="reexpand", parallel="tensor"):
     """Seconds of one decode step of B requests with S tokens cached each."""
-    flops = transformer.decode_flops(arch, mla=mla)
-    return _split(flops, decode_bytes(arch), arch, B, parallel)
+    roof = sympy.Max(decode_compute_time(arch, mla, parallel), decode_memory_time(arch, parallel))
+    return roof + communication_time(arch, B, parallel)
+
+
+def compute_bound(compute, memory):
+    """The roofline's verdict as an expression: true where the compute side is the longer
+    (``compute_bound(decode_compute_time(m), decode_memory_time(m))``)."""
+    return sympy.GreaterThan(compute, memory, evaluate=False)
+
+
+# --- A request: the prefill, then O - 1 decode steps -------------------------------------------
 
 
 def mean_context():
@@ -104,25 +199,42 @@ def mean_context():
     return T + sympy.Max(O - 2, 0) / 2
 
 
-def generation_time(arch, parallel="tensor"):
-    """Seconds from the prompts to the last of O output tokens of B requests, in closed form.
-
-    The prefill gives the first token; O - 1 decode steps follow. Each step is linear in its
-    context while one bound holds, so O - 1 steps at the mean context take exactly as long as
-    the sum (``ia.generation`` sums them).
-    """
-    mean_step = decode_step_time(arch, parallel=parallel).subs(S, mean_context())
-    return prefill_time(arch, parallel) + (O - 1) * mean_step
+def last_context():
+    """The context of a request's last decode step."""
+    return T + sympy.Max(O - 2, 0)
 
 
-def throughput(arch, parallel="tensor"):
-    """Output tokens per second of a batch of B requests (pipeline: n batches in flight)."""
-    in_flight = n_gpus if parallel == "pipeline" else 1
-    return in_flight * B * O / generation_time(arch, parallel)
+def time_per_output_token(arch, mla="reexpand", parallel="tensor"):
+    """A decode step at the mean context: the mean time per output token after the first.
+    Exact while one bound holds and no sliding window fills up (a step is linear in S)."""
+    return decode_step_time(arch, mla, parallel).subs(S, mean_context())
 
 
-def max_concurrency(arch):
-    """Requests of S cached tokens whose KV cache fits beside the weights in a fraction mu of
-    the memory M of n GPUs (a serving engine keeps the rest for activations and itself)."""
-    free = mu * M * n_gpus - transformer.params(arch) * b
-    return sympy.floor(free / cache_bytes(arch).subs(B, 1))
+def request_time(ttft, tpot):
+    """Seconds from the prompt to the last of O tokens: the first comes out of the prefill
+    (``ttft``), each further one takes a decode step (``tpot`` on average)."""
+    return ttft + (O - 1) * tpot
+
+
+def generation_time(arch, mla="reexpand", parallel="tensor"):
+    """Seconds from the prompts to the last of O output tokens of B requests, in closed form
+    (``request_time`` of ``prefill_time`` and ``time_per_output_token``)."""
+    ttft = prefill_time(arch, parallel)
+    return request_time(ttft, time_per_output_token(arch, mla, parallel))
+
+
+def batches_in_flight(parallel="tensor"):
+    """Batches a deployment works on at once: one with tensor parallelism; n in a pipeline,
+    which keeps every stage busy with a batch of its own."""
+    return n_gpus if _mode(parallel) == "pipeline" else sympy.Integer(1)
+
+
+def output_throughput(seconds, parallel="tensor"):
+    """Output tokens per second when B requests of O tokens take ``seconds``, with
+    ``batches_in_flight`` such batches at once."""
+    return batches_in_flight(parallel) * B * O / seconds
+
+
+def throughput(arch, mla="reexpand", parallel="tensor"):
+    """Output tokens per second of B requests in closed form (pipeline: n batches in flight)."""
+    return output_throughput(generation_time(arch, mla, parallel), parallel)

@@ -116,10 +116,10 @@ def training_activation_bytes(arch, recompute=False, attention_scores=False):
     return b * B * T * transformer.over_layers(arch, per_layer)
 
 
-def inference_terms(arch, mla="latent", last_logits_only=True):
+def inference_terms(arch, mla_cache="latent", last_logits_only=True):
     """Bytes at inference: weights, the KV cache of B sequences of S tokens, and the largest
     activation of a prefill of T tokens (the FFN's intermediate results or the logits)."""
-    cache = kv_cache.kv_cache_bytes(arch, mla)
+    cache = kv_cache.kv_cache_bytes(arch, mla_cache)
     width = F_e * k if arch.is_moe else F
     intermediate = T * (2 if arch.ffn == "gated" else 1) * width
     logits = (1 if last_logits_only else T) * V
@@ -130,6 +130,6 @@ def inference_terms(arch, mla="latent", last_logits_only=True):
     }
 
 
-def inference_bytes(arch, mla="latent", last_logits_only=True):
+def inference_bytes(arch, mla_cache="latent", last_logits_only=True):
     """Sum of ``inference_terms``."""
-    return sum(inference_terms(arch, mla, last_logits_only).values())
+    return sum(inference_terms(arch, mla_cache, last_logits_only).values())

@@ -84,9 +84,9 @@ def prefix_flops_saved(arch):
     return prefill_flops_with_prefix(arch, cached=False) - prefill_flops_with_prefix(arch)
 
 
-def prefix_cache_bytes_saved(arch, mla="latent"):
+def prefix_cache_bytes_saved(arch, mla_cache="latent"):
     """KV-cache bytes saved by storing the prefix once instead of in each of B requests."""
-    one = latency.cache_bytes(arch, mla).subs({S: P_s, B: 1})
+    one = latency.cache_bytes(arch, mla_cache).subs({S: P_s, B: 1})
     return (B - 1) * one
 
 

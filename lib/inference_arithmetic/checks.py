@@ -1,0 +1,98 @@
+"""The library's input checks, written once: whole counts, fractions, amounts, registry names.
+
+>>> count("batch", 8.0)  # an integral float, or a numpy integer, is a count
+8
+>>> count("batch", True)
+Traceback (most recent call last):
+...
+inference_arithmetic.numeric.ArgumentError: batch must be a whole number from 1 up, got True
+>>> fraction("compute_efficiency", 1.5)
+Traceback (most recent call last):
+...
+inference_arithmetic.numeric.ArgumentError: compute_efficiency must be a number in (0, 1], got 1.5
+
+Every message names the argument, the value and the valid range. The errors are
+``ArgumentError``, which is both a ``ValueError`` and a ``TypeError``: a string where a number
+belongs is caught by either ``except``. Each keyword function of the library, the scenario
+(``ia.Scenario``) and the page's calculator use these, so the same input gets the same answer
+everywhere.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import numbers
+import warnings
+from collections.abc import Mapping
+
+from inference_arithmetic.numeric import ArgumentError
+
+__all__ = ["ArgumentError", "COUNT", "count", "fraction", "amount", "choice", "lookup", "renamed"]
+
+COUNT = "{name} must be a whole number from {low}{upper}, got {value}"
+"""The message for a count outside its range (``upper``: " to <high>", or " up"); the
+calculator's page fills the same template."""
+
+
+def _real(value) -> bool:
+    """A real number that is not a bool (True is an int in Python, but never a size)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
+
+
+def count(name: str, value, low: int = 1, high: int | None = None) -> int:
+    """``value`` as an ``int`` if it is a whole number from ``low`` to ``high`` (no upper limit
+    if None): ints, numpy integers and integral floats (4096.0) are counts; bools are not."""
+    whole = _real(value) and math.isfinite(value) and value == int(value)
+    if not whole or not low <= value <= (math.inf if high is None else high):
+        upper = f" to {high:,}" if high is not None else " up"
+        message = COUNT.format(name=name, low=f"{low:,}", upper=upper, value=repr(value))
+        raise ArgumentError(message)
+    return int(value)
+
+
+def fraction(name: str, value, zero: bool = False) -> float:
+    """A fraction in (0, 1] (or [0, 1] with ``zero``): an efficiency, a utilization."""
+    low = "[0" if zero else "(0"
+    if not _real(value) or not (0 <= value <= 1 if zero else 0 < value <= 1):
+        raise ArgumentError(f"{name} must be a number in {low}, 1], got {value!r}")
+    return float(value)
+
+
+def amount(name: str, value, unit: str, positive: bool = False) -> float:
+    """A finite, non-negative (or positive) real amount of ``unit``: seconds, dollars."""
+    sign = "positive" if positive else "non-negative"
+    if not _real(value) or not math.isfinite(value) or value < 0 or (positive and value == 0):
+        raise ArgumentError(f"{name} must be a finite, {sign} number of {unit}, got {value!r}")
+    return float(value)
+
+
+def choice(name: str, value, choices):
+    """``value`` if it is one of ``choices``; else an error listing them."""
+    if not isinstance(value, str) or value not in choices:
+        raise ArgumentError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+    return value
+
+
+def lookup(what: str, name, registry: Mapping, listing: str):
+    """``registry[name]``, or a ``KeyError`` naming close matches (``ArgumentError`` for
+    something that is not a name): the one way the model and GPU registries answer."""
+    if not isinstance(name, str):
+        message = f"a {what} is a name from {listing} or an ia.{what}(name), got {name!r}"
+        raise ArgumentError(message)
+    try:
+        return registry[name]
+    except KeyError:
+        close = difflib.get_close_matches(name, registry, n=3, cutoff=0.5) or list(registry)
+        raise KeyError(f"unknown {what} {name!r}; close matches: {', '.join(close)}") from None
+
+
+def renamed(old: str, old_value, new: str, new_value, default=None):
+    """The value of a keyword that was renamed: ``new``'s, or ``old``'s with a
+    ``DeprecationWarning`` naming the new name (an error if both are given)."""
+    if old_value is None:
+        return new_value
+    if new_value is not default:
+        raise ArgumentError(f"give {new}= only ({old}= is its old name), not both")
+    warnings.warn(f"{old}= is now called {new}=", DeprecationWarning, stacklevel=3)
+    return old_value

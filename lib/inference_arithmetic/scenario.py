@@ -1,0 +1,292 @@
+"""A deployment and its workload, checked once when it is made: what every serving function
+evaluates.
+
+>>> s = Scenario("llama-3.1-70b", "h100-sxm", n_gpus=4, batch=8)
+>>> s.cache_dtype, s.values()["n_gpus"], s.values()["seq_len"]
+('bf16', 4, 2048)
+>>> Scenario("llama-3.1-8b", "h100-sxm", n_gpus=3)
+Traceback (most recent call last):
+...
+inference_arithmetic.numeric.ArgumentError: llama-3.1-8b's 32 attention heads and 8 KV heads ...
+
+The keyword functions (``ia.prefill_time``, ``ia.generation``, ``ia.calculate``, ...) are thin
+ways to make a ``Scenario`` and evaluate formulas of ``formulas.latency`` at its ``values()``.
+Its rules are data: each input's type and range (``checks``), then ``CHECKS``, each a SymPy
+condition and a message template, which the calculator's page prints to JavaScript and fills
+the same way. Chapter 14 lists them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+import sympy
+
+from inference_arithmetic import checks
+from inference_arithmetic import format as fmt
+from inference_arithmetic.dtypes import DTYPE_BYTES, bytes_per_number
+from inference_arithmetic.formulas import latency
+from inference_arithmetic.hardware import GPU
+from inference_arithmetic.hardware import gpu as registry_gpu
+from inference_arithmetic.models import ModelConfig
+from inference_arithmetic.models import model as registry_model
+from inference_arithmetic.numeric import ArgumentError, numeric
+from inference_arithmetic.symbols import H, H_kv, L, M, O, S, S_max, T, n_gpus
+
+__all__ = [
+    "DEFAULT_COMPUTE_EFFICIENCY",
+    "DEFAULT_BANDWIDTH_EFFICIENCY",
+    "DEFAULT_LINK_LATENCY",
+    "DEFAULT_MEMORY_UTILIZATION",
+    "MAX_TOKENS",
+    "Check",
+    "CHECKS",
+    "NO_RATE",
+    "Scenario",
+    "tensor_parallel_degrees",
+]
+
+# Calibrated in chapter 11: the three numbers that bring the roofline closest to 20 measured
+# vLLM runs of two models at once; each is within the range that published kernel
+# measurements give, which chapter 11 cites.
+DEFAULT_COMPUTE_EFFICIENCY = 0.4
+"""Fraction of the peak FLOP/s a serving engine reaches, averaged over a whole run (chapter 11)."""
+DEFAULT_BANDWIDTH_EFFICIENCY = 0.65
+"""Fraction of the peak memory bandwidth a serving engine reaches in decode (chapter 11)."""
+DEFAULT_LINK_LATENCY = 2e-6
+"""Seconds per message between GPUs (a ring all-reduce sends 2(n - 1) of them; chapter 10)."""
+DEFAULT_MEMORY_UTILIZATION = 0.9
+"""Fraction of GPU memory an engine may fill (vLLM's ``gpu_memory_utilization`` default)."""
+MAX_TOKENS = 1 << 22
+"""Tokens of one request (prompt and output) for a model that states no context window: the
+step-by-step timing evaluates every step, so the library needs some bound."""
+
+NO_RATE = (
+    "{gpu} has no peak FLOP rate for {compute_dtype}; it has: {rates}. Choose one of those, or "
+    "for weights stored in {compute_dtype} but computed in another format (weight-only "
+    "quantization) give compute_dtype, e.g. compute_dtype='bf16'"
+)
+"""The message for a compute format the GPU has no FLOP rate for (a ``KeyError``)."""
+
+
+@dataclass(frozen=True, eq=False)
+class Check:
+    """One rule of a scenario: ``holds`` (a SymPy condition on the formulas' symbols) must be
+    true, else ``message`` is raised, filled with the scenario's settings and ``fields`` (name
+    -> (expression, ``format.show`` kind)). ``applies(arch, parallel)`` says where it is
+    checked at all."""
+
+    name: str
+    holds: Callable
+    message: str
+    fields: Mapping[str, tuple[Callable, str]] = dataclasses.field(default_factory=dict)
+    applies: Callable = lambda arch, parallel: True
+
+
+def _request(expr):
+    """``expr`` with the context of a request's whole prompt and output, S = T + O."""
+    return expr.subs(S, T + O)
+
+
+def _fits(arch, parallel):
+    return _request(latency.memory_per_gpu(arch)) <= latency.memory_budget()
+
+
+CHECKS = (
+    Check(
+        "heads",
+        lambda arch, parallel: sympy.And(
+            sympy.Eq(sympy.Mod(H, n_gpus), 0),
+            sympy.Or(sympy.Eq(sympy.Mod(H_kv, n_gpus), 0), sympy.Eq(sympy.Mod(n_gpus, H_kv), 0)),
+        ),
+        "{model}'s {n_heads} attention heads and {n_kv_heads} KV heads cannot be split over "
+        "{n_gpus} GPUs with tensor parallelism: n_gpus must divide the heads and divide (or be "
+        "a multiple of) the KV heads; it may be {degrees}",
+        {"n_heads": (lambda arch: H, "integer"), "n_kv_heads": (lambda arch: H_kv, "integer")},
+        applies=lambda arch, parallel: parallel == "tensor",
+    ),
+    Check(
+        "layers",
+        lambda arch, parallel: n_gpus <= L,
+        "{model} has {n_layers} layers, too few for {n_gpus} pipeline stages: use at most "
+        "{n_layers} GPUs",
+        {"n_layers": (lambda arch: L, "integer")},
+        applies=lambda arch, parallel: parallel == "pipeline",
+    ),
+    Check(
+        "window",
+        lambda arch, parallel: T + O <= S_max,
+        "{model} reads at most {window} tokens (its context window); prompt_len + output_len "
+        "is {context}",
+        {"window": (lambda arch: S_max, "integer"), "context": (lambda arch: T + O, "integer")},
+        applies=lambda arch, parallel: arch.context_window is not None,
+    ),
+    Check(
+        "fit",
+        _fits,
+        "{model} does not fit: needs {need} per GPU (weights {weights}, KV cache {cache} of a "
+        "batch of {batch} at prompt_len + output_len tokens) on {n_gpus} x {gpu}, whose budget is "
+        "{budget} ({memory_utilization} of {memory}). Use more GPUs, a smaller batch, shorter "
+        "requests or fewer bytes per number",
+        {
+            "need": (lambda arch: _request(latency.memory_per_gpu(arch)), "nbytes"),
+            "weights": (latency.weight_bytes_per_gpu, "nbytes"),
+            "cache": (lambda arch: _request(latency.cache_bytes_per_gpu(arch)), "nbytes"),
+            "budget": (lambda arch: latency.memory_budget(), "nbytes"),
+            "memory": (lambda arch: M, "nbytes"),
+        },
+    ),
+)
+"""The rules every scenario obeys, in the order they are checked (after each input's own type
+and range)."""
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled_check(check: Check, arch: ModelConfig, parallel: str):
+    return numeric(check.holds(arch, parallel))
+
+
+def tensor_parallel_degrees(arch: ModelConfig, most: int = 64) -> list[int]:
+    """The tensor-parallel degrees up to ``most`` that split ``arch``'s heads (``CHECKS``)."""
+    (heads,) = [c for c in CHECKS if c.name == "heads"]
+    holds = _compiled_check(heads, arch, "tensor")
+    return [n for n in range(1, most + 1) if holds.from_values({**arch.sizes(), "n_gpus": n})]
+
+
+_DTYPES = tuple(DTYPE_BYTES)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """A model served on ``n_gpus`` GPUs (``parallel``: "tensor" or "pipeline") in given
+    formats and efficiencies, and its workload: ``batch`` requests of ``prompt_len`` prompt and
+    ``output_len`` output tokens, all at once, or with ``in_waves`` as many at a time as fit.
+
+    ``model`` and ``gpu`` are registry names or objects. ``dtype`` stores the weights;
+    ``compute_dtype`` (default: ``dtype``) is the format the GPU computes in, so weight-only
+    int4 is ``dtype="int4", compute_dtype="bf16"``; ``cache_dtype`` (default: the compute
+    format) stores the KV cache. Made, it has been checked: every input's type and range, the
+    heads or layers against the GPUs, the context window, a FLOP rate for the compute format,
+    and the memory: weights and the cache of the whole batch (in waves: of one request) within
+    ``memory_utilization`` of each GPU. Errors name the argument, its value and what is valid.
+    """
+
+    model: ModelConfig | str
+    gpu: GPU | str
+    n_gpus: int = 1
+    parallel: str = "tensor"
+    dtype: str = "bf16"
+    cache_dtype: str | None = None
+    compute_dtype: str | None = None
+    compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY
+    bandwidth_efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY
+    link_latency: float = DEFAULT_LINK_LATENCY
+    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION
+    batch: int = 1
+    prompt_len: int = 2048
+    output_len: int = 256
+    in_waves: bool = False
+
+    def __post_init__(self):
+        normal = {
+            "model": registry_model(self.model),
+            "gpu": registry_gpu(self.gpu),
+            "n_gpus": checks.count("n_gpus", self.n_gpus),
+            "parallel": checks.choice("parallel", self.parallel, latency.PARALLEL),
+            "dtype": checks.choice("dtype", self.dtype, _DTYPES),
+            "batch": checks.count("batch", self.batch),
+            "prompt_len": checks.count("prompt_len", self.prompt_len),
+            "output_len": checks.count("output_len", self.output_len),
+            "link_latency": checks.amount("link_latency", self.link_latency, "seconds"),
+        }
+        for name in ("compute_efficiency", "bandwidth_efficiency", "memory_utilization"):
+            normal[name] = checks.fraction(name, getattr(self, name))
+        compute = self.compute_dtype or self.dtype
+        normal["compute_dtype"] = checks.choice("compute_dtype", compute, _DTYPES)
+        cache = self.cache_dtype or compute
+        normal["cache_dtype"] = checks.choice("cache_dtype", cache, _DTYPES)
+        if not isinstance(self.in_waves, bool):
+            raise ArgumentError(f"in_waves must be True or False, got {self.in_waves!r}")
+        for name, value in normal.items():
+            object.__setattr__(self, name, value)
+        arch = self.model
+        if arch.context_window is None and self.prompt_len + self.output_len > MAX_TOKENS:
+            raise ArgumentError(
+                f"{arch.name} states no context window; the library times requests of at most "
+                f"{MAX_TOKENS:,} tokens, got prompt_len + output_len = "
+                f"{self.prompt_len + self.output_len:,}"
+            )
+        if self.compute_dtype not in self.gpu.peak_flop_rate:
+            raise KeyError(NO_RATE.format(**self._names()))
+        values = self.values()
+        if self.in_waves:  # requests wait their turn: one at a time must fit
+            values["batch"] = 1
+        for check in CHECKS:
+            if check.applies(arch, self.parallel) and not self._holds(check, values):
+                error = ArgumentError(self.explain(check, values))
+                error.check = check.name  # which rule failed, for callers that answer it
+                raise error
+
+    def _holds(self, check, values):
+        return bool(_compiled_check(check, self.model, self.parallel).from_values(values))
+
+    def _names(self) -> dict:
+        """The settings a message may name, as text."""
+        return {
+            "model": self.model.name,
+            "gpu": self.gpu.name,
+            "rates": ", ".join(self.gpu.peak_flop_rate),
+            "degrees": ", ".join(map(str, tensor_parallel_degrees(self.model))),
+            **{f.name: getattr(self, f.name) for f in dataclasses.fields(self)
+               if f.name not in ("model", "gpu")},
+        }  # fmt: skip
+
+    def explain(self, check: Check, values: Mapping | None = None) -> str:
+        """``check``'s message for this scenario."""
+        values = self.values() if values is None else values
+        shown = {
+            name: fmt.show(numeric(expr(self.model)).from_values(values), kind)
+            for name, (expr, kind) in check.fields.items()
+        }
+        # The batch the rule was checked at: a scenario in waves checks one request.
+        return check.message.format(**{**self._names(), "batch": values["batch"], **shown})
+
+    def values(self) -> dict:
+        """Every value the serving formulas take, keyed by symbol name: the model's sizes, the
+        GPU's figures in the compute format, the formats' bytes, the settings, the workload
+        (T is the prompt; S is left to the formula's caller)."""
+        values = {
+            **self.model.sizes(),
+            **self.gpu.figures(self.compute_dtype),
+            "bytes_per_number": bytes_per_number(self.dtype),
+            "kv_bytes_per_number": bytes_per_number(self.cache_dtype),
+            "n_gpus": self.n_gpus,
+            "compute_efficiency": self.compute_efficiency,
+            "bandwidth_efficiency": self.bandwidth_efficiency,
+            "link_latency": self.link_latency,
+            "memory_utilization": self.memory_utilization,
+            "batch": self.batch,
+            "seq_len": self.prompt_len,
+            "output_len": self.output_len,
+        }
+        if self.model.context_window:
+            values["context_window"] = self.model.context_window
+        return values
+
+    def evaluate(self, expr, **values):
+        """``expr`` at this scenario's values (``values`` override or add, e.g. a context)."""
+        return numeric(expr).from_values({**self.values(), **values})
+
+    def replace(self, **changes) -> Scenario:
+        """A copy with ``changes``, checked again."""
+        return dataclasses.replace(self, **changes)
+
+    @property
+    def options(self) -> dict:
+        """The deployment's settings as the keyword functions' arguments."""
+        names = ("n_gpus", "parallel", "dtype", "cache_dtype", "compute_dtype")
+        names += ("compute_efficiency", "bandwidth_efficiency", "link_latency")
+        return {name: getattr(self, name) for name in names + ("memory_utilization",)}

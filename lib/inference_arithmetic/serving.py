@@ -1,0 +1,201 @@
+"""One report over the whole library: memory, time, throughput, cost and bounds of a served model.
+
+>>> r = calculate("llama-3.1-8b", "h100-sxm", batch=16)
+>>> r["memory"]["fits"], r["bound"]["prefill"], r["bound"]["decode"]
+(True, 'compute', 'bandwidth')
+>>> r["throughput"] == 16 * 256 / r["total"]  # B O tokens in one request's time
+True
+>>> calculate("llama-3.1-405b", "h100-sxm")
+Traceback (most recent call last):
+...
+inference_arithmetic.numeric.ArgumentError: llama-3.1-405b does not fit: needs 813 GB per GPU ...
+
+Every number is a closed-form SymPy formula of ``report_formulas``, evaluated at a
+``Scenario``'s values; the calculator's page (``ia.calculator``) prints the same formulas to
+JavaScript. The time to first token is ``latency.prefill_time``; the time per output token is
+``latency.time_per_output_token``, a decode step at the mean context of the O - 1 steps,
+exact while one bound holds over the whole output and no sliding window fills up (``exact``
+says whether it is; ``ia.generation`` sums the steps one by one). Costs are
+``formulas.economics`` at full utilization and the GPU's dated example price. Memory is the
+weights and the KV cache of B requests of T + O tokens, split evenly over n GPUs with tensor
+parallelism, against ``memory_utilization`` of each GPU. Chapter 14 presents it; chapters 06
+(KV cache), 08 (prefill and decode), 09 (batching), 10 (parallelism) and 12 (economics)
+derive its formulas.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import sympy
+
+from inference_arithmetic.formulas import economics, latency
+from inference_arithmetic.numeric import numeric
+from inference_arithmetic.scenario import (
+    DEFAULT_BANDWIDTH_EFFICIENCY,
+    DEFAULT_COMPUTE_EFFICIENCY,
+    DEFAULT_LINK_LATENCY,
+    DEFAULT_MEMORY_UTILIZATION,
+    Scenario,
+)
+from inference_arithmetic.symbols import L_w, M, O, S, T, W
+
+__all__ = [
+    "BOUNDS",
+    "THEN",
+    "report_formulas",
+    "report_values",
+    "bound_text",
+    "calculate",
+    "report",
+]
+
+BOUNDS = ("bandwidth", "compute")
+"""What bounds a step, by the value of its ``*_compute_bound`` formula (0 or 1)."""
+THEN = ", then "
+"""Joins the bounds of a decode whose bound changes during the output."""
+
+
+def _flag(condition):
+    """1 where ``condition`` holds, else 0: a number, so it compiles and compares like one."""
+    return sympy.Piecewise((1, condition), (0, True))
+
+
+def report_formulas(arch) -> dict[str, sympy.Expr]:
+    """The formulas of ``calculate`` for ``arch`` with tensor parallelism, in T, O, B and the
+    deployment's symbols (S is put in: T + O for memory, the mean context for the time per
+    output token). Costs are those of ``formulas.economics`` at full utilization."""
+    whole = {S: T + O}  # the cache of a whole request
+    tpot = latency.time_per_output_token(arch)
+    full = {economics.u: 1}
+    cost_input = economics.input_cost(arch).subs(full)
+    cost_output = economics.cost_per_million_output_tokens(tpot).subs(full)
+    decode = latency.compute_bound(
+        latency.decode_compute_time(arch), latency.decode_memory_time(arch)
+    )
+    crosses = sympy.false
+    if arch.n_window_layers:  # the window fills up during the output: S crosses W - 1
+        crosses = sympy.And(T < W - 1, W - 1 < latency.last_context(), L_w > 0)
+    first, last = _flag(decode.subs(S, T)), _flag(decode.subs(S, latency.last_context()))
+    return {
+        "weights": latency.weight_bytes_per_gpu(arch),
+        "kv_cache": latency.cache_bytes_per_gpu(arch).subs(whole),
+        "memory": latency.memory_per_gpu(arch).subs(whole),
+        "budget": latency.memory_budget(),
+        "ttft": latency.prefill_time(arch),
+        "tpot": tpot,
+        "total": latency.generation_time(arch),
+        "throughput": latency.throughput(arch),
+        "cost_input": cost_input,
+        "cost_output": cost_output,
+        "cost_request": economics.request_cost(cost_input, cost_output),
+        "prefill_compute_bound": _flag(
+            latency.compute_bound(
+                latency.prefill_compute_time(arch), latency.prefill_memory_time(arch)
+            )
+        ),
+        "decode_compute_bound_first": first,
+        "decode_compute_bound_last": last,
+        "exact": _flag(sympy.And(sympy.Eq(first, last), sympy.Not(crosses))),
+        "mean_context": latency.mean_context(),
+        "capacity": M,
+    }
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(arch) -> dict:
+    return {key: numeric(expr) for key, expr in report_formulas(arch).items()}
+
+
+def bound_text(*flags) -> str:
+    """The bounds of a phase, from its ``*_compute_bound`` values in order: one bound, or
+    each in turn ("bandwidth, then compute")."""
+    names = [BOUNDS[int(flag)] for flag in flags]
+    return THEN.join(dict.fromkeys(names))
+
+
+def calculate(
+    model,
+    gpu,
+    n_gpus: int = 1,
+    dtype: str = "bf16",
+    cache_dtype: str | None = None,
+    batch: int = 1,
+    prompt_len: int = 2048,
+    output_len: int = 256,
+    *,
+    compute_dtype: str | None = None,
+    compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY,
+    bandwidth_efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY,
+    link_latency: float = DEFAULT_LINK_LATENCY,
+    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
+) -> dict:
+    """Memory per GPU, time to first token, time per output token, throughput, cost per
+    million tokens and the limiting bound of ``batch`` identical requests of ``prompt_len``
+    prompt and ``output_len`` output tokens, on ``n_gpus`` GPUs with tensor parallelism.
+
+    The arguments make a ``Scenario``, which checks them (``KeyError`` for an unknown model,
+    GPU or a compute format without a FLOP rate; ``ArgumentError``, a ``ValueError``, naming
+    the argument for everything else, including a model that does not fit in
+    ``memory_utilization`` of the GPUs' memory and a request past its context window).
+
+    Returns ``memory`` (bytes per GPU: weights, kv_cache at prompt_len + output_len tokens,
+    total, budget, capacity, fits), ``ttft``, ``tpot``, ``total`` (seconds), ``throughput``
+    (output tokens per second), ``cost`` (USD per million input and output tokens, per request,
+    and the price per GPU-hour with its date; None where the GPU has no price), ``bound``
+    (compute or bandwidth, for prefill and decode; "bandwidth, then compute" if decode changes
+    bound during the output), ``mean_context``, ``exact``, and the settings it used.
+    """
+    s = Scenario(
+        model, gpu, n_gpus=n_gpus, dtype=dtype, cache_dtype=cache_dtype,
+        compute_dtype=compute_dtype, compute_efficiency=compute_efficiency,
+        bandwidth_efficiency=bandwidth_efficiency, link_latency=link_latency,
+        memory_utilization=memory_utilization, batch=batch, prompt_len=prompt_len,
+        output_len=output_len,
+    )  # fmt: skip
+    return report(s)
+
+
+def report_values(s: Scenario) -> dict[str, float | None]:
+    """Every formula of ``report_formulas`` at the scenario's values (costs None where the
+    GPU has no price)."""
+    if s.parallel != "tensor":
+        raise ValueError("the report is for tensor parallelism; give parallel='tensor'")
+    price = s.gpu.price_per_hour
+    values = {**s.values(), "price_per_hour": price or 1.0}
+    r = {key: f.from_values(values) for key, f in _compiled(s.model).items()}
+    return {k: None if k.startswith("cost_") and not price else v for k, v in r.items()}
+
+
+def report(s: Scenario) -> dict:
+    """``calculate`` of a ``Scenario`` (tensor parallelism)."""
+    r = report_values(s)
+    cost = {key: r[f"cost_{key}"] for key in ("input", "output", "request")}
+    price = s.gpu.price_per_hour
+    return {
+        "model": s.model.name,
+        "gpu": s.gpu.name,
+        **{name: getattr(s, name) for name in ("n_gpus", "dtype", "cache_dtype", "compute_dtype")},
+        **{name: getattr(s, name) for name in ("batch", "prompt_len", "output_len")},
+        "memory": {
+            "weights": r["weights"],
+            "kv_cache": r["kv_cache"],
+            "total": r["memory"],
+            "budget": r["budget"],
+            "capacity": r["capacity"],
+            "fits": True,  # the scenario refuses what does not
+        },
+        "ttft": r["ttft"],
+        "tpot": r["tpot"],
+        "total": r["total"],
+        "throughput": r["throughput"],
+        "cost": {**cost, "price_per_hour": price, "price_date": s.gpu.price_date},
+        "bound": {
+            "prefill": bound_text(r["prefill_compute_bound"]),
+            "decode": bound_text(r["decode_compute_bound_first"], r["decode_compute_bound_last"]),
+        },
+        "mean_context": r["mean_context"],
+        "exact": bool(r["exact"]),
+        **{name: getattr(s, name) for name in ("compute_efficiency", "bandwidth_efficiency")},
+        **{name: getattr(s, name) for name in ("link_latency", "memory_utilization")},
+    }

@@ -1,0 +1,146 @@
+"""The report of a served model (ia.calculate): closed forms that agree with the step-by-step
+library, and clear errors."""
+
+import math
+import re
+
+import pytest
+
+import inference_arithmetic as ia
+from inference_arithmetic import serving, timing
+from inference_arithmetic.economics import token_costs
+from inference_arithmetic.serving import calculate
+
+M, G = ia.model("llama-3.1-8b"), ia.gpu("h100-sxm")
+
+
+def _close(a, b, rel=1e-9):
+    return math.isclose(a, b, rel_tol=rel)
+
+
+@pytest.mark.parametrize(
+    "name, gpu, n, dtype, cache, batch",
+    [
+        ("llama-3.1-8b", "h100-sxm", 1, "bf16", None, 16),
+        ("llama-3.1-70b", "h200", 4, "fp8", "fp8", 64),
+        ("mixtral-8x7b", "a100-80gb", 2, "bf16", "int8", 8),
+    ],
+)
+def test_one_bound_throughout_gives_the_librarys_numbers_exactly(name, gpu, n, dtype, cache, batch):
+    m, g = ia.model(name), ia.gpu(gpu)
+    r = calculate(name, gpu, n, dtype, cache, batch, 2048, 256)
+    assert r["exact"] and r["bound"] == {"prefill": "compute", "decode": "bandwidth"}
+    run = ia.generation(m, g, batch, 2048, 256, n_gpus=n, dtype=dtype, cache_dtype=cache)
+    for key in ("ttft", "tpot", "total", "throughput"):
+        assert _close(r[key], run[key]), key
+    weights = ia.param_count(m) * ia.bytes_per_number(dtype) / n
+    cache_bytes = ia.kv_cache_bytes(m, batch, 2048 + 256, cache or dtype) / n
+    assert _close(r["memory"]["weights"], weights)
+    assert _close(r["memory"]["kv_cache"], cache_bytes)
+    assert r["memory"]["total"] == r["memory"]["weights"] + r["memory"]["kv_cache"]
+    costs = token_costs(m, g, batch, 2048, 256, n, dtype, cache_dtype=cache)
+    for key in ("input", "output", "request"):
+        assert _close(r["cost"][key], costs[key]), key
+    assert r["cost"]["price_date"] == g.price_date
+
+
+def test_costs_by_hand():
+    r = calculate(M, G, batch=8)
+    per_second = G.price_per_hour / 3600
+    assert _close(r["cost"]["input"], per_second * r["ttft"] / (8 * 2048) * 1e6)
+    assert _close(r["cost"]["output"], per_second * r["tpot"] / 8 * 1e6)
+
+
+def test_tpot_is_the_step_at_the_mean_context():
+    r = calculate(M, G, batch=4, prompt_len=1000, output_len=101)
+    assert r["mean_context"] == 1000 + 99 / 2  # steps at 1000, ..., 1099
+    step = ia.decode_step_time(M, G, 4, 1000) + ia.decode_step_time(M, G, 4, 1099)
+    assert _close(r["tpot"], step / 2)
+    one = calculate(M, G, output_len=1)  # one token: ia.generation times one step at S = T
+    assert one["mean_context"] == 2048
+    assert one["total"] == one["ttft"] and _close(one["throughput"], 1 / one["ttft"])
+
+
+def test_defaults_are_the_librarys():
+    r = calculate(M, G)
+    assert r["compute_efficiency"] == timing.DEFAULT_COMPUTE_EFFICIENCY
+    assert r["bandwidth_efficiency"] == timing.DEFAULT_BANDWIDTH_EFFICIENCY
+    assert r["memory_utilization"] == timing.DEFAULT_MEMORY_UTILIZATION
+    slower = calculate(M, G, bandwidth_efficiency=timing.DEFAULT_BANDWIDTH_EFFICIENCY / 2)
+    assert slower["tpot"] > 1.9 * r["tpot"]  # decode is bandwidth-bound at batch 1
+    ideal = calculate(M, G, **timing.IDEAL)
+    assert _close(ideal["tpot"], ia.generation(M, G, **timing.IDEAL)["tpot"])
+
+
+def test_a_bound_that_changes_during_the_output_is_flagged():
+    # DeepSeek-V3 re-expands its cache at every step: the FLOPs of a long output overtake.
+    r = calculate("deepseek-v3", "h200", 8, "fp8", batch=64, prompt_len=500, output_len=3000)
+    assert r["bound"]["decode"] == "bandwidth, then compute" and not r["exact"]
+    # A sliding window that fills up during the output makes the mean approximate too.
+    w = calculate("mistral-7b-v0.1", "h100-sxm", prompt_len=3000, output_len=3000)
+    assert not w["exact"]
+    assert calculate("mistral-7b-v0.1", "h100-sxm", prompt_len=1000, output_len=1000)["exact"]
+
+
+def test_memory_grows_with_the_batch_and_shrinks_with_gpus():
+    one, two = calculate(M, G, batch=1), calculate(M, G, batch=2)
+    assert _close(two["memory"]["kv_cache"], 2 * one["memory"]["kv_cache"])
+    split = calculate(M, G, n_gpus=2)
+    assert _close(split["memory"]["weights"], one["memory"]["weights"] / 2)
+    assert calculate(M, G, dtype="fp8")["memory"]["weights"] == one["memory"]["weights"] / 2
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, fragment",
+    [
+        ({"model": "llama-3-8b"}, KeyError, "unknown model 'llama-3-8b'; close matches: "),
+        ({"gpu": "h100"}, KeyError, "unknown gpu 'h100'; close matches: .*h100-sxm"),
+        ({"dtype": "bf8"}, ValueError, "dtype must be one of .*'bf16'.*got 'bf8'"),
+        ({"batch": 0}, ValueError, "batch must be a whole number from 1 up, got 0"),
+        ({"prompt_len": -5}, ValueError, "prompt_len must be a whole number from 1 up"),
+        ({"output_len": 2.5}, ValueError, "output_len must be a whole number from 1 up"),
+        ({"n_gpus": True}, ValueError, "n_gpus must be a whole number from 1 up"),
+        ({"n_gpus": 3}, ValueError, "32 attention heads and 8 KV heads .* 3 GPUs.*1, 2, 4, 8"),
+        ({"dtype": "int4"}, KeyError, "h100-sxm has no peak FLOP rate for int4.*compute_dtype"),
+        ({"compute_efficiency": 5}, ValueError, r"compute_efficiency must be a number in \(0, 1\]"),
+        ({"model": "gpt2"}, ValueError, r"gpt2 reads at most 1,024 tokens.*is 2,304"),
+        (
+            {"model": "llama-3.1-405b"},
+            ValueError,
+            r"llama-3.1-405b does not fit: needs 81\d GB per GPU .* budget is 72 GB \(0.9 of 80\b",
+        ),
+        ({"batch": 4096, "prompt_len": 100_000}, ValueError, "does not fit"),
+    ],
+)
+def test_impossible_inputs_say_why(kwargs, error, fragment):
+    arguments = {"model": M, "gpu": G, **kwargs}
+    with pytest.raises(error, match=fragment):
+        calculate(**arguments)
+
+
+def test_every_model_on_every_gpu_gives_numbers_or_a_clear_error():
+    answered = 0
+    for name in ia.model_names():
+        for gpu in ia.gpu_names():
+            try:
+                r = calculate(name, gpu, batch=8, prompt_len=512, output_len=128)
+            except (ValueError, KeyError) as error:
+                assert re.search("does not fit|no peak FLOP rate|context window", str(error))
+                continue
+            answered += 1
+            assert r["memory"]["total"] <= r["memory"]["budget"] < r["memory"]["capacity"]
+            assert 0 < r["tpot"] < r["total"] and r["throughput"] > 0
+            assert r["cost"]["output"] > r["cost"]["input"] > 0
+    assert answered > len(ia.model_names())
+
+
+def test_int4_weights_computed_in_bf16():
+    r = calculate(M, G, dtype="int4", compute_dtype="bf16")
+    assert r["cache_dtype"] == "bf16" and r["compute_dtype"] == "bf16"
+    assert _close(r["tpot"], ia.generation(M, G, dtype="int4", compute_dtype="bf16")["tpot"])
+
+
+def test_the_bound_text():
+    assert serving.bound_text(0) == "bandwidth"
+    assert serving.bound_text(0, 1) == "bandwidth, then compute"
+    assert serving.bound_text(1, 1) == "compute"
