@@ -32,9 +32,8 @@ from inference_arithmetic.hardware import gpu_names
 from inference_arithmetic.live import FORMAT_RUNTIME, embed_json
 from inference_arithmetic.models import model as registry_model
 from inference_arithmetic.models import model_names
-from inference_arithmetic.serving import calculate
 
-__all__ = ["calculate", "Calculator", "widget", "RANGES", "ROWS", "SAME", "NOTES"]
+__all__ = ["Calculator", "widget", "ranges", "readout_html", "ROWS", "SAME", "NOTES"]
 
 SAME = "as weights"
 """The cache dtype choice that stores the KV cache like the weights (``cache_dtype=None``)."""
@@ -54,8 +53,6 @@ def ranges() -> dict[str, tuple[int, int]]:
         "output_len": (1, _max_context()),
     }
 
-
-RANGES = ("n_gpus", "batch", "prompt_len", "output_len")
 
 # (formula of serving.report_formulas, label, format kind): the rows of the readout. A row of
 # kind "bound" names the bounds of the flags it lists, in order.
@@ -194,7 +191,7 @@ class Calculator:
 
             self._widgets = {}
             for name in self.state:
-                if name in RANGES:
+                if name in ranges():
                     control = w.IntText(value=self.state[name])
                 else:
                     control = w.Dropdown(options=self.choices[name], value=self.state[name])

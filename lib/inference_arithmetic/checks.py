@@ -11,7 +11,8 @@ Traceback (most recent call last):
 ...
 inference_arithmetic.numeric.ArgumentError: compute_efficiency must be a number in (0, 1], got 1.5
 
-Every message names the argument, the value and the valid range. The errors are
+Every message names the argument, the value and the valid range (a registry name:
+``registry.lookup``). The errors are
 ``ArgumentError``, which is both a ``ValueError`` and a ``TypeError``: a string where a number
 belongs is caught by either ``except``. Each keyword function of the library, the scenario
 (``ia.Scenario``) and the page's calculator use these, so the same input gets the same answer
@@ -20,15 +21,13 @@ everywhere.
 
 from __future__ import annotations
 
-import difflib
 import math
 import numbers
 import warnings
-from collections.abc import Mapping
 
 from inference_arithmetic.numeric import ArgumentError
 
-__all__ = ["ArgumentError", "COUNT", "count", "fraction", "amount", "choice", "lookup", "renamed"]
+__all__ = ["ArgumentError", "COUNT", "count", "fraction", "amount", "choice", "renamed"]
 
 COUNT = "{name} must be a whole number from {low}{upper}, got {value}"
 """The message for a count outside its range (``upper``: " to <high>", or " up"); the
@@ -72,19 +71,6 @@ def choice(name: str, value, choices):
     if not isinstance(value, str) or value not in choices:
         raise ArgumentError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
     return value
-
-
-def lookup(what: str, name, registry: Mapping, listing: str):
-    """``registry[name]``, or a ``KeyError`` naming close matches (``ArgumentError`` for
-    something that is not a name): the one way the model and GPU registries answer."""
-    if not isinstance(name, str):
-        message = f"a {what} is a name from {listing} or an ia.{what}(name), got {name!r}"
-        raise ArgumentError(message)
-    try:
-        return registry[name]
-    except KeyError:
-        close = difflib.get_close_matches(name, registry, n=3, cutoff=0.5) or list(registry)
-        raise KeyError(f"unknown {what} {name!r}; close matches: {', '.join(close)}") from None
 
 
 def renamed(old: str, old_value, new: str, new_value, default=None):

@@ -26,7 +26,7 @@ import sympy
 from inference_arithmetic import checks, timing
 from inference_arithmetic.formulas import economics
 from inference_arithmetic.numeric import numeric
-from inference_arithmetic.scenario import Scenario
+from inference_arithmetic.scenario import Scenario, deployment_keywords
 
 __all__ = ["token_costs", "break_even_utilization", "api_prices"]
 
@@ -61,32 +61,32 @@ def _price(gpu, price_per_hour):
     return float(gpu.price_per_hour), gpu.price_date, gpu.sources.get("price_per_hour")
 
 
+@deployment_keywords
 def token_costs(
     arch,
     gpu,
     batch: int = 1,
     prompt_len: int = 2048,
     output_len: int = 256,
-    n_gpus: int = 1,
-    dtype: str = "bf16",
+    *,
     price_per_hour: float | None = None,
     utilization: float = 1.0,
-    **timing_options,
+    **deployment,
 ) -> dict:
     """Dollars per million input tokens, per million output tokens and per request, for a batch
-    of ``batch`` identical requests served on ``n_gpus`` rented GPUs.
+    of ``batch`` identical requests served on rented GPUs (``n_gpus`` of them).
 
     ``price_per_hour`` is USD per GPU-hour (default: the GPU's dated example price);
-    ``utilization`` the fraction of paid hours the GPUs do such work; ``timing_options`` go to
-    ``timing.generation`` (parallel, efficiencies, link latency, cache dtype). Returns
+    ``utilization`` the fraction of paid hours the GPUs do such work; the other settings are the
+    ``Scenario``'s, as in ``timing.generation``. Returns
     ``input`` and ``output`` ($ per million tokens), ``request`` ($ per request, its T input
     and O output tokens priced at those rates), ``price_per_hour``, ``price_date`` (None for a
     given price), ``price_source``, ``utilization``, and the ``ttft`` and ``tpot`` the costs
     come from (seconds).
     """
     utilization = checks.fraction("utilization", utilization)
-    s = Scenario(arch, gpu, batch=batch, prompt_len=prompt_len, output_len=output_len,
-                 n_gpus=n_gpus, dtype=dtype, **timing_options)  # fmt: skip
+    workload = dict(batch=batch, prompt_len=prompt_len, output_len=output_len)
+    s = Scenario(arch, gpu, **workload, **deployment)
     price, date, source = _price(s.gpu, price_per_hour)
     run = timing.run(s)
     per_input, per_output, request, _ = _formulas(s.parallel)
@@ -108,45 +108,29 @@ def token_costs(
     }
 
 
+@deployment_keywords
 def break_even_utilization(
-    arch,
-    gpu,
-    api_input_price: float,
-    api_output_price: float,
-    batch: int = 1,
-    prompt_len: int = 2048,
-    output_len: int = 256,
-    n_gpus: int = 1,
-    dtype: str = "bf16",
-    price_per_hour: float | None = None,
-    **timing_options,
+    arch, gpu, api_input_price: float, api_output_price: float, **request
 ) -> float:
     """The fraction of paid GPU time that must do work for self-hosting a request of
     ``prompt_len`` input and ``output_len`` output tokens to cost what an API charges for it
     (``api_input_price`` and ``api_output_price``, USD per million tokens).
 
     Busier than this, the GPUs are cheaper; a value above 1 means no utilization is enough at
-    this batch and price.
+    this batch and price. ``request``: ``token_costs``'s arguments (batch, prompt_len,
+    output_len, price_per_hour and the deployment's settings).
     """
     checks.amount("api_input_price", api_input_price, "dollars")
     checks.amount("api_output_price", api_output_price, "dollars")
     if api_input_price == 0 and api_output_price == 0:
         raise ValueError("an API that charges nothing cannot be beaten: give a positive price")
-    full = token_costs(
-        arch,
-        gpu,
-        batch,
-        prompt_len,
-        output_len,
-        n_gpus,
-        dtype,
-        price_per_hour=price_per_hour,
-        **timing_options,
-    )
-    *_, even = _formulas(timing_options.get("parallel", "tensor"))
+    if "utilization" in request:
+        raise ValueError("break_even_utilization finds the utilization: do not give one")
+    full = token_costs(arch, gpu, **request)
+    *_, even = _formulas(request.get("parallel", "tensor"))
     return even(
-        seq_len=prompt_len,
-        output_len=output_len,
+        seq_len=request.get("prompt_len", 2048),
+        output_len=request.get("output_len", 256),
         input_cost=full["input"],
         output_cost=full["output"],
         api_input_price=api_input_price,

@@ -33,15 +33,13 @@ from __future__ import annotations
 
 import datetime
 import functools
-import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from importlib import resources
 from types import MappingProxyType
 
-from inference_arithmetic.checks import lookup
 from inference_arithmetic.dtypes import DTYPE_BYTES
+from inference_arithmetic.registry import entries, lookup
 
 __all__ = ["GPU", "gpu", "gpu_names", "FLOP_DTYPES", "FIGURES"]
 
@@ -187,12 +185,7 @@ def _positive(gpu_name, name, value):
 
 @functools.cache
 def _registry() -> dict[str, GPU]:
-    registry = {}
-    for path in sorted(resources.files("inference_arithmetic.gpu_specs").iterdir()):
-        if path.name.endswith(".json"):
-            entry = json.loads(path.read_text())
-            registry[entry["name"]] = GPU(**entry)
-    return registry
+    return {entry["name"]: GPU(**entry) for entry in entries("inference_arithmetic.gpu_specs")}
 
 
 def gpu_names() -> list[str]:

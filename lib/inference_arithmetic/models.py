@@ -19,7 +19,7 @@ import json
 from dataclasses import dataclass, field, fields
 from importlib import resources
 
-from inference_arithmetic.checks import lookup
+from inference_arithmetic.registry import entries, lookup
 
 __all__ = ["ModelConfig", "model", "model_names", "measured", "MODEL_TYPES"]
 
@@ -302,16 +302,14 @@ _READERS = {
 @functools.cache
 def _registry() -> dict[str, ModelConfig]:
     registry = {}
-    for path in sorted(resources.files("inference_arithmetic.model_configs").iterdir()):
-        if path.name.endswith(".json"):
-            entry = json.loads(path.read_text())
-            published = entry.get("published_params", {})
-            config = ModelConfig.from_hf_config(entry["config"], name=entry["name"])
-            registry[entry["name"]] = _with(
-                config,
-                source=entry["source"],
-                published_params=published.get("text", "") if isinstance(published, dict) else "",
-            )
+    for entry in entries("inference_arithmetic.model_configs"):
+        published = entry.get("published_params", {})
+        config = ModelConfig.from_hf_config(entry["config"], name=entry["name"])
+        registry[entry["name"]] = _with(
+            config,
+            source=entry["source"],
+            published_params=published.get("text", "") if isinstance(published, dict) else "",
+        )
     return registry
 
 

@@ -46,6 +46,8 @@ __all__ = [
     "CHECKS",
     "NO_RATE",
     "Scenario",
+    "DEPLOYMENT",
+    "deployment_keywords",
     "tensor_parallel_degrees",
 ]
 
@@ -290,3 +292,36 @@ class Scenario:
         names = ("n_gpus", "parallel", "dtype", "cache_dtype", "compute_dtype")
         names += ("compute_efficiency", "bandwidth_efficiency", "link_latency")
         return {name: getattr(self, name) for name in names + ("memory_utilization",)}
+
+
+DEPLOYMENT = (
+    "n_gpus",
+    "dtype",
+    "parallel",
+    "cache_dtype",
+    "compute_dtype",
+    "compute_efficiency",
+    "bandwidth_efficiency",
+    "link_latency",
+    "memory_utilization",
+)
+"""The scenario's deployment settings, which every keyword function takes as ``**deployment``."""
+
+
+def deployment_keywords(function):
+    """Give ``function(..., **deployment)`` a signature that lists the deployment settings
+    ``Scenario`` takes (with their defaults, keyword-only), for ``help`` and the docs: one
+    place says what they are and what they default to."""
+    import inspect
+
+    signature = inspect.signature(function)
+    own = [p for p in signature.parameters.values() if p.kind is not p.VAR_KEYWORD]
+    fields = inspect.signature(Scenario).parameters
+    names = {p.name for p in own}
+    extra = [
+        fields[name].replace(kind=inspect.Parameter.KEYWORD_ONLY)
+        for name in DEPLOYMENT
+        if name not in names
+    ]
+    function.__signature__ = signature.replace(parameters=own + extra)
+    return function

@@ -31,13 +31,7 @@ import sympy
 
 from inference_arithmetic.formulas import economics, latency
 from inference_arithmetic.numeric import numeric
-from inference_arithmetic.scenario import (
-    DEFAULT_BANDWIDTH_EFFICIENCY,
-    DEFAULT_COMPUTE_EFFICIENCY,
-    DEFAULT_LINK_LATENCY,
-    DEFAULT_MEMORY_UTILIZATION,
-    Scenario,
-)
+from inference_arithmetic.scenario import Scenario, deployment_keywords
 from inference_arithmetic.symbols import L_w, M, O, S, T, W
 
 __all__ = [
@@ -114,6 +108,7 @@ def bound_text(*flags) -> str:
     return THEN.join(dict.fromkeys(names))
 
 
+@deployment_keywords
 def calculate(
     model,
     gpu,
@@ -123,12 +118,7 @@ def calculate(
     batch: int = 1,
     prompt_len: int = 2048,
     output_len: int = 256,
-    *,
-    compute_dtype: str | None = None,
-    compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY,
-    bandwidth_efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY,
-    link_latency: float = DEFAULT_LINK_LATENCY,
-    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
+    **deployment,
 ) -> dict:
     """Memory per GPU, time to first token, time per output token, throughput, cost per
     million tokens and the limiting bound of ``batch`` identical requests of ``prompt_len``
@@ -146,13 +136,9 @@ def calculate(
     (compute or bandwidth, for prefill and decode; "bandwidth, then compute" if decode changes
     bound during the output), ``mean_context``, ``exact``, and the settings it used.
     """
-    s = Scenario(
-        model, gpu, n_gpus=n_gpus, dtype=dtype, cache_dtype=cache_dtype,
-        compute_dtype=compute_dtype, compute_efficiency=compute_efficiency,
-        bandwidth_efficiency=bandwidth_efficiency, link_latency=link_latency,
-        memory_utilization=memory_utilization, batch=batch, prompt_len=prompt_len,
-        output_len=output_len,
-    )  # fmt: skip
+    workload = dict(batch=batch, prompt_len=prompt_len, output_len=output_len)
+    deployment.update(n_gpus=n_gpus, dtype=dtype, cache_dtype=cache_dtype)
+    s = Scenario(model, gpu, **workload, **deployment)
     return report(s)
 
 

@@ -2,9 +2,9 @@
 
 Each symbol's *name* is the keyword argument that compiled formulas take (``batch``,
 ``d_model``), so code reads like prose; its *LaTeX* is the short letter the chapters use
-(``B``, ``D``). ``S`` (the context length) is left out of ``__all__``, so that a star import
-does not hide SymPy's own ``S``; import it by name. ``NOTATION`` keeps both with a meaning and a unit, and the introduction
-prints its table from here.
+(``B``, ``D``). ``NOTATION`` keeps both with a meaning and a unit, and the introduction
+prints its table from here. ``S`` (the context length) is left out of ``__all__``, so that a
+star import does not hide SymPy's own ``S``; import it by name.
 
 >>> from inference_arithmetic.symbols import B, D
 >>> B * D

@@ -32,20 +32,18 @@ from inference_arithmetic.dtypes import bytes_per_number
 from inference_arithmetic.formulas import latency
 from inference_arithmetic.models import model as registry_model
 from inference_arithmetic.numeric import ArgumentError, numeric
-from inference_arithmetic.scenario import (
+from inference_arithmetic.scenario import (  # noqa: F401  (DEFAULT_*: ia.timing.DEFAULT_*)
     DEFAULT_BANDWIDTH_EFFICIENCY,
     DEFAULT_COMPUTE_EFFICIENCY,
     DEFAULT_LINK_LATENCY,
     DEFAULT_MEMORY_UTILIZATION,
     Scenario,
+    deployment_keywords,
 )
 
+# The DEFAULT_* efficiencies are the scenario's (documented there), here as ia.timing.DEFAULT_*.
 __all__ = [
     "PARALLEL",
-    "DEFAULT_COMPUTE_EFFICIENCY",
-    "DEFAULT_BANDWIDTH_EFFICIENCY",
-    "DEFAULT_LINK_LATENCY",
-    "DEFAULT_MEMORY_UTILIZATION",
     "IDEAL",
     "prefill_time",
     "decode_step_time",
@@ -85,37 +83,20 @@ def _steps(s: Scenario, contexts, mla="reexpand"):
     )
 
 
+@deployment_keywords
 def prefill_time(
-    arch,
-    gpu,
-    batch: int = 1,
-    prompt_len: int = 2048,
-    n_gpus: int = 1,
-    dtype: str = "bf16",
-    parallel: str = "tensor",
-    compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY,
-    bandwidth_efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY,
-    link_latency: float = DEFAULT_LINK_LATENCY,
-    cache_dtype: str | None = None,
-    compute_dtype: str | None = None,
-    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
+    arch, gpu, batch: int = 1, prompt_len: int = 2048, n_gpus: int = 1, dtype="bf16", **deployment
 ) -> float:
     """Seconds to prefill ``batch`` prompts of ``prompt_len`` tokens: the time to first token.
 
     With ``parallel="pipeline"`` the stages run one after another for a single batch, so the
     time is one GPU's (were it big enough) plus the hand-offs between stages.
     """
-    options = dict(locals())
-    s = Scenario(**_scenario_arguments(options, output_len=1))
-    return _prefill(s)
+    workload = dict(batch=batch, prompt_len=prompt_len, output_len=1)
+    return _prefill(Scenario(arch, gpu, **workload, n_gpus=n_gpus, dtype=dtype, **deployment))
 
 
-def _scenario_arguments(options: dict, **workload) -> dict:
-    """A keyword function's arguments as ``Scenario``'s."""
-    arguments = {k: v for k, v in options.items() if k not in ("arch", "context_len", "mla")}
-    return {"model": options["arch"], **arguments, **workload}
-
-
+@deployment_keywords
 def decode_step_time(
     arch,
     gpu,
@@ -123,19 +104,14 @@ def decode_step_time(
     context_len: int = 2048,
     n_gpus: int = 1,
     dtype: str = "bf16",
-    parallel: str = "tensor",
-    compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY,
-    bandwidth_efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY,
-    link_latency: float = DEFAULT_LINK_LATENCY,
-    cache_dtype: str | None = None,
-    compute_dtype: str | None = None,
+    *,
     mla: str = "reexpand",
-    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
+    **deployment,
 ) -> float:
     """Seconds of one decode step for ``batch`` requests with ``context_len`` tokens cached:
     the time per output token of each of them (the step writes token ``context_len + 1``)."""
-    options = dict(locals())
-    s = Scenario(**_scenario_arguments(options, prompt_len=context_len, output_len=1))
+    workload = dict(batch=batch, prompt_len=context_len, output_len=1)
+    s = Scenario(arch, gpu, **workload, n_gpus=n_gpus, dtype=dtype, **deployment)
     return float(_steps(s, np.asarray(s.prompt_len), mla))
 
 
@@ -162,6 +138,7 @@ def _request_time(_):
     return latency.request_time(_ttft, _tpot)
 
 
+@deployment_keywords
 def generation(
     arch,
     gpu,
@@ -170,13 +147,7 @@ def generation(
     output_len: int = 256,
     n_gpus: int = 1,
     dtype: str = "bf16",
-    parallel: str = "tensor",
-    compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY,
-    bandwidth_efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY,
-    link_latency: float = DEFAULT_LINK_LATENCY,
-    cache_dtype: str | None = None,
-    compute_dtype: str | None = None,
-    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
+    **deployment,
 ) -> dict[str, float]:
     """A batch of identical requests from prompt to last token.
 
@@ -187,7 +158,8 @@ def generation(
     (``latency.output_throughput``: with pipeline parallelism, n batches in flight keep every
     stage busy, so n times one batch's, latency unchanged).
     """
-    return run(Scenario(**_scenario_arguments(dict(locals()))))
+    workload = dict(batch=batch, prompt_len=prompt_len, output_len=output_len)
+    return run(Scenario(arch, gpu, **workload, n_gpus=n_gpus, dtype=dtype, **deployment))
 
 
 def in_waves(s: Scenario) -> dict[str, float]:
@@ -214,6 +186,7 @@ def in_waves(s: Scenario) -> dict[str, float]:
     }
 
 
+@deployment_keywords
 def serve(
     arch,
     gpu,
@@ -222,8 +195,7 @@ def serve(
     output_len: int = 256,
     n_gpus: int = 1,
     dtype: str = "bf16",
-    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
-    **options,
+    **deployment,
 ) -> dict[str, float]:
     """``requests`` identical requests sent at once to an engine whose KV cache holds only so
     many: it runs them in waves of at most ``concurrency`` requests, one after another.
@@ -231,23 +203,12 @@ def serve(
     ``concurrency`` is the number of whole requests (prompt and output) whose cache fits in
     ``memory_utilization`` of the GPUs' memory beside the weights. Returns the waves, the
     concurrency, the elapsed seconds and the throughput in output tokens per second, plus the
-    first wave's time to first token and time per output token. ``options`` are those of
-    ``generation`` (parallel, efficiencies, link latency, cache and compute dtypes).
+    first wave's time to first token and time per output token.
     """
     checks.count("requests", requests)
-    s = Scenario(
-        arch,
-        gpu,
-        batch=requests,
-        prompt_len=prompt_len,
-        output_len=output_len,
-        n_gpus=n_gpus,
-        dtype=dtype,
-        memory_utilization=memory_utilization,
-        in_waves=True,
-        **options,
-    )
-    return in_waves(s)
+    workload = dict(batch=requests, prompt_len=prompt_len, output_len=output_len)
+    deployment.update(n_gpus=n_gpus, dtype=dtype)
+    return in_waves(Scenario(arch, gpu, **workload, in_waves=True, **deployment))
 
 
 def weights_per_gpu(arch, n_gpus: int = 1, dtype: str = "bf16") -> float:
@@ -258,23 +219,17 @@ def weights_per_gpu(arch, n_gpus: int = 1, dtype: str = "bf16") -> float:
     return _formula(latency.weight_bytes_per_gpu, arch).from_values(values)
 
 
+@deployment_keywords
 def max_batch(
-    arch,
-    gpu,
-    context_len: int = 2048,
-    n_gpus: int = 1,
-    dtype: str = "bf16",
-    cache_dtype: str | None = None,
-    compute_dtype: str | None = None,
-    memory_utilization: float = DEFAULT_MEMORY_UTILIZATION,
+    arch, gpu, context_len: int = 2048, n_gpus: int = 1, dtype: str = "bf16", **deployment
 ) -> int:
     """The most requests of ``context_len`` tokens (prompt and output, at least one each)
     whose KV cache fits beside the weights in ``memory_utilization`` of the GPUs' memory;
     0 if not even one does."""
     context_len = checks.count("context_len", context_len, low=2)
+    workload = dict(prompt_len=context_len - 1, output_len=1, in_waves=True)
     try:
-        s = Scenario(**_scenario_arguments(dict(locals()), prompt_len=context_len - 1,
-                                           output_len=1, in_waves=True))  # fmt: skip
+        s = Scenario(arch, gpu, **workload, n_gpus=n_gpus, dtype=dtype, **deployment)
     except ArgumentError as error:
         if getattr(error, "check", None) == "fit":
             return 0
@@ -283,29 +238,25 @@ def max_batch(
     return int(_formula(latency.max_concurrency, s.model).from_values(values))
 
 
+@deployment_keywords
 def compute_bound_batch(
     arch,
     gpu,
     context_len: int = 2048,
     n_gpus: int = 1,
     dtype: str = "bf16",
-    compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY,
-    bandwidth_efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY,
-    cache_dtype: str | None = None,
-    compute_dtype: str | None = None,
+    *,
     limit: int = 1 << 20,
+    **deployment,
 ) -> int | None:
     """The smallest batch at which a decode step's compute time reaches its memory time, or
     None if none up to ``limit`` does (the KV cache grows with the batch as fast as the
     FLOPs, so long contexts may never turn compute-bound). Memory is not checked: the answer
     may be a batch that does not fit."""
     limit = checks.count("limit", limit)
-    s = Scenario(
-        arch, gpu, n_gpus=n_gpus, dtype=dtype, compute_efficiency=compute_efficiency,
-        bandwidth_efficiency=bandwidth_efficiency, cache_dtype=cache_dtype,
-        compute_dtype=compute_dtype, prompt_len=context_len, output_len=1,
-        memory_utilization=1.0, in_waves=True,
-    )  # fmt: skip
+    deployment.setdefault("memory_utilization", 1.0)  # memory is not the question here
+    workload = dict(prompt_len=context_len, output_len=1, in_waves=True)
+    s = Scenario(arch, gpu, **workload, n_gpus=n_gpus, dtype=dtype, **deployment)
     bound = _formula(_decode_bound, s.model)
 
     def compute_bound(batches):

@@ -31,7 +31,7 @@ import numpy as np
 import sympy
 
 from inference_arithmetic import format as fmt
-from inference_arithmetic.controls import (
+from inference_arithmetic.controls import (  # noqa: F401  (re-exported: ia.widgets.Range, ...)
     DASHES,
     PALETTE,
     Choice,
@@ -44,18 +44,9 @@ from inference_arithmetic.controls import (
 from inference_arithmetic.live import live_html
 from inference_arithmetic.numeric import numeric
 
-__all__ = [
-    "Range",
-    "Choice",
-    "Preset",
-    "PALETTE",
-    "DASHES",
-    "curve_style",
-    "model_preset",
-    "gpu_preset",
-    "FormulaWidget",
-    "formula_widget",
-]
+# Range, Choice, Preset, curve_style, model_preset and gpu_preset are ``controls``'s, used here
+# and by the chapters as ``ia.widgets.Range``; they are documented there.
+__all__ = ["FormulaWidget", "formula_widget"]
 
 
 def _show(value: float) -> str:
