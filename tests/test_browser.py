@@ -362,7 +362,7 @@ def test_the_calculator_recomputes_what_calculate_gives(browser):
     _, out = enter("n_gpus", 3)  # 64 heads and 8 KV heads cannot be split over 3 GPUs
     assert out is None and "it may be 1, 2, 4, 8" in root.inner_text()
     enter("n_gpus", 4)
-    _, out = enter("prompt_len", 130_000)  # past Llama 3.1's window of 131,072 tokens
+    _, out = enter("prompt_len", 131_000)  # + 333 output tokens: past the 131,072-token window
     assert out is None and "context window" in root.inner_text()
     enter("prompt_len", 777)
     _, impossible = choose("dtype", "int4")  # no GPU has an int4 FLOP rate

@@ -61,5 +61,7 @@ def test_kv_cache_bytes_equal_the_cache_tensors(name):
     assert cache["dtype"] == "bfloat16" and cache["batch"] == 1
     for seq_len, measured in cache["after_prefill"].items():
         # DeepSeek-V3's reference implementation caches the compressed latent of MLA.
-        bytes_ = ia.kv_cache_bytes(m, batch=1, seq_len=int(seq_len), dtype="bf16", mla="latent")
+        bytes_ = ia.kv_cache_bytes(
+            m, batch=1, context_len=int(seq_len), dtype="bf16", mla_cache="latent"
+        )
         assert bytes_ == measured["bytes"], seq_len

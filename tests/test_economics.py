@@ -132,13 +132,13 @@ def test_api_prices_are_dated_and_sourced():
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"utilization": 0.0}, "utilization must be a number in"),
-        ({"utilization": 1.5}, "utilization must be a number in"),
+        ({"utilization": 0.0}, "utilization must be a number from 0.001 to 1"),
+        ({"utilization": 1.5}, "utilization must be a number from 0.001 to 1"),
         ({"utilization": True}, "utilization must be a number"),
-        ({"price_per_hour": -1.0}, "price_per_hour must be a finite, positive number"),
-        ({"price_per_hour": math.nan}, "price_per_hour must be a finite, positive number"),
+        ({"price_per_hour": -1.0}, "price_per_hour must be a positive number of dollars"),
+        ({"price_per_hour": math.nan}, "price_per_hour must be a positive number of dollars"),
         ({"batch": 0}, "batch must be a whole number from 1 up"),
-        ({"compute_efficiency": 2.0}, "compute_efficiency must be a number in"),
+        ({"compute_efficiency": 2.0}, "compute_efficiency must be a number from 0.001 to 1"),
     ],
 )
 def test_bad_input_raises_a_clear_error(options, message):
@@ -160,7 +160,9 @@ def test_a_gpu_without_a_price_needs_one():
 
 
 def test_bad_api_prices_raise():
-    with pytest.raises(ValueError, match="api_output_price must be a finite, non-negative"):
+    with pytest.raises(
+        ValueError, match="api_output_price must be a non-negative number of dollars"
+    ):
         economics.break_even_utilization(SMALL, H100, 0.1, -0.1)
     with pytest.raises(ValueError, match="charges nothing"):
         economics.break_even_utilization(SMALL, H100, 0, 0)

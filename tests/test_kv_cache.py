@@ -16,7 +16,7 @@ def test_llama_3_70b_at_2048_tokens_is_the_sources_number():
     m = ia.model("llama-3.1-70b")
     # 2 (K and V) * 2 bytes * 80 layers * 128 head width * 8 KV heads * 2048 tokens
     expected = 2 * 2 * m.n_layers * m.d_head * m.n_kv_heads * 2048
-    assert ia.kv_cache_bytes(m, batch=1, seq_len=2048, dtype="bf16") == expected == 671_088_640
+    assert ia.kv_cache_bytes(m, batch=1, context_len=2048, dtype="bf16") == expected == 671_088_640
 
 
 @settings(max_examples=40, deadline=None)
@@ -28,8 +28,8 @@ def test_llama_3_70b_at_2048_tokens_is_the_sources_number():
 )
 def test_cache_is_linear_in_batch_and_length(name, batch, seq, dtype):
     m = ia.model(name)
-    one = ia.kv_cache_bytes(m, batch=1, seq_len=1, dtype=dtype)
-    assert ia.kv_cache_bytes(m, batch=batch, seq_len=seq, dtype=dtype) == one * batch * seq
+    one = ia.kv_cache_bytes(m, batch=1, context_len=1, dtype=dtype)
+    assert ia.kv_cache_bytes(m, batch=batch, context_len=seq, dtype=dtype) == one * batch * seq
 
 
 @settings(max_examples=40, deadline=None)
@@ -38,7 +38,7 @@ def test_a_window_caps_what_windowed_layers_keep(seq):
     m = ia.model("mistral-7b-v0.1")  # every layer has a 4096-token window
     per_token_layer = 2 * 2 * m.n_kv_heads * m.d_head
     kept = min(seq, m.window - 1)  # the new token attends to itself and W - 1 cached ones
-    assert ia.kv_cache_bytes(m, seq_len=seq) == m.n_layers * kept * per_token_layer
+    assert ia.kv_cache_bytes(m, context_len=seq) == m.n_layers * kept * per_token_layer
 
 
 def test_gemma_2_windows_every_other_layer():
@@ -47,13 +47,13 @@ def test_gemma_2_windows_every_other_layer():
     long = 4 * m.window
     global_layers = m.n_layers - m.n_window_layers
     expected = per_layer * (global_layers * long + m.n_window_layers * (m.window - 1))
-    assert ia.kv_cache_bytes(m, seq_len=long) == expected
+    assert ia.kv_cache_bytes(m, context_len=long) == expected
 
 
 def test_mla_latent_and_expanded_forms():
     m = ia.model("deepseek-v3")
-    latent = ia.kv_cache_bytes(m, seq_len=1, mla="latent")
-    expanded = ia.kv_cache_bytes(m, seq_len=1, mla="expanded")
+    latent = ia.kv_cache_bytes(m, context_len=1, mla_cache="latent")
+    expanded = ia.kv_cache_bytes(m, context_len=1, mla_cache="expanded")
     assert latent == 2 * m.n_layers * (m.kv_lora_rank + m.qk_rope_head_dim)
     heads = m.qk_nope_head_dim + m.qk_rope_head_dim + m.v_head_dim
     assert expanded == 2 * m.n_layers * m.n_heads * heads
@@ -62,15 +62,27 @@ def test_mla_latent_and_expanded_forms():
 
 def test_mla_form_is_ignored_by_standard_attention_and_checked():
     m = ia.model("llama-3.1-8b")
-    assert ia.kv_cache_bytes(m, mla="latent") == ia.kv_cache_bytes(m, mla="expanded")
+    assert ia.kv_cache_bytes(m, mla_cache="latent") == ia.kv_cache_bytes(m, mla_cache="expanded")
     with pytest.raises(ValueError, match="unknown MLA cache form 'compressed'"):
-        ia.kv_cache_bytes(m, mla="compressed")
+        ia.kv_cache_bytes(m, mla_cache="compressed")
 
 
-@pytest.mark.parametrize("bad", [dict(batch=0), dict(seq_len=-1), dict(batch=1.5)])
+@pytest.mark.parametrize("bad", [dict(batch=0), dict(context_len=-1), dict(batch=1.5)])
 def test_bad_sizes_raise(bad):
     with pytest.raises(ValueError, match="must be a whole number from 1 up"):
         ia.kv_cache_bytes(ia.model("llama-3.1-8b"), **bad)
+
+
+def test_old_keywords_still_work_and_say_their_new_names():
+    m = ia.model("deepseek-v3")
+    with pytest.warns(DeprecationWarning, match="seq_len= is now called context_len="):
+        old = ia.kv_cache_bytes(m, seq_len=4096)
+    assert old == ia.kv_cache_bytes(m, context_len=4096)
+    with pytest.warns(DeprecationWarning, match="mla= is now called mla_cache="):
+        old = ia.kv_cache_bytes(m, mla="expanded")
+    assert old == ia.kv_cache_bytes(m, mla_cache="expanded")
+    with pytest.raises(ValueError, match="give context_len= only"):
+        ia.kv_cache_bytes(m, context_len=10, seq_len=10)
 
 
 def test_unknown_dtype_lists_the_known_ones():

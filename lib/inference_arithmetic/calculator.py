@@ -33,7 +33,7 @@ from inference_arithmetic.live import FORMAT_RUNTIME, embed_json
 from inference_arithmetic.models import model as registry_model
 from inference_arithmetic.models import model_names
 
-__all__ = ["Calculator", "widget", "ranges", "readout_html", "ROWS", "SAME", "NOTES"]
+__all__ = ["Calculator", "widget", "ranges", "cell", "readout_html", "ROWS", "SAME", "NOTES"]
 
 SAME = "as weights"
 """The cache dtype choice that stores the KV cache like the weights (``cache_dtype=None``)."""
@@ -83,7 +83,9 @@ NOTES = {
 """The sentence under the readout, in two parts joined by "; "."""
 
 
-def _cell(row, values) -> str:
+def cell(row, values) -> str:
+    """One row of the readout (of ``ROWS``) as text: a formula's value in its kind, or the
+    bounds of a phase (``serving.bound_text``)."""
     key, _, kind = row
     if kind == "bound":
         return serving.bound_text(*(values[k] for k in key))
@@ -102,7 +104,7 @@ def readout_html(values, gpu, message: str | None = None) -> str:
     if values is None:
         return f'<p class="ia-calc-message" role="alert"><b>{html.escape(message)}</b></p>'
     rows = "".join(
-        f"<tr><td>{row[1]}</td><td><b>{html.escape(_cell(row, values))}</b></td></tr>"
+        f"<tr><td>{row[1]}</td><td><b>{html.escape(cell(row, values))}</b></td></tr>"
         for row in ROWS
     )
     return f"<table>{rows}</table><p>{html.escape(_note(values, gpu))}</p>"
@@ -216,7 +218,7 @@ class Calculator:
         if self.values is None:
             return f"Calculator ({args}): {self.message}"
         lines = [f"Calculator ({args}):"]
-        lines += [f"  {row[1]}: {_cell(row, self.values)}" for row in ROWS]
+        lines += [f"  {row[1]}: {cell(row, self.values)}" for row in ROWS]
         return "\n".join(lines + [f"  {_note(self.values, registry_gpu(self.state['gpu']))}"])
 
     def spec(self) -> dict:

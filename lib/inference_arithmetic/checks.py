@@ -9,7 +9,7 @@ inference_arithmetic.numeric.ArgumentError: batch must be a whole number from 1 
 >>> fraction("compute_efficiency", 1.5)
 Traceback (most recent call last):
 ...
-inference_arithmetic.numeric.ArgumentError: compute_efficiency must be a number in (0, 1], got 1.5
+inference_arithmetic.numeric.ArgumentError: compute_efficiency must be a number from 0.001 to 1, got 1.5
 
 Every message names the argument, the value and the valid range (a registry name:
 ``registry.lookup``). The errors are
@@ -29,6 +29,8 @@ from inference_arithmetic.numeric import ArgumentError
 
 __all__ = ["ArgumentError", "COUNT", "count", "fraction", "amount", "choice", "renamed"]
 
+FRACTION = (0.001, 1.0)
+"""The range of every fraction the library takes."""
 COUNT = "{name} must be a whole number from {low}{upper}, got {value}"
 """The message for a count outside its range (``upper``: " to <high>", or " up"); the
 calculator's page fills the same template."""
@@ -50,19 +52,23 @@ def count(name: str, value, low: int = 1, high: int | None = None) -> int:
     return int(value)
 
 
-def fraction(name: str, value, zero: bool = False) -> float:
-    """A fraction in (0, 1] (or [0, 1] with ``zero``): an efficiency, a utilization."""
-    low = "[0" if zero else "(0"
-    if not _real(value) or not (0 <= value <= 1 if zero else 0 < value <= 1):
-        raise ArgumentError(f"{name} must be a number in {low}, 1], got {value!r}")
+def fraction(name: str, value) -> float:
+    """A fraction of a peak or of a whole, from 0.001 to 1: an efficiency, a utilization.
+    (A thousandth is no GPU at work, and smaller values only overflow the times.)"""
+    if not _real(value) or not FRACTION[0] <= value <= FRACTION[1]:
+        low, high = FRACTION
+        raise ArgumentError(f"{name} must be a number from {low:g} to {high:g}, got {value!r}")
     return float(value)
 
 
-def amount(name: str, value, unit: str, positive: bool = False) -> float:
-    """A finite, non-negative (or positive) real amount of ``unit``: seconds, dollars."""
+def amount(name: str, value, unit: str, positive: bool = False, high: float = 1e6) -> float:
+    """A non-negative (or positive) real amount of ``unit`` up to ``high``: seconds, dollars.
+    (A bound keeps the times and prices that follow from it finite.)"""
     sign = "positive" if positive else "non-negative"
-    if not _real(value) or not math.isfinite(value) or value < 0 or (positive and value == 0):
-        raise ArgumentError(f"{name} must be a finite, {sign} number of {unit}, got {value!r}")
+    if not _real(value) or not 0 <= value <= high or (positive and value == 0):
+        raise ArgumentError(
+            f"{name} must be a {sign} number of {unit} up to {high:g}, got {value!r}"
+        )
     return float(value)
 
 

@@ -78,8 +78,8 @@ NO_RATE = (
 class Check:
     """One rule of a scenario: ``holds`` (a SymPy condition on the formulas' symbols) must be
     true, else ``message`` is raised, filled with the scenario's settings and ``fields`` (name
-    -> (expression, ``format.show`` kind)). ``applies(arch, parallel)`` says where it is
-    checked at all."""
+    -> (expression, ``format.show`` kind)); each is built by a function of the model and the
+    parallelism. ``applies(arch, parallel)`` says where it is checked at all."""
 
     name: str
     holds: Callable
@@ -94,7 +94,7 @@ def _request(expr):
 
 
 def _fits(arch, parallel):
-    return _request(latency.memory_per_gpu(arch)) <= latency.memory_budget()
+    return _request(latency.memory_per_gpu(arch, parallel)) <= latency.memory_budget()
 
 
 CHECKS = (
@@ -107,7 +107,10 @@ CHECKS = (
         "{model}'s {n_heads} attention heads and {n_kv_heads} KV heads cannot be split over "
         "{n_gpus} GPUs with tensor parallelism: n_gpus must divide the heads and divide (or be "
         "a multiple of) the KV heads; it may be {degrees}",
-        {"n_heads": (lambda arch: H, "integer"), "n_kv_heads": (lambda arch: H_kv, "integer")},
+        {
+            "n_heads": (lambda arch, parallel: H, "integer"),
+            "n_kv_heads": (lambda arch, parallel: H_kv, "integer"),
+        },
         applies=lambda arch, parallel: parallel == "tensor",
     ),
     Check(
@@ -115,7 +118,7 @@ CHECKS = (
         lambda arch, parallel: n_gpus <= L,
         "{model} has {n_layers} layers, too few for {n_gpus} pipeline stages: use at most "
         "{n_layers} GPUs",
-        {"n_layers": (lambda arch: L, "integer")},
+        {"n_layers": (lambda arch, parallel: L, "integer")},
         applies=lambda arch, parallel: parallel == "pipeline",
     ),
     Check(
@@ -123,7 +126,10 @@ CHECKS = (
         lambda arch, parallel: T + O <= S_max,
         "{model} reads at most {window} tokens (its context window); prompt_len + output_len "
         "is {context}",
-        {"window": (lambda arch: S_max, "integer"), "context": (lambda arch: T + O, "integer")},
+        {
+            "window": (lambda arch, parallel: S_max, "integer"),
+            "context": (lambda arch, parallel: T + O, "integer"),
+        },
         applies=lambda arch, parallel: arch.context_window is not None,
     ),
     Check(
@@ -134,11 +140,17 @@ CHECKS = (
         "{budget} ({memory_utilization} of {memory}). Use more GPUs, a smaller batch, shorter "
         "requests or fewer bytes per number",
         {
-            "need": (lambda arch: _request(latency.memory_per_gpu(arch)), "nbytes"),
-            "weights": (latency.weight_bytes_per_gpu, "nbytes"),
-            "cache": (lambda arch: _request(latency.cache_bytes_per_gpu(arch)), "nbytes"),
-            "budget": (lambda arch: latency.memory_budget(), "nbytes"),
-            "memory": (lambda arch: M, "nbytes"),
+            "need": (
+                lambda arch, parallel: _request(latency.memory_per_gpu(arch, parallel)),
+                "nbytes",
+            ),
+            "weights": (lambda arch, parallel: latency.weight_bytes_per_gpu(arch), "nbytes"),
+            "cache": (
+                lambda arch, parallel: _request(latency.cache_bytes_per_gpu(arch, parallel)),
+                "nbytes",
+            ),
+            "budget": (lambda arch, parallel: latency.memory_budget(), "nbytes"),
+            "memory": (lambda arch, parallel: M, "nbytes"),
         },
     ),
 )
@@ -202,7 +214,7 @@ class Scenario:
             "batch": checks.count("batch", self.batch),
             "prompt_len": checks.count("prompt_len", self.prompt_len),
             "output_len": checks.count("output_len", self.output_len),
-            "link_latency": checks.amount("link_latency", self.link_latency, "seconds"),
+            "link_latency": checks.amount("link_latency", self.link_latency, "seconds", high=1.0),
         }
         for name in ("compute_efficiency", "bandwidth_efficiency", "memory_utilization"):
             normal[name] = checks.fraction(name, getattr(self, name))
@@ -250,7 +262,7 @@ class Scenario:
         """``check``'s message for this scenario."""
         values = self.values() if values is None else values
         shown = {
-            name: fmt.show(numeric(expr(self.model)).from_values(values), kind)
+            name: fmt.show(numeric(expr(self.model, self.parallel)).from_values(values), kind)
             for name, (expr, kind) in check.fields.items()
         }
         # The batch the rule was checked at: a scenario in waves checks one request.

@@ -209,11 +209,22 @@ u = _define(
     "fraction",
     integer=False,
 )
+# An API may give one kind of token away (not both: break_even_utilization refuses that).
 p_in = _define(
-    "api_input_price", "p_{in}", "an API's price of a million input tokens", "$", integer=False
+    "api_input_price",
+    "p_{in}",
+    "an API's price of a million input tokens",
+    "$",
+    integer=None,
+    zero=True,
 )
 p_out = _define(
-    "api_output_price", "p_{out}", "an API's price of a million output tokens", "$", integer=False
+    "api_output_price",
+    "p_{out}",
+    "an API's price of a million output tokens",
+    "$",
+    integer=None,
+    zero=True,
 )
 a = _define(
     "acceptance_rate",

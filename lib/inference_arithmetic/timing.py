@@ -110,6 +110,7 @@ def decode_step_time(
 ) -> float:
     """Seconds of one decode step for ``batch`` requests with ``context_len`` tokens cached:
     the time per output token of each of them (the step writes token ``context_len + 1``)."""
+    context_len = checks.count("context_len", context_len)
     workload = dict(batch=batch, prompt_len=context_len, output_len=1)
     s = Scenario(arch, gpu, **workload, n_gpus=n_gpus, dtype=dtype, **deployment)
     return float(_steps(s, np.asarray(s.prompt_len), mla))
@@ -167,17 +168,18 @@ def in_waves(s: Scenario) -> dict[str, float]:
     if not s.in_waves:
         s = s.replace(in_waves=True)
     values = {**s.values(), "context_len": s.prompt_len + s.output_len}
-    fit = int(_formula(latency.max_concurrency, s.model).from_values(values))
+    fit = int(_formula(latency.max_concurrency, s.model, s.parallel).from_values(values))
     concurrency = min(s.batch, fit)
-    waves = int(_formula(latency.waves, s.model).from_values({**values, "batch": s.batch}))
+    waves = _formula(latency.waves, s.model, s.parallel).from_values(values)
     full, rest = divmod(s.batch, concurrency)
     first = run(s.replace(batch=concurrency, in_waves=False))
     elapsed = full * first["total"] + (
         run(s.replace(batch=rest, in_waves=False))["total"] if rest else 0.0
     )
-    throughput = _formula(latency.output_throughput, _seconds, s.parallel)
+    # The waves run one after another: the requests' tokens over the whole elapsed time.
+    throughput = _formula(latency.output_throughput, _seconds, "tensor")
     return {
-        "waves": waves,
+        "waves": int(waves),
         "concurrency": concurrency,
         "elapsed": elapsed,
         "throughput": throughput.from_values({**s.values(), "seconds": elapsed, "batch": s.batch}),
@@ -235,7 +237,7 @@ def max_batch(
             return 0
         raise
     values = {**s.values(), "context_len": context_len}
-    return int(_formula(latency.max_concurrency, s.model).from_values(values))
+    return int(_formula(latency.max_concurrency, s.model, s.parallel).from_values(values))
 
 
 @deployment_keywords
@@ -253,7 +255,8 @@ def compute_bound_batch(
     None if none up to ``limit`` does (the KV cache grows with the batch as fast as the
     FLOPs, so long contexts may never turn compute-bound). Memory is not checked: the answer
     may be a batch that does not fit."""
-    limit = checks.count("limit", limit)
+    limit = checks.count("limit", limit, high=1 << 40)
+    context_len = checks.count("context_len", context_len)
     deployment.setdefault("memory_utilization", 1.0)  # memory is not the question here
     workload = dict(prompt_len=context_len, output_len=1, in_waves=True)
     s = Scenario(arch, gpu, **workload, n_gpus=n_gpus, dtype=dtype, **deployment)

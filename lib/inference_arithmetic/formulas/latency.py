@@ -104,14 +104,15 @@ def weight_bytes_per_gpu(arch):
     return b * transformer.params(arch) / n_gpus
 
 
-def cache_bytes_per_gpu(arch):
-    """Bytes of the KV cache of B requests of S tokens on each of n GPUs."""
-    return cache_bytes(arch) / n_gpus
+def cache_bytes_per_gpu(arch, parallel="tensor"):
+    """Bytes of the KV cache on each of n GPUs: B requests of S tokens for each of the
+    ``batches_in_flight`` (a pipeline keeps n batches, each stage its layers of all of them)."""
+    return batches_in_flight(parallel) * cache_bytes(arch) / n_gpus
 
 
-def memory_per_gpu(arch):
+def memory_per_gpu(arch, parallel="tensor"):
     """Weights and KV cache on each GPU: what must fit in its memory budget."""
-    return weight_bytes_per_gpu(arch) + cache_bytes_per_gpu(arch)
+    return weight_bytes_per_gpu(arch) + cache_bytes_per_gpu(arch, parallel)
 
 
 def memory_budget():
@@ -120,17 +121,17 @@ def memory_budget():
     return mu * M
 
 
-def max_concurrency(arch):
-    """Requests of S cached tokens whose KV cache fits beside the weights in the budget mu M
-    of each of n GPUs (``memory_per_gpu`` at most ``memory_budget``, solved for B)."""
+def max_concurrency(arch, parallel="tensor"):
+    """Requests of S cached tokens per batch whose KV cache fits beside the weights in the
+    budget mu M of each of n GPUs (``memory_per_gpu`` at most ``memory_budget``, solved for B)."""
     free = memory_budget() - weight_bytes_per_gpu(arch)
-    return sympy.floor(free / cache_bytes_per_gpu(arch).subs(B, 1))
+    return sympy.floor(free / cache_bytes_per_gpu(arch, parallel).subs(B, 1))
 
 
-def waves(arch):
+def waves(arch, parallel="tensor"):
     """Waves in which an engine runs B requests sent at once, at most ``max_concurrency`` at
     a time (S: the tokens of one whole request)."""
-    return sympy.ceiling(B / max_concurrency(arch))
+    return sympy.ceiling(B / max_concurrency(arch, parallel))
 
 
 # --- Time: a step is the roofline of its share of the work, plus the messages -----------------
