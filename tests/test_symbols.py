@@ -24,24 +24,23 @@ FRACTIONAL = {
     "memory_utilization",
     "price_per_hour",
     "utilization",
-    "api_input_price",
-    "api_output_price",
     "draft_cost",
 }
 # Counts that may be zero: an MoE model with no dense layer, a model without shared experts.
 MAY_BE_ZERO = {"n_shared_experts", "n_dense_layers", "n_window_layers"}
 # Quantities that may be zero (an ideal link, a draft never accepted) and so cannot be
 # declared "not an integer".
-ZERO_TIMES = {"link_latency", "acceptance_rate"}
+ZERO_TIMES = {"link_latency", "acceptance_rate", "api_input_price", "api_output_price"}
 SIZE_ROWS = [row for row in ROWS if row.symbol.name not in FRACTIONAL | MAY_BE_ZERO | ZERO_TIMES]
 ZERO_ROWS = [row for row in ROWS if row.symbol.name in MAY_BE_ZERO]
 FRACTIONAL_ROWS = [row for row in ROWS if row.symbol.name in FRACTIONAL]
 
 
-def test_a_time_that_may_be_zero_is_nonnegative():
-    latency = symbols.alpha
-    assert latency.is_nonnegative is True and latency.is_positive is None
-    assert latency.is_integer is None
+@pytest.mark.parametrize("symbol", [symbols.alpha, symbols.p_in, symbols.p_out])
+def test_a_time_or_price_that_may_be_zero_is_nonnegative(symbol):
+    # A message may cost no time; an API may give one kind of token away.
+    assert symbol.is_nonnegative is True and symbol.is_positive is None
+    assert symbol.is_integer is None
 
 
 def test_notation_keys_are_the_symbol_names_and_unique():

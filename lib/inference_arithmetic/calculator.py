@@ -276,7 +276,8 @@ def _page_data() -> dict:
                     "holds": _js(check.holds(arch, "tensor")),
                     "message": check.message,
                     "fields": {
-                        f: {**_js(e(arch)), "kind": k} for f, (e, k) in check.fields.items()
+                        f: {**_js(e(arch, "tensor")), "kind": k}
+                        for f, (e, k) in check.fields.items()
                     },
                 }
                 for check in rules

@@ -6,10 +6,10 @@
 Traceback (most recent call last):
 ...
 inference_arithmetic.numeric.ArgumentError: batch must be a whole number from 1 up, got True
->>> fraction("compute_efficiency", 1.5)
+>>> fraction("utilization", 1.5)
 Traceback (most recent call last):
 ...
-inference_arithmetic.numeric.ArgumentError: compute_efficiency must be a number from 0.001 to 1, got 1.5
+inference_arithmetic.numeric.ArgumentError: utilization must be a number from 0.001 to 1, got 1.5
 
 Every message names the argument, the value and the valid range (a registry name:
 ``registry.lookup``). The errors are
