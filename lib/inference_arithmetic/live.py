@@ -20,7 +20,10 @@ import sympy
 from inference_arithmetic import format as fmt
 from inference_arithmetic.controls import Choice, Preset, Range, curve_style
 
-__all__ = ["spec", "live_html", "embed_json", "FORMAT_RUNTIME", "format_name"]
+__all__ = ["spec", "live_html", "embed_json", "FORMAT_RUNTIME", "format_name", "CAPTION"]
+
+CAPTION = "at {x} = {value}"
+"""The readout's caption: the x control and its value (its label, or ``format.number``)."""
 
 _ids = itertools.count()
 
@@ -76,6 +79,7 @@ def spec(widget) -> dict:
         "controls": controls,
         "curves": curves,
         "format": format_name(widget.format),
+        "caption": CAPTION,
         "unit": widget.unit,
         "title": widget.axes.get_title(),
         "xlabel": widget.axes.get_xlabel(),
@@ -125,6 +129,8 @@ var iaLive = window.iaLive || (window.iaLive = function (root) {
     return fns[i].apply(null, c.args.map(function (a) { return a === spec.x ? x : values[a]; }));
   }
   function show(v) { return iaShow(v, spec.format, spec.unit); }
+  var labels = {};  // the label of each choice's current value, as the Python view shows it
+  spec.controls.forEach(function (c) { if (c.kind === "choice") labels[c.name] = c.value; });
   var box = root.querySelector(".ia-live-controls");
   spec.controls.forEach(function (c) {
     var row = document.createElement("label");
@@ -148,6 +154,7 @@ var iaLive = window.iaLive || (window.iaLive = function (root) {
       input.addEventListener("change", function () {
         if (c.kind === "preset") Object.assign(values, c.options[input.value]);
         else values[c.name] = c.options.filter(function (o) { return o[0] === input.value; })[0][1];
+        if (c.kind === "choice") labels[c.name] = input.value;
         draw();
       });
     }
@@ -201,7 +208,8 @@ var iaLive = window.iaLive || (window.iaLive = function (root) {
               '" data-value="' + v + '"><b>' + show(v) + "</b></td></tr>";
     });
     root.querySelector(".ia-live-readout").innerHTML =
-      "<caption>at " + spec.x + " = " + xv + "</caption>" + rows;
+      "<caption>" + spec.caption.replace("{x}", spec.x).replace("{value}",
+        spec.x in labels ? labels[spec.x] : iaShow(xv, "number")) + "</caption>" + rows;
   }
   draw();
 });

@@ -41,19 +41,12 @@ from inference_arithmetic.controls import (  # noqa: F401  (re-exported: ia.widg
     gpu_preset,
     model_preset,
 )
-from inference_arithmetic.live import live_html
+from inference_arithmetic.live import CAPTION, live_html
 from inference_arithmetic.numeric import numeric
 
 # Range, Choice, Preset, curve_style, model_preset and gpu_preset are ``controls``'s, used here
 # and by the chapters as ``ia.widgets.Range``; they are documented there.
 __all__ = ["FormulaWidget", "formula_widget"]
-
-
-def _show(value: float) -> str:
-    """A control's value for the readout: whole numbers in full up to a million."""
-    if float(value).is_integer() and abs(value) < 1e6:
-        return f"{int(value):,}"
-    return fmt.si(value)
 
 
 class FormulaWidget:
@@ -176,12 +169,13 @@ class FormulaWidget:
         return buffer.getvalue()
 
     def readout_html(self, current: Mapping[str, float]) -> str:
-        at = f"{self.x} = {self.labels.get(self.x) or _show(self.values[self.x])}"
+        value = self.labels.get(self.x) or fmt.number(self.values[self.x])
+        caption = CAPTION.format(x=self.x, value=value)
         rows = "".join(
             f"<tr><td>{label}</td><td><b>{self.format(value)}</b></td></tr>"
             for label, value in current.items()
         )
-        return f"<table><caption>at {at}</caption>{rows}</table>"
+        return f"<table><caption>{caption}</caption>{rows}</table>"
 
     def widget(self):
         """The ipywidgets box (built once): controls, the plot as an image, the readout."""

@@ -12,8 +12,8 @@ tokens per step of the target model (at a = 0.8, gamma = 4: (1 - 0.8**5) / 0.2 =
 
 from __future__ import annotations
 
-from inference_arithmetic.formulas import latency, roofline, transformer
-from inference_arithmetic.symbols import B, D, H, P_s, S, T, V, a, b, c_d, d_h, gamma, n_gpus
+from inference_arithmetic.formulas import latency, transformer
+from inference_arithmetic.symbols import B, D, H, P_s, S, T, V, a, b, c_d, d_h, gamma
 
 __all__ = [
     "a",
@@ -35,8 +35,9 @@ __all__ = [
 
 def decode_memory_time(arch):
     """Seconds a memory-bound decode step takes on each of n GPUs: its bytes (weights at b,
-    cache at b_kv bytes per number) over n eta_m beta. Fewer bytes per number, less time."""
-    return roofline.memory_time(latency.decode_bytes(arch)) / n_gpus
+    cache at b_kv bytes per number) over n eta_m beta, ``latency.decode_memory_time``. Fewer
+    bytes per number, less time."""
+    return latency.decode_memory_time(arch)
 
 
 def expected_tokens():
