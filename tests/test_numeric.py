@@ -1,5 +1,10 @@
 """Compiled formulas: argument names, validation, broadcasting, caching, exactness."""
 
+import importlib
+import inspect
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 import sympy
@@ -10,7 +15,10 @@ from hypothesis.extra import numpy as hnp
 import inference_arithmetic as ia
 from inference_arithmetic.formulas import basics, mlp
 from inference_arithmetic.numeric import ArgumentError, CompiledFormula, evaluate, numeric
-from inference_arithmetic.symbols import NOTATION, B, D, L, N, T, b, d_1, d_2
+from inference_arithmetic.symbols import NOTATION, B, D, L, L_w, N, O, S, T, W, b, d_1, d_2
+
+# The module itself: ``inference_arithmetic.numeric`` as an attribute is the function.
+NUMERIC = importlib.import_module("inference_arithmetic.numeric")
 
 FORWARD = mlp.forward_flops()
 TRAINING_MEMORY = mlp.training_memory()
@@ -231,6 +239,150 @@ def test_memory_over_a_batch_sweep_has_the_sweeps_shape():
     assert result.shape == batch.shape
     params = 8 * 16 + 16 * 4
     np.testing.assert_array_equal(result, 2 * (4 * params + batch * (8 + 16 + 4)))
+
+
+# --- inputs stay the caller's ----------------------------------------------------------------
+
+
+def test_a_float64_array_is_neither_modified_nor_returned():
+    batch = np.arange(1.0, 101.0)
+    kept = batch.copy()
+    for expr in (FORWARD, B, TRAINING_MEMORY):
+        result = numeric(expr).from_values({**GOOD, "bytes_per_number": 2, "batch": batch})
+        assert result is not batch and not np.shares_memory(result, batch)
+        np.testing.assert_array_equal(batch, kept)
+    copy = numeric(B)(batch=batch)  # the formula is its argument: a new array all the same
+    copy[0] = -1
+    assert batch[0] == 1.0
+
+
+def test_an_int_array_of_sizes_still_works():
+    sizes = {name: np.arange(1, 1001, dtype=np.int64) * (i + 1) for i, name in enumerate(GOOD)}
+    kept = {name: array.copy() for name, array in sizes.items()}
+    result = numeric(FORWARD)(**sizes)
+    assert result.dtype == np.float64
+    np.testing.assert_array_equal(result, _forward(**{k: v.astype(float) for k, v in kept.items()}))
+    for name, array in sizes.items():
+        assert array.dtype == np.int64
+        np.testing.assert_array_equal(array, kept[name])
+
+
+# --- large grids: evaluated a block of rows at a time ----------------------------------------
+
+
+def _at_once(compiled, values):
+    """The formula on the whole arrays in one call: what evaluation by blocks must reproduce."""
+    arrays = compiled._check(values)
+    shape = np.broadcast_shapes(*(array.shape for array in arrays))
+    return np.broadcast_to(np.asarray(compiled._function(*arrays), dtype=np.float64), shape)
+
+
+_RNG = np.random.default_rng(0)
+_N = 4 * NUMERIC._BLOCK + 3  # several blocks and a partial one
+_TRAINING_ARGS = ("batch", "bytes_per_number", "d_1", "d_2", "d_3")
+_GRIDS = {
+    "same shape": {name: _RNG.uniform(1, 1e4, _N) for name in _TRAINING_ARGS},
+    "arrays and numbers": {"batch": _RNG.integers(1, 1024, _N), "bytes_per_number": 2,
+                           "d_1": 4096, "d_2": _RNG.uniform(1, 1e4, _N), "d_3": 1024.0},
+    "broadcast 2-D": {"batch": np.arange(1, 401)[:, None], "d_1": np.arange(1, 301),
+                      "bytes_per_number": np.array([[0.5]]), "d_2": 64, "d_3": 8},
+    "three rows": {"batch": np.arange(1, 4)[:, None, None], "d_1": _RNG.uniform(1, 9, (1, 2, _N)),
+                   "bytes_per_number": 2, "d_2": _RNG.uniform(1, 9, _N), "d_3": 3},
+    "fortran order": {name: np.asfortranarray(_RNG.uniform(1, 9, (300, 300)))
+                      for name in _TRAINING_ARGS},
+    "strided": {name: _RNG.uniform(1, 9, 2 * _N)[::2] for name in _TRAINING_ARGS},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("grid", list(_GRIDS))
+def test_a_large_grid_has_the_values_of_one_call_on_whole_arrays(grid):
+    values = _GRIDS[grid]
+    compiled = numeric(TRAINING_MEMORY)
+    result = compiled(**values)
+    expected = _at_once(compiled, values)
+    assert type(result) is np.ndarray and result.dtype == np.float64
+    assert result.shape == expected.shape == np.broadcast_shapes(*map(np.shape, values.values()))
+    np.testing.assert_array_equal(result, expected)  # exactly: the formula is elementwise
+    assert result.flags.writeable
+
+
+def test_a_large_grid_of_a_formula_that_ignores_an_argument_has_the_full_shape():
+    expr = B * (D + 1) - B * D  # batch, once compiled
+    batch, d_model = np.arange(1.0, 8.0)[:, None], np.arange(1.0, 2 * _N + 1)
+    result = numeric(expr)(batch=batch, d_model=d_model)
+    assert result.shape == (7, 2 * _N)
+    np.testing.assert_array_equal(result, np.broadcast_to(batch, (7, 2 * _N)))
+
+
+@given(st.data())
+def test_blocks_of_any_size_broadcast_like_numpy(data):
+    shape = data.draw(shapes)
+    arg_shapes = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=4, base_shape=shape))
+    arrays = {
+        name: data.draw(hnp.arrays(np.int64, arg_shape, elements=st.integers(1, 1000)))
+        for name, arg_shape in zip(
+            ("batch", "d_1", "d_2", "d_3"), arg_shapes.input_shapes, strict=True
+        )
+    }
+    block = data.draw(st.integers(1, 8))
+    with pytest.MonkeyPatch.context() as patch:  # small blocks: small grids go by blocks too
+        patch.setattr(NUMERIC, "_BLOCK", block)
+        result = numeric(FORWARD)(**arrays)
+    expected = _forward(**{name: a.astype(np.float64) for name, a in arrays.items()})
+    assert np.shape(result) == np.broadcast_shapes(*arg_shapes.input_shapes)
+    np.testing.assert_array_equal(result, expected)
+
+
+def test_a_bad_element_of_a_large_array_is_located():
+    batch = np.ones(_N)
+    for bad, shown in ((0, r"0\.0"), (-3.5, r"-3\.5"), (np.nan, "nan")):
+        batch[_N - 2] = bad
+        message = rf"^batch must be positive, got {shown} at index {_N - 2}$"
+        with pytest.raises(ArgumentError, match=message):
+            numeric(FORWARD)(**{**GOOD, "batch": batch})
+
+
+# --- compiling ---------------------------------------------------------------------------------
+
+
+CONTEXT = (L - L_w) * S + L_w * sympy.Min(S, W - 1)  # the KV cache's, with sliding windows
+
+
+@pytest.mark.parametrize(
+    "expr",
+    [
+        FORWARD,
+        TRAINING_MEMORY,
+        sympy.Max(B * D, T) + sympy.floor(D / B) + sympy.Min(L, T - 1),
+        b * sympy.Max(B * d_1, B * d_2) + b * B * CONTEXT,
+        sympy.Max(2 * B * D * T / N, b * (D + B * CONTEXT.subs(S, T + sympy.Max(O - 2, 0) / 2))),
+        (O - 1) * sympy.Max(B * D * L, b * CONTEXT) + sympy.Max(B * T * D, b * L * D),
+    ],
+    ids=str,
+)
+def test_the_code_is_that_of_lambdify_for_numpy(expr):
+    # Compiling skips `from numpy import *` (modules=[numpy]: the same printer) and SymPy's
+    # evaluation of every rebuilt Max and Min (held ones): the same code, so the same values.
+    compiled = numeric(expr)
+    reference = sympy.lambdify(
+        compiled.symbols, sympy.factor_terms(expr), modules="numpy", cse=True
+    )
+    assert inspect.getsource(compiled._function) == inspect.getsource(reference)
+    # The held Max and Min stay inside the compile step.
+    assert {type(e) for e in compiled.expr.atoms(sympy.Max, sympy.Min)} <= {sympy.Max, sympy.Min}
+
+
+def test_compiling_imports_no_optional_numpy_module():
+    code = (
+        "import sys\n"
+        "import inference_arithmetic as ia\n"
+        "from inference_arithmetic.formulas import mlp\n"
+        "before = set(sys.modules)\n"
+        "ia.numeric(mlp.forward_flops())(batch=1, d_1=2, d_2=3, d_3=2)\n"
+        "print(sorted(m for m in set(sys.modules) - before if m.startswith('numpy')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"  # `from numpy import *` would import testing, f2py, ma...
 
 
 # --- caching and from_values -----------------------------------------------------------------

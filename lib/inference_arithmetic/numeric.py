@@ -13,12 +13,65 @@ Derived in chapter 02 (the MLP), used by every chapter after it.
 from __future__ import annotations
 
 import functools
+import inspect
+import math
 from collections.abc import Mapping
 
 import numpy as np
 import sympy
 
 __all__ = ["ArgumentError", "CompiledFormula", "numeric", "evaluate"]
+
+_BLOCK = 8192
+"""Elements per block when a large grid is evaluated block by block (``CompiledFormula``):
+64 KiB of float64 per argument or temporary, so that a block's all stay in cache, and each
+temporary is under malloc's 128 KiB threshold for mapping memory from the system (a mapped
+one costs page faults at every operation). 8192 to 32768 measured alike in `make bench`."""
+
+# lambdify(modules=[np]) prints with the same NumPy printer as modules="numpy", into numpy's
+# own namespace; "numpy" would run `from numpy import *` on first use, which imports
+# numpy.testing, f2py, ma, random, polynomial... (about 0.1 s, once per process).
+_LAMBDIFY = {"modules": [np], "cse": True}
+if "docstring_limit" in inspect.signature(sympy.lambdify).parameters:  # SymPy 1.13 and later
+    _LAMBDIFY["docstring_limit"] = -1  # no docstring: it would print the whole expression
+
+
+def _held(cls: type) -> type:
+    """``cls`` (Max or Min) built without evaluation: a subclass of the same name."""
+
+    def __new__(held, *args, **assumptions):
+        return cls.__new__(held, *args, evaluate=False)
+
+    return type(cls.__name__, (cls,), {"__new__": __new__, "__module__": __name__})
+
+
+# Compiling rebuilds every Max and Min (in factor_terms, then in cse), and SymPy evaluates
+# each rebuilt one: it compares the arguments pairwise, symbolically (a third of the compile
+# time of the calculator's formulas). A formula comes in evaluated already, so it is compiled
+# with these instead: the same name, so the same sort order (factor_terms and cse make the
+# same choices), and subclasses, so the same printing: the code is that of Max and Min.
+_HELD = {sympy.Max: _held(sympy.Max), sympy.Min: _held(sympy.Min)}
+
+
+def _hold(expr: sympy.Expr) -> sympy.Expr:
+    """``expr`` with its Max and Min held (``_HELD``). Built here, bottom up: ``replace``
+    would first rebuild a Max around a held Min as a Max, with the evaluation."""
+    done = {}
+
+    def hold(node):
+        if not node.args:
+            return node
+        if node not in done:
+            args = tuple(hold(arg) for arg in node.args)
+            if type(node) in _HELD:
+                done[node] = _HELD[type(node)](*args)
+            elif all(new is old for new, old in zip(args, node.args, strict=True)):
+                done[node] = node
+            else:
+                done[node] = node.func(*args)
+        return done[node]
+
+    return hold(expr)
 
 
 class ArgumentError(ValueError, TypeError):
@@ -37,6 +90,11 @@ class CompiledFormula:
     arrays may sweep sizes smoothly, for plots. Results are floats:
     counts of real models overflow int64 (2·B·T·N passes 9.2e18 easily), so use
     ``evaluate`` when you need an exact integer.
+
+    A large grid is evaluated block by block along its first axis (``_BLOCK`` elements at a
+    time): each block's temporaries stay in the processor's cache, where whole-grid
+    temporaries would go through memory once per operation. The formula is elementwise, so
+    the values are those of one call on the whole arrays.
     """
 
     def __init__(self, expr: sympy.Expr):
@@ -49,8 +107,8 @@ class CompiledFormula:
         )
         # factor_terms pulls out common factors without expanding anything: sums of terms
         # built block by block (b*x + b*y) compile to fewer array operations (b*(x + y)).
-        compiled = sympy.factor_terms(self.expr)
-        self._function = sympy.lambdify(self.symbols, compiled, modules="numpy", cse=True)
+        compiled = sympy.factor_terms(_hold(self.expr))
+        self._function = sympy.lambdify(self.symbols, compiled, **_LAMBDIFY)
 
     def __repr__(self):
         return f"CompiledFormula({self.expr}; args={', '.join(self.args)})"
@@ -83,7 +141,10 @@ class CompiledFormula:
                 ) from None
             # One reduction per argument keeps the check cheap next to the formula itself.
             if positive or nonnegative:  # positive symbols are nonnegative too: one reduction
-                low = array.min(initial=np.inf)
+                if array.ndim == 0:  # a single number: no reduction (a scalar call's cost)
+                    low = float(array)
+                else:
+                    low = np.minimum.reduce(array, axis=None, initial=np.inf)
                 if positive and not low > 0:
                     raise ArgumentError(f"{name} must be positive, got {_first(array, array <= 0)}")
                 if not low >= 0:
@@ -99,12 +160,28 @@ class CompiledFormula:
 
     def __call__(self, **values):
         arrays = self._check(values)
+        shape = _broadcast_shape(arrays)
+        cut = _cut(arrays, shape)
+        if cut is not None:
+            return self._by_blocks(arrays, shape, cut)
         result = np.asarray(self._function(*arrays), dtype=np.float64)
-        shape = np.broadcast_shapes(*(array.shape for array in arrays))
         if result.shape != shape:  # a formula that ignores the shape of some argument
             result = np.broadcast_to(result, shape)
+        elif any(result is array for array in arrays):  # a formula that is one argument
+            result = result.copy()  # a float64 array comes in uncopied: it stays the caller's
         # A plain float for scalar inputs: it prints as a number (in glue, in f-strings).
         return float(result) if result.ndim == 0 else result
+
+    def _by_blocks(self, arrays: list, shape: tuple, cut: list) -> np.ndarray:
+        """The result on a large ``shape``, computed a block of rows of its first axis at a time:
+        the arguments marked in ``cut`` are cut into the same blocks, the others broadcast."""
+        rows = max(1, _BLOCK * shape[0] // math.prod(shape))
+        result = np.empty(shape)
+        for start in range(0, shape[0], rows):
+            block = slice(start, start + rows)
+            parts = [a[block] if by_rows else a for a, by_rows in zip(arrays, cut, strict=True)]
+            result[block] = self._function(*parts)
+        return result
 
     def from_values(self, values: Mapping[str, object]):
         """Call with the arguments this formula takes, picked from ``values``.
@@ -113,6 +190,29 @@ class CompiledFormula:
         argument still raises ``ArgumentError``.
         """
         return self(**{name: values[name] for name in self.args if name in values})
+
+
+def _broadcast_shape(arrays: list) -> tuple:
+    """The shape numpy broadcasts the arguments to (a single shape or none needs no work)."""
+    shapes = [shape for shape in dict.fromkeys(array.shape for array in arrays) if shape]
+    if len(shapes) <= 1:
+        return shapes[0] if shapes else ()
+    return np.broadcast_shapes(*shapes)
+
+
+def _cut(arrays: list, shape: tuple) -> list | None:
+    """Which arguments to cut into blocks of rows of ``shape``, or None to evaluate at once.
+
+    Blocks pay on a grid of several blocks. The arguments that vary along the first axis are
+    cut; the others (a single number, an axis of length 1, fewer dimensions) broadcast against
+    every block. A block of rows must lie together in memory, so an argument in another order
+    (Fortran order, a transposed view) is evaluated at once.
+    """
+    if not shape or shape[0] < 2 or math.prod(shape) < 4 * _BLOCK:
+        return None
+    cut = [array.ndim == len(shape) and array.shape[0] > 1 for array in arrays]
+    rows_together = [array.ndim == 1 or array.flags.c_contiguous for array in arrays]
+    return cut if all(t for t, by_rows in zip(rows_together, cut, strict=True) if by_rows) else None
 
 
 def _first(array: np.ndarray, bad: np.ndarray) -> str:
