@@ -12,6 +12,7 @@ Derived in chapter 02 (the MLP), used by every chapter after it.
 
 from __future__ import annotations
 
+import builtins
 import functools
 import inspect
 import math
@@ -20,7 +21,7 @@ from collections.abc import Mapping
 import numpy as np
 import sympy
 
-__all__ = ["ArgumentError", "CompiledFormula", "numeric", "evaluate"]
+__all__ = ["ArgumentError", "CompiledFormula", "CompiledFormulas", "numeric", "evaluate"]
 
 _BLOCK = 8192
 """Elements per block when a large grid is evaluated block by block (``CompiledFormula``):
@@ -97,7 +98,7 @@ class CompiledFormula:
     the values are those of one call on the whole arrays.
     """
 
-    def __init__(self, expr: sympy.Expr):
+    def __init__(self, expr: sympy.Expr, factor: bool = True):
         self.expr = sympy.sympify(expr)
         self.symbols = tuple(sorted(self.expr.free_symbols, key=lambda s: s.name))
         self.args = tuple(s.name for s in self.symbols)
@@ -107,7 +108,7 @@ class CompiledFormula:
         )
         # factor_terms pulls out common factors without expanding anything: sums of terms
         # built block by block (b*x + b*y) compile to fewer array operations (b*(x + y)).
-        compiled = sympy.factor_terms(_hold(self.expr))
+        compiled = sympy.factor_terms(_hold(self.expr)) if factor else _hold(self.expr)
         self._function = sympy.lambdify(self.symbols, compiled, **_LAMBDIFY)
 
     def __repr__(self):
@@ -221,6 +222,57 @@ def _first(array: np.ndarray, bad: np.ndarray) -> str:
         return repr(array.item())
     index = tuple(int(i) for i in np.argwhere(bad | np.isnan(array))[0])
     return f"{array[index].item()!r} at index {index[0] if len(index) == 1 else index}"
+
+
+class CompiledFormulas(CompiledFormula):
+    """Several formulas of the same inputs compiled as one function, for single numbers: their
+    common subexpressions are computed once (``cse``), and one ``lambdify`` costs a fraction
+    of one per formula. Called like a ``CompiledFormula``, it returns a dict of floats.
+
+    >>> from inference_arithmetic.formulas import mlp
+    >>> both = CompiledFormulas({"forward": mlp.forward_flops(), "training": mlp.training_flops()})
+    >>> both(batch=1, d_1=2, d_2=3, d_3=2)
+    {'forward': 24.0, 'training': 72.0}
+    """
+
+    def __init__(self, exprs: dict[str, sympy.Expr]):
+        self.names = tuple(exprs)
+        # No factor_terms: it serves large arrays, and costs several times the compile here.
+        super().__init__(sympy.Tuple(*exprs.values()), factor=False)
+
+    def __repr__(self):
+        return f"CompiledFormulas({', '.join(self.names)}; args={', '.join(self.args)})"
+
+    def parts(self) -> dict:
+        """What ``from_parts`` needs to make this function again: names, argument rules and
+        the generated Python source (JSON-ready)."""
+        source = inspect.getsource(self._function)
+        return {
+            "names": list(self.names),
+            "rules": [list(r) for r in self._rules],
+            "source": source,
+        }
+
+    @classmethod
+    def from_parts(cls, parts: dict) -> CompiledFormulas:
+        """The function of ``parts()``, without SymPy: the source runs in the namespace that
+        ``lambdify`` gives it (numpy's names and the builtins it uses)."""
+        self = cls.__new__(cls)
+        self.names = tuple(parts["names"])
+        self._rules = tuple(tuple(rule) for rule in parts["rules"])
+        self.args = tuple(rule[0] for rule in self._rules)
+        self.expr = self.symbols = None  # not kept: the source is the formula
+        namespace = {**np.__dict__, "reduce": functools.reduce, "builtins": builtins}
+        namespace["range"] = range
+        exec(compile(parts["source"], "<inference_arithmetic cache>", "exec"), namespace)
+        self._function = namespace["_lambdifygenerated"]
+        return self
+
+    def __call__(self, **values) -> dict[str, float]:
+        arrays = self._check(values)
+        if any(array.ndim for array in arrays):
+            raise ArgumentError("CompiledFormulas takes single numbers; numeric(expr) takes arrays")
+        return dict(zip(self.names, map(float, self._function(*arrays)), strict=True))
 
 
 @functools.lru_cache(maxsize=512)

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import sympy
 
-from inference_arithmetic import checks
+from inference_arithmetic import cache, checks
 from inference_arithmetic import format as fmt
 from inference_arithmetic.dtypes import DTYPE_BYTES, bytes_per_number
 from inference_arithmetic.formulas import latency
@@ -33,7 +33,7 @@ from inference_arithmetic.hardware import GPU
 from inference_arithmetic.hardware import gpu as registry_gpu
 from inference_arithmetic.models import ModelConfig
 from inference_arithmetic.models import model as registry_model
-from inference_arithmetic.numeric import ArgumentError, numeric
+from inference_arithmetic.numeric import ArgumentError, CompiledFormulas, numeric
 from inference_arithmetic.symbols import H, H_kv, L, M, O, S, S_max, T, n_gpus
 
 __all__ = [
@@ -163,6 +163,17 @@ def _compiled_check(check: Check, arch: ModelConfig, parallel: str):
     return numeric(check.holds(arch, parallel))
 
 
+@functools.lru_cache(maxsize=256)
+def _rules(arch: ModelConfig, parallel: str) -> tuple[tuple[Check, ...], CompiledFormulas]:
+    """The checks that apply to ``arch`` with ``parallel``, and their conditions compiled as
+    one function (1 where a check holds)."""
+    rules = tuple(c for c in CHECKS if c.applies(arch, parallel))
+    conditions = cache.formulas(
+        f"checks {arch!r} {parallel}", lambda: {c.name: c.holds(arch, parallel) for c in rules}
+    )
+    return rules, conditions
+
+
 def tensor_parallel_degrees(arch: ModelConfig, most: int = 64) -> list[int]:
     """The tensor-parallel degrees up to ``most`` that split ``arch``'s heads (``CHECKS``)."""
     (heads,) = [c for c in CHECKS if c.name == "heads"]
@@ -238,14 +249,13 @@ class Scenario:
         values = self.values()
         if self.in_waves:  # requests wait their turn: one at a time must fit
             values["batch"] = 1
-        for check in CHECKS:
-            if check.applies(arch, self.parallel) and not self._holds(check, values):
+        rules, conditions = _rules(arch, self.parallel)
+        holds = conditions.from_values(values)
+        for check in rules:
+            if not holds[check.name]:
                 error = ArgumentError(self.explain(check, values))
                 error.check = check.name  # which rule failed, for callers that answer it
                 raise error
-
-    def _holds(self, check, values):
-        return bool(_compiled_check(check, self.model, self.parallel).from_values(values))
 
     def _names(self) -> dict:
         """The settings a message may name, as text."""

@@ -29,8 +29,9 @@ import functools
 
 import sympy
 
+from inference_arithmetic import cache
 from inference_arithmetic.formulas import economics, latency
-from inference_arithmetic.numeric import numeric
+from inference_arithmetic.numeric import CompiledFormulas
 from inference_arithmetic.scenario import Scenario, deployment_keywords
 from inference_arithmetic.symbols import L_w, M, O, S, T, W
 
@@ -64,13 +65,15 @@ def report_formulas(arch) -> dict[str, sympy.Expr]:
     full = {economics.u: 1}
     cost_input = economics.input_cost(arch).subs(full)
     cost_output = economics.cost_per_million_output_tokens(tpot).subs(full)
-    decode = latency.compute_bound(
-        latency.decode_compute_time(arch), latency.decode_memory_time(arch)
-    )
+    compute, memory = latency.decode_compute_time(arch), latency.decode_memory_time(arch)
+
+    def decode(context):  # compute-bound at this context
+        return latency.compute_bound(compute.subs(S, context), memory.subs(S, context))
+
     crosses = sympy.false
     if arch.n_window_layers:  # the window fills up during the output: S crosses W - 1
         crosses = sympy.And(T < W - 1, W - 1 < latency.last_context(), L_w > 0)
-    first, last = _flag(decode.subs(S, T)), _flag(decode.subs(S, latency.last_context()))
+    first, last = _flag(decode(T)), _flag(decode(latency.last_context()))
     return {
         "weights": latency.weight_bytes_per_gpu(arch),
         "kv_cache": latency.cache_bytes_per_gpu(arch).subs(whole),
@@ -97,8 +100,8 @@ def report_formulas(arch) -> dict[str, sympy.Expr]:
 
 
 @functools.lru_cache(maxsize=64)
-def _compiled(arch) -> dict:
-    return {key: numeric(expr) for key, expr in report_formulas(arch).items()}
+def _compiled(arch) -> CompiledFormulas:
+    return cache.formulas(f"report {arch!r}", lambda: report_formulas(arch))
 
 
 def bound_text(*flags) -> str:
@@ -149,7 +152,7 @@ def report_values(s: Scenario) -> dict[str, float | None]:
         raise ValueError("the report is for tensor parallelism; give parallel='tensor'")
     price = s.gpu.price_per_hour
     values = {**s.values(), "price_per_hour": price or 1.0}
-    r = {key: f.from_values(values) for key, f in _compiled(s.model).items()}
+    r = _compiled(s.model).from_values(values)
     return {k: None if k.startswith("cost_") and not price else v for k, v in r.items()}
 
 

@@ -10,6 +10,8 @@ the activations (``formulas.parallel``).
 
 from __future__ import annotations
 
+import functools
+
 import sympy
 
 from inference_arithmetic.formulas import kv_cache, roofline, transformer
@@ -36,6 +38,7 @@ __all__ = [
     "decode_compute_time",
     "decode_memory_time",
     "decode_step_time",
+    "roof",
     "compute_bound",
     "mean_context",
     "last_context",
@@ -163,10 +166,18 @@ def prefill_memory_time(arch, parallel="tensor"):
     return roofline.memory_time(prefill_bytes(arch)) / _share(parallel)
 
 
+def roof(compute, memory):
+    """The roofline: a step takes the longer of its compute and memory times. Built as it
+    is: SymPy would compare the two sides symbolically, which costs more than all the rest and
+    never finds one always longer (they are in different units of the GPU)."""
+    return sympy.Max(compute, memory, evaluate=False)
+
+
+@functools.lru_cache(maxsize=256)  # built once per model: a request's formulas reuse it
 def prefill_time(arch, parallel="tensor"):
     """Seconds of a prefill of B sequences of T tokens: the time to first token."""
-    roof = sympy.Max(prefill_compute_time(arch, parallel), prefill_memory_time(arch, parallel))
-    return roof + communication_time(arch, B * T, parallel)
+    compute, memory = prefill_compute_time(arch, parallel), prefill_memory_time(arch, parallel)
+    return roof(compute, memory) + communication_time(arch, B * T, parallel)
 
 
 def decode_compute_time(arch, mla="reexpand", parallel="tensor"):
@@ -179,10 +190,15 @@ def decode_memory_time(arch, parallel="tensor"):
     return roofline.memory_time(decode_bytes(arch)) / _share(parallel)
 
 
-def decode_step_time(arch, mla="reexpand", parallel="tensor"):
-    """Seconds of one decode step of B requests with S tokens cached each."""
-    roof = sympy.Max(decode_compute_time(arch, mla, parallel), decode_memory_time(arch, parallel))
-    return roof + communication_time(arch, B, parallel)
+@functools.lru_cache(maxsize=256)  # built once per model: a request's formulas reuse it
+def decode_step_time(arch, mla="reexpand", parallel="tensor", context=S):
+    """Seconds of one decode step of B requests with S tokens cached each (or ``context``,
+    put in before the roofline is built)."""
+    at = {S: context}
+    compute = decode_compute_time(arch, mla, parallel).subs(at)
+    return roof(compute, decode_memory_time(arch, parallel).subs(at)) + communication_time(
+        arch, B, parallel
+    )
 
 
 def compute_bound(compute, memory):
@@ -208,7 +224,7 @@ def last_context():
 def time_per_output_token(arch, mla="reexpand", parallel="tensor"):
     """A decode step at the mean context: the mean time per output token after the first.
     Exact while one bound holds and no sliding window fills up (a step is linear in S)."""
-    return decode_step_time(arch, mla, parallel).subs(S, mean_context())
+    return decode_step_time(arch, mla, parallel, mean_context())
 
 
 def request_time(ttft, tpot):

@@ -56,5 +56,6 @@ def memory_time(nbytes):
 
 
 def roofline_time(flops, nbytes):
-    """Compute and memory overlap: a step takes the longer of the two."""
-    return sympy.Max(compute_time(flops), memory_time(nbytes))
+    """Compute and memory overlap: a step takes the longer of the two (built unevaluated:
+    the sides are in different figures of the GPU, so SymPy's comparison finds nothing)."""
+    return sympy.Max(compute_time(flops), memory_time(nbytes), evaluate=False)

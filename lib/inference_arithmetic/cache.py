@@ -1,0 +1,74 @@
+"""Compiled formulas kept on disk between processes: a model's first calculation in a fresh
+process reads its compiled code instead of building and compiling SymPy expressions again.
+
+>>> from inference_arithmetic.formulas import mlp
+>>> both = formulas("mlp-example", lambda: {"forward": mlp.forward_flops()})
+>>> both(batch=1, d_1=2, d_2=3, d_3=2)
+{'forward': 24.0}
+
+The cache lives in ``$IA_CACHE_DIR``, else ``$XDG_CACHE_HOME/inference-arithmetic``, else
+``~/.cache/inference-arithmetic``; ``IA_CACHE_DIR=off`` turns it off. Entries sit in a folder
+named after a hash of the library's source and the SymPy and NumPy versions, so a changed
+library never reads an old entry. A folder that cannot be written, or an entry that cannot be
+read, only costs the compile: the formulas are built as if there were no cache.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+import sympy
+
+from inference_arithmetic.numeric import CompiledFormulas
+
+__all__ = ["formulas", "folder"]
+
+
+@functools.cache
+def _fingerprint() -> str:
+    digest = hashlib.sha256(f"{sympy.__version__} {np.__version__}".encode())
+    package = Path(__file__).parent
+    for path in sorted(package.rglob("*.py")) + sorted(package.rglob("*.json")):
+        digest.update(path.relative_to(package).as_posix().encode())
+        digest.update(path.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def folder() -> Path | None:
+    """Where this library's compiled formulas are kept (None when the cache is off)."""
+    root = os.environ.get("IA_CACHE_DIR")
+    if root == "off":
+        return None
+    if not root:
+        base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
+        root = Path(base) / "inference-arithmetic"
+    return Path(root) / _fingerprint()
+
+
+def formulas(key: str, build: Callable[[], dict]) -> CompiledFormulas:
+    """The formulas ``build()`` returns, compiled together, read from the cache under ``key``
+    (a text that names them uniquely, e.g. a model's repr) or compiled and stored there."""
+    where = folder()
+    path = where / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".json") if where else None
+    if path is not None:
+        try:
+            return CompiledFormulas.from_parts(json.loads(path.read_text()))
+        except (OSError, ValueError, KeyError, TypeError, SyntaxError):
+            pass  # absent or unreadable: compile it
+    compiled = CompiledFormulas(build())
+    if path is not None:
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False) as file:
+                json.dump(compiled.parts(), file)
+            os.replace(file.name, path)  # whole or not at all, for a process reading it
+        except OSError:
+            pass
+    return compiled
