@@ -108,3 +108,13 @@ def test_missing_key_is_named(key):
 def test_configs_are_frozen():
     with pytest.raises(AttributeError):
         small().d_model = 128
+
+
+def test_a_name_is_a_model_and_anything_else_is_refused_clearly():
+    assert ia.param_count("llama-3.1-8b") == ia.param_count(ia.model("llama-3.1-8b"))
+    assert ia.model(ia.model("gpt2")) is ia.model("gpt2")
+    for bad in (None, 3, ["llama-3.1-8b"]):
+        with pytest.raises(ia.ArgumentError, match=r"a model is a name from ia.model_names\(\)"):
+            ia.model(bad)
+    with pytest.raises(ia.ArgumentError, match=r"a gpu is a name from ia.gpu_names\(\)"):
+        ia.gpu(None)

@@ -611,7 +611,7 @@ def test_the_closed_form_is_the_step_sum_where_exact(s):
     run = ia.generation(
         s["model"], s["gpu"], s["batch"], s["prompt_len"], s["output_len"], **options(s)
     )
-    assert r["ttft"] == run["ttft"]
+    assert r["ttft"] == pytest.approx(run["ttft"], rel=1e-12)  # one formula, two compilations
     event(f"exact: {r['exact']}")
     if r["exact"]:
         assert r["tpot"] == pytest.approx(run["tpot"], rel=REL)

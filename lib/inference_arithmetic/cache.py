@@ -41,8 +41,9 @@ def _fingerprint() -> str:
     return digest.hexdigest()[:16]
 
 
-def folder() -> Path | None:
-    """Where this library's compiled formulas are kept (None when the cache is off)."""
+def folder():
+    """Where this library's compiled formulas are kept, a ``pathlib.Path`` (None when the
+    cache is off)."""
     root = os.environ.get("IA_CACHE_DIR")
     if root == "off":
         return None
