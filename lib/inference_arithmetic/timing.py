@@ -85,7 +85,7 @@ def _steps(s: Scenario, contexts, mla="reexpand"):
 
 @deployment_keywords
 def prefill_time(
-    arch, gpu, batch: int = 1, prompt_len: int = 2048, n_gpus: int = 1, dtype="bf16", **deployment
+    arch, gpu, batch=1, prompt_len=2048, n_gpus=1, dtype="bf16", **deployment
 ) -> float:
     """Seconds to prefill ``batch`` prompts of ``prompt_len`` tokens: the time to first token.
 
@@ -98,15 +98,7 @@ def prefill_time(
 
 @deployment_keywords
 def decode_step_time(
-    arch,
-    gpu,
-    batch: int = 1,
-    context_len: int = 2048,
-    n_gpus: int = 1,
-    dtype: str = "bf16",
-    *,
-    mla: str = "reexpand",
-    **deployment,
+    arch, gpu, batch=1, context_len=2048, n_gpus=1, dtype="bf16", *, mla="reexpand", **deployment
 ) -> float:
     """Seconds of one decode step for ``batch`` requests with ``context_len`` tokens cached:
     the time per output token of each of them (the step writes token ``context_len + 1``)."""
@@ -141,14 +133,7 @@ def _request_time(_):
 
 @deployment_keywords
 def generation(
-    arch,
-    gpu,
-    batch: int = 1,
-    prompt_len: int = 2048,
-    output_len: int = 256,
-    n_gpus: int = 1,
-    dtype: str = "bf16",
-    **deployment,
+    arch, gpu, batch=1, prompt_len=2048, output_len=256, n_gpus=1, dtype="bf16", **deployment
 ) -> dict[str, float]:
     """A batch of identical requests from prompt to last token.
 
@@ -190,14 +175,7 @@ def in_waves(s: Scenario) -> dict[str, float]:
 
 @deployment_keywords
 def serve(
-    arch,
-    gpu,
-    requests: int,
-    prompt_len: int = 2048,
-    output_len: int = 256,
-    n_gpus: int = 1,
-    dtype: str = "bf16",
-    **deployment,
+    arch, gpu, requests, prompt_len=2048, output_len=256, n_gpus=1, dtype="bf16", **deployment
 ) -> dict[str, float]:
     """``requests`` identical requests sent at once to an engine whose KV cache holds only so
     many: it runs them in waves of at most ``concurrency`` requests, one after another.
@@ -222,9 +200,7 @@ def weights_per_gpu(arch, n_gpus: int = 1, dtype: str = "bf16") -> float:
 
 
 @deployment_keywords
-def max_batch(
-    arch, gpu, context_len: int = 2048, n_gpus: int = 1, dtype: str = "bf16", **deployment
-) -> int:
+def max_batch(arch, gpu, context_len=2048, n_gpus=1, dtype="bf16", **deployment) -> int:
     """The most requests of ``context_len`` tokens (prompt and output, at least one each)
     whose KV cache fits beside the weights in ``memory_utilization`` of the GPUs' memory;
     0 if not even one does."""
@@ -242,14 +218,7 @@ def max_batch(
 
 @deployment_keywords
 def compute_bound_batch(
-    arch,
-    gpu,
-    context_len: int = 2048,
-    n_gpus: int = 1,
-    dtype: str = "bf16",
-    *,
-    limit: int = 1 << 20,
-    **deployment,
+    arch, gpu, context_len=2048, n_gpus=1, dtype="bf16", *, limit=1 << 20, **deployment
 ) -> int | None:
     """The smallest batch at which a decode step's compute time reaches its memory time, or
     None if none up to ``limit`` does (the KV cache grows with the batch as fast as the
