@@ -27,9 +27,12 @@ help:
 	@echo "make reference  re-measure the registry models with torch + transformers"
 	@echo "make clean      remove _build/, .venv/ and tests/reference/.venv/"
 
+# Then the calculator's formulas of every registry model are compiled into the disk cache
+# (inference_arithmetic.cache), so that a model's first calculation in a process is fast.
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
+	$(BIN)/python -c "import inference_arithmetic as ia; ia.cache.warm()"
 	touch $@
 
 # The execution cache is keyed on each chapter's text, not on the library it imports: drop it

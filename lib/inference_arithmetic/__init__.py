@@ -9,7 +9,16 @@ Every formula is a SymPy expression in ``inference_arithmetic.formulas``, derive
 of the book; ``numeric`` compiles any of them into a vectorized numpy function.
 """
 
-from inference_arithmetic import checks, format, formulas, measurements, scenario, serving, symbols
+from inference_arithmetic import (
+    cache,
+    checks,
+    format,
+    formulas,
+    measurements,
+    scenario,
+    serving,
+    symbols,
+)
 from inference_arithmetic.counts import decode_flops, forward_flops, kv_cache_bytes, param_count
 from inference_arithmetic.dtypes import DTYPE_BYTES, bytes_per_number
 from inference_arithmetic.economics import api_prices, break_even_utilization, token_costs
@@ -30,6 +39,7 @@ from inference_arithmetic.timing import (
 __all__ = [
     "ArgumentError",
     "Scenario",
+    "cache",
     "checks",
     "scenario",
     "serving",
