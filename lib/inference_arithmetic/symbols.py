@@ -96,15 +96,21 @@ class Sym(sympy.Symbol):
         return row.latex if row else printer._print_Symbol(self)
 
 
-def _define(name, latex, meaning, unit, integer=True, zero=False):
-    # Sizes are positive integers; SymPy uses this to simplify (Max, sqrt) and we use it to
-    # validate numeric inputs. Bytes per number is positive but fractional (int4 is 0.5);
-    # a few counts may be zero (an MoE model without dense layers).
-    sign = {"nonnegative": True} if zero else {"positive": True}
-    # "Not an integer" would rule out zero too, so a fractional quantity that may be zero
-    # leaves integer unknown (integer=None).
-    kind = {} if integer is None else {"integer": integer}
-    symbol = Sym(name, **kind, **sign)
+# The assumptions of each kind of quantity. Sizes are positive integers; SymPy uses this to
+# simplify (Max, sqrt) and we use it to validate numeric inputs. Bytes per number is positive
+# but fractional (int4 is 0.5): "real". A few counts may be zero (an MoE model without dense
+# layers): "count0". "Not an integer" would rule out zero too, so a fractional quantity that
+# may be zero leaves integer unknown: "real0".
+KINDS = {
+    "count": {"integer": True, "positive": True},
+    "count0": {"integer": True, "nonnegative": True},
+    "real": {"integer": False, "positive": True},
+    "real0": {"nonnegative": True},
+}
+
+
+def _define(name, latex, meaning, unit, kind="count"):
+    symbol = Sym(name, **KINDS[kind])
     NOTATION[name] = Notation(symbol, latex, meaning, unit)
     return symbol
 
@@ -126,31 +132,19 @@ E = _define("n_experts", "E", "experts in a mixture-of-experts layer", "experts"
 k = _define("n_active_experts", "k", "experts active per token", "experts")
 N = _define("n_params", "N", "number of parameters of a model", "parameters")
 b = _define(
-    "bytes_per_number",
-    "b",
-    "bytes per stored number (fp32 4, bf16 2, fp8 1, int4 0.5)",
-    "bytes",
-    integer=False,
+    "bytes_per_number", "b", "bytes per number (fp32 4, bf16 2, fp8 1, int4 0.5)", "bytes", "real"
 )
 pi = _define(
-    "flop_rate",
-    r"\pi",
-    "floating-point operations per second a device sustains",
-    "FLOP/s",
-    integer=False,
+    "flop_rate", r"\pi", "floating-point operations per second of a device", "FLOP/s", "real"
 )
 beta = _define(
-    "bandwidth",
-    r"\beta",
-    "bytes per second a device reads from its memory",
-    "B/s",
-    integer=False,
+    "bandwidth", r"\beta", "bytes per second a device reads from its memory", "B/s", "real"
 )
 P = _define("max_positions", "P", "positions with a learned embedding (GPT-2)", "tokens")
 F_e = _define("d_ff_expert", "F_e", "feed-forward width of one expert", "numbers")
-E_s = _define("n_shared_experts", "E_s", "shared experts every token uses", "experts", zero=True)
+E_s = _define("n_shared_experts", "E_s", "shared experts every token uses", "experts", "count0")
 L_d = _define(
-    "n_dense_layers", "L_d", "layers of an MoE model with a dense FFN", "layers", zero=True
+    "n_dense_layers", "L_d", "layers of an MoE model with a dense FFN", "layers", "count0"
 )
 r_q = _define("q_lora_rank", "r_q", "MLA: rank of the compressed query", "numbers")
 r_kv = _define("kv_lora_rank", "r_{kv}", "MLA: rank of the compressed keys and values", "numbers")
@@ -158,91 +152,43 @@ d_nope = _define("d_nope", "d_{nope}", "MLA: key/query width per head without Ro
 d_rope = _define("d_rope", "d_{rope}", "MLA: key/query width per head with RoPE", "numbers")
 d_v = _define("d_v", "d_v", "MLA: value width per head", "numbers")
 W = _define("window", "W", "sliding-window length of windowed attention layers", "tokens")
-L_w = _define("n_window_layers", "L_w", "layers with sliding-window attention", "layers", zero=True)
+L_w = _define("n_window_layers", "L_w", "layers with sliding-window attention", "layers", "count0")
 eta_c = _define(
-    "compute_efficiency",
-    r"\eta_c",
-    "achieved fraction of the peak FLOP/s",
-    "fraction",
-    integer=False,
+    "compute_efficiency", r"\eta_c", "achieved fraction of the peak FLOP/s", "fraction", "real"
 )
 eta_m = _define(
-    "bandwidth_efficiency",
-    r"\eta_m",
-    "achieved fraction of the peak bandwidth",
-    "fraction",
-    integer=False,
+    "bandwidth_efficiency", r"\eta_m", "achieved fraction of the peak bandwidth", "fraction", "real"
 )
 b_kv = _define(
-    "kv_bytes_per_number",
-    "b_{kv}",
-    "bytes per number of the KV cache (b unless the cache has its own dtype)",
-    "bytes",
-    integer=False,
+    "kv_bytes_per_number", "b_{kv}", "bytes per number of the KV cache (default b)", "bytes", "real"
 )
 n_gpus = _define("n_gpus", "n", "GPUs a model is split over", "GPUs")
 beta_link = _define(
-    "link_bandwidth", r"\beta_{link}", "bytes per second between two GPUs", "B/s", integer=False
+    "link_bandwidth", r"\beta_{link}", "bytes per second between two GPUs", "B/s", "real"
 )
-alpha = _define(
-    "link_latency",
-    r"\alpha",
-    "fixed time of one message between GPUs",
-    "s",
-    integer=None,
-    zero=True,
-)
+alpha = _define("link_latency", r"\alpha", "fixed time of one message between GPUs", "s", "real0")
 O = _define("output_len", "O", "output tokens per request", "tokens")  # noqa: E741
-M = _define("gpu_memory", "M", "memory of one GPU", "bytes", integer=False)
+M = _define("gpu_memory", "M", "memory of one GPU", "bytes", "real")
 mu = _define(
-    "memory_utilization",
-    r"\mu",
-    "fraction of GPU memory a serving engine may fill",
-    "fraction",
-    integer=False,
+    "memory_utilization", r"\mu", "fraction of GPU memory an engine may fill", "fraction", "real"
 )
-c = _define("price_per_hour", "c", "rental price of one GPU", "$/GPU-hour", integer=False)
+c = _define("price_per_hour", "c", "rental price of one GPU", "$/GPU-hour", "real")
 u = _define(
-    "utilization",
-    "u",
-    "fraction of the paid GPU time that does useful work",
-    "fraction",
-    integer=False,
+    "utilization", "u", "fraction of the paid GPU time that does useful work", "fraction", "real"
 )
 # An API may give one kind of token away (not both: break_even_utilization refuses that).
 p_in = _define(
-    "api_input_price",
-    "p_{in}",
-    "an API's price of a million input tokens",
-    "$",
-    integer=None,
-    zero=True,
+    "api_input_price", "p_{in}", "an API's price of a million input tokens", "$", "real0"
 )
 p_out = _define(
-    "api_output_price",
-    "p_{out}",
-    "an API's price of a million output tokens",
-    "$",
-    integer=None,
-    zero=True,
+    "api_output_price", "p_{out}", "an API's price of a million output tokens", "$", "real0"
 )
 a = _define(
-    "acceptance_rate",
-    "a",
-    "speculative decoding: probability that the target model accepts a drafted token",
-    "fraction",
-    integer=None,
-    zero=True,
+    "acceptance_rate", "a", "speculation: chance a drafted token is accepted", "fraction", "real0"
 )
-gamma = _define(
-    "draft_len", r"\gamma", "speculative decoding: tokens the draft proposes per step", "tokens"
-)
+gamma = _define("draft_len", r"\gamma", "speculation: tokens the draft proposes per step", "tokens")
 c_d = _define(
-    "draft_cost",
-    "c_d",
-    "speculative decoding: time of one draft step relative to one target step",
-    "fraction",
-    integer=False,
+    "draft_cost", "c_d", "speculation: a draft step's time over a target step's", "fraction", "real"
 )
 P_s = _define("prefix_len", "P_s", "tokens of a prompt prefix shared by every request", "tokens")
 d_1 = _define("d_1", "d_1", "MLP input width", "numbers")
