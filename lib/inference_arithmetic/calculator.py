@@ -54,24 +54,34 @@ def ranges() -> dict[str, tuple[int, int]]:
     }
 
 
-# (formula of serving.report_formulas, label, format kind): the rows of the readout. A row of
-# kind "bound" names the bounds of the flags it lists, in order.
-ROWS = [
-    ("weights", "weights per GPU", "nbytes"),
-    ("kv_cache", "KV cache per GPU (prompt + output tokens)", "nbytes"),
-    ("memory", "memory per GPU", "nbytes"),
-    ("budget", "memory budget per GPU (memory utilization)", "nbytes"),
-    ("capacity", "GPU memory", "nbytes"),
-    ("ttft", "time to first token", "seconds"),
-    ("tpot", "time per output token", "seconds"),
-    ("total", "time per request", "seconds"),
-    ("throughput", "throughput (output tokens/s)", "number"),
-    ("cost_input", "cost per million input tokens", "usd"),
-    ("cost_output", "cost per million output tokens", "usd"),
-    ("cost_request", "cost per request", "usd"),
-    (("prefill_compute_bound",), "prefill is bound by", "bound"),
-    (("decode_compute_bound_first", "decode_compute_bound_last"), "decode is bound by", "bound"),
-]
+# The rows of the readout: a formula of serving.report_formulas, its label, its kind of
+# quantity (ia.format.show). A row of kind "bound" names the bounds of its flags, in order.
+_TABLE = """
+weights        | weights per GPU                              | nbytes
+kv_cache       | KV cache per GPU (prompt + output tokens)    | nbytes
+memory         | memory per GPU                               | nbytes
+budget         | memory budget per GPU (memory utilization)   | nbytes
+capacity       | GPU memory                                   | nbytes
+ttft           | time to first token                          | seconds
+tpot           | time per output token                        | seconds
+total          | time per request                             | seconds
+throughput     | throughput (output tokens/s)                 | number
+cost_input     | cost per million input tokens                | usd
+cost_output    | cost per million output tokens               | usd
+cost_request   | cost per request                             | usd
+prefill_compute_bound                                  | prefill is bound by | bound
+decode_compute_bound_first decode_compute_bound_last   | decode is bound by  | bound
+"""
+
+
+def _row(line: str) -> tuple:
+    key, label, kind = (part.strip() for part in line.split("|"))
+    return (tuple(key.split()) if kind == "bound" else key), label, kind
+
+
+ROWS = [_row(line) for line in _TABLE.strip().splitlines()]
+"""The readout's rows: (formula, label, kind), as ``_TABLE`` lists them."""
+
 
 NOTES = {
     "priced": "price ${price_per_hour} per GPU-hour, observed {price_date}",

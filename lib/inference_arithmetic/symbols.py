@@ -20,60 +20,6 @@ from dataclasses import dataclass
 
 import sympy
 
-__all__ = [
-    "NOTATION",
-    "Notation",
-    "Sym",
-    "by_name",
-    "B",
-    "T",
-    "S_max",
-    "D",
-    "F",
-    "L",
-    "V",
-    "H",
-    "H_kv",
-    "d_h",
-    "E",
-    "k",
-    "b",
-    "N",
-    "d_1",
-    "d_2",
-    "d_3",
-    "pi",
-    "beta",
-    "P",
-    "F_e",
-    "E_s",
-    "L_d",
-    "r_q",
-    "r_kv",
-    "d_nope",
-    "d_rope",
-    "d_v",
-    "W",
-    "L_w",
-    "eta_c",
-    "eta_m",
-    "n_gpus",
-    "beta_link",
-    "alpha",
-    "b_kv",
-    "O",
-    "M",
-    "mu",
-    "c",
-    "u",
-    "p_in",
-    "p_out",
-    "a",
-    "gamma",
-    "c_d",
-    "P_s",
-]
-
 
 @dataclass(frozen=True)
 class Notation:
@@ -115,85 +61,70 @@ def _define(name, latex, meaning, unit, kind="count"):
     return symbol
 
 
-B = _define("batch", "B", "batch size: sequences processed together", "sequences")
-T = _define("seq_len", "T", "sequence length: tokens in one forward pass", "tokens")
-S = _define("context_len", "S", "context length: tokens already in the KV cache", "tokens")
-S_max = _define(
-    "context_window", r"S_{max}", "context window: the most tokens a model reads", "tokens"
-)
-D = _define("d_model", "D", "model width (hidden size)", "numbers")
-F = _define("d_ff", "F", "feed-forward width", "numbers")
-L = _define("n_layers", "L", "number of transformer layers", "layers")
-V = _define("vocab_size", "V", "vocabulary size", "tokens")
-H = _define("n_heads", "H", "attention (query) heads", "heads")
-H_kv = _define("n_kv_heads", "H_{kv}", "key/value heads (GQA, MQA)", "heads")
-d_h = _define("d_head", "d_h", "width of one attention head", "numbers")
-E = _define("n_experts", "E", "experts in a mixture-of-experts layer", "experts")
-k = _define("n_active_experts", "k", "experts active per token", "experts")
-N = _define("n_params", "N", "number of parameters of a model", "parameters")
-b = _define(
-    "bytes_per_number", "b", "bytes per number (fp32 4, bf16 2, fp8 1, int4 0.5)", "bytes", "real"
-)
-pi = _define(
-    "flop_rate", r"\pi", "floating-point operations per second of a device", "FLOP/s", "real"
-)
-beta = _define(
-    "bandwidth", r"\beta", "bytes per second a device reads from its memory", "B/s", "real"
-)
-P = _define("max_positions", "P", "positions with a learned embedding (GPT-2)", "tokens")
-F_e = _define("d_ff_expert", "F_e", "feed-forward width of one expert", "numbers")
-E_s = _define("n_shared_experts", "E_s", "shared experts every token uses", "experts", "count0")
-L_d = _define(
-    "n_dense_layers", "L_d", "layers of an MoE model with a dense FFN", "layers", "count0"
-)
-r_q = _define("q_lora_rank", "r_q", "MLA: rank of the compressed query", "numbers")
-r_kv = _define("kv_lora_rank", "r_{kv}", "MLA: rank of the compressed keys and values", "numbers")
-d_nope = _define("d_nope", "d_{nope}", "MLA: key/query width per head without RoPE", "numbers")
-d_rope = _define("d_rope", "d_{rope}", "MLA: key/query width per head with RoPE", "numbers")
-d_v = _define("d_v", "d_v", "MLA: value width per head", "numbers")
-W = _define("window", "W", "sliding-window length of windowed attention layers", "tokens")
-L_w = _define("n_window_layers", "L_w", "layers with sliding-window attention", "layers", "count0")
-eta_c = _define(
-    "compute_efficiency", r"\eta_c", "achieved fraction of the peak FLOP/s", "fraction", "real"
-)
-eta_m = _define(
-    "bandwidth_efficiency", r"\eta_m", "achieved fraction of the peak bandwidth", "fraction", "real"
-)
-b_kv = _define(
-    "kv_bytes_per_number", "b_{kv}", "bytes per number of the KV cache (default b)", "bytes", "real"
-)
-n_gpus = _define("n_gpus", "n", "GPUs a model is split over", "GPUs")
-beta_link = _define(
-    "link_bandwidth", r"\beta_{link}", "bytes per second between two GPUs", "B/s", "real"
-)
-alpha = _define("link_latency", r"\alpha", "fixed time of one message between GPUs", "s", "real0")
-O = _define("output_len", "O", "output tokens per request", "tokens")  # noqa: E741
-M = _define("gpu_memory", "M", "memory of one GPU", "bytes", "real")
-mu = _define(
-    "memory_utilization", r"\mu", "fraction of GPU memory an engine may fill", "fraction", "real"
-)
-c = _define("price_per_hour", "c", "rental price of one GPU", "$/GPU-hour", "real")
-u = _define(
-    "utilization", "u", "fraction of the paid GPU time that does useful work", "fraction", "real"
-)
-# An API may give one kind of token away (not both: break_even_utilization refuses that).
-p_in = _define(
-    "api_input_price", "p_{in}", "an API's price of a million input tokens", "$", "real0"
-)
-p_out = _define(
-    "api_output_price", "p_{out}", "an API's price of a million output tokens", "$", "real0"
-)
-a = _define(
-    "acceptance_rate", "a", "speculation: chance a drafted token is accepted", "fraction", "real0"
-)
-gamma = _define("draft_len", r"\gamma", "speculation: tokens the draft proposes per step", "tokens")
-c_d = _define(
-    "draft_cost", "c_d", "speculation: a draft step's time over a target step's", "fraction", "real"
-)
-P_s = _define("prefix_len", "P_s", "tokens of a prompt prefix shared by every request", "tokens")
-d_1 = _define("d_1", "d_1", "MLP input width", "numbers")
-d_2 = _define("d_2", "d_2", "MLP hidden width (output width of a one-layer network)", "numbers")
-d_3 = _define("d_3", "d_3", "MLP output width", "numbers")
+# The notation, one symbol a line: its Python name, its name as a keyword argument, its LaTeX,
+# its kind (KINDS), its unit and its meaning.
+_TABLE = r"""
+B         | batch                | B            | count  | sequences  | batch size: sequences processed together
+T         | seq_len              | T            | count  | tokens     | sequence length: tokens in one forward pass
+S         | context_len          | S            | count  | tokens     | context length: tokens already in the KV cache
+S_max     | context_window       | S_{max}      | count  | tokens     | context window: the most tokens a model reads
+D         | d_model              | D            | count  | numbers    | model width (hidden size)
+F         | d_ff                 | F            | count  | numbers    | feed-forward width
+L         | n_layers             | L            | count  | layers     | number of transformer layers
+V         | vocab_size           | V            | count  | tokens     | vocabulary size
+H         | n_heads              | H            | count  | heads      | attention (query) heads
+H_kv      | n_kv_heads           | H_{kv}       | count  | heads      | key/value heads (GQA, MQA)
+d_h       | d_head               | d_h          | count  | numbers    | width of one attention head
+E         | n_experts            | E            | count  | experts    | experts in a mixture-of-experts layer
+k         | n_active_experts     | k            | count  | experts    | experts active per token
+N         | n_params             | N            | count  | parameters | number of parameters of a model
+b         | bytes_per_number     | b            | real   | bytes      | bytes per stored number (fp32 4, bf16 2, fp8 1, int4 0.5)
+pi        | flop_rate            | \pi          | real   | FLOP/s     | floating-point operations per second a device sustains
+beta      | bandwidth            | \beta        | real   | B/s        | bytes per second a device reads from its memory
+P         | max_positions        | P            | count  | tokens     | positions with a learned embedding (GPT-2)
+F_e       | d_ff_expert          | F_e          | count  | numbers    | feed-forward width of one expert
+E_s       | n_shared_experts     | E_s          | count0 | experts    | shared experts every token uses
+L_d       | n_dense_layers       | L_d          | count0 | layers     | layers of an MoE model with a dense FFN
+r_q       | q_lora_rank          | r_q          | count  | numbers    | MLA: rank of the compressed query
+r_kv      | kv_lora_rank         | r_{kv}       | count  | numbers    | MLA: rank of the compressed keys and values
+d_nope    | d_nope               | d_{nope}     | count  | numbers    | MLA: key/query width per head without RoPE
+d_rope    | d_rope               | d_{rope}     | count  | numbers    | MLA: key/query width per head with RoPE
+d_v       | d_v                  | d_v          | count  | numbers    | MLA: value width per head
+W         | window               | W            | count  | tokens     | sliding-window length of windowed attention layers
+L_w       | n_window_layers      | L_w          | count0 | layers     | layers with sliding-window attention
+eta_c     | compute_efficiency   | \eta_c       | real   | fraction   | achieved fraction of the peak FLOP/s
+eta_m     | bandwidth_efficiency | \eta_m       | real   | fraction   | achieved fraction of the peak bandwidth
+b_kv      | kv_bytes_per_number  | b_{kv}       | real   | bytes      | bytes per number of the KV cache (b unless the cache has its own dtype)
+n_gpus    | n_gpus               | n            | count  | GPUs       | GPUs a model is split over
+beta_link | link_bandwidth       | \beta_{link} | real   | B/s        | bytes per second between two GPUs
+alpha     | link_latency         | \alpha       | real0  | s          | fixed time of one message between GPUs
+O         | output_len           | O            | count  | tokens     | output tokens per request
+M         | gpu_memory           | M            | real   | bytes      | memory of one GPU
+mu        | memory_utilization   | \mu          | real   | fraction   | fraction of GPU memory a serving engine may fill
+c         | price_per_hour       | c            | real   | $/GPU-hour | rental price of one GPU
+u         | utilization          | u            | real   | fraction   | fraction of the paid GPU time that does useful work
+p_in      | api_input_price      | p_{in}       | real0  | $          | an API's price of a million input tokens
+p_out     | api_output_price     | p_{out}      | real0  | $          | an API's price of a million output tokens
+a         | acceptance_rate      | a            | real0  | fraction   | speculative decoding: probability that the target model accepts a drafted token
+gamma     | draft_len            | \gamma       | count  | tokens     | speculative decoding: tokens the draft proposes per step
+c_d       | draft_cost           | c_d          | real   | fraction   | speculative decoding: time of one draft step relative to one target step
+P_s       | prefix_len           | P_s          | count  | tokens     | tokens of a prompt prefix shared by every request
+d_1       | d_1                  | d_1          | count  | numbers    | MLP input width
+d_2       | d_2                  | d_2          | count  | numbers    | MLP hidden width (output width of a one-layer network)
+d_3       | d_3                  | d_3          | count  | numbers    | MLP output width
+"""
+
+
+def _rows():
+    for line in _TABLE.strip().splitlines():
+        python, name, latex, kind, unit, meaning = (part.strip() for part in line.split("|", 5))
+        yield python, _define(name, latex, meaning, unit, kind)
+
+
+_SYMBOLS = dict(_rows())
+globals().update(_SYMBOLS)  # B, T, S, D, ...: the module's names for them
+# S, the context length, is imported by name only: a star import keeps SymPy's own S.
+__all__ = ["NOTATION", "Notation", "Sym", "KINDS", "by_name", *(n for n in _SYMBOLS if n != "S")]
 
 
 def by_name(name: str) -> Sym:

@@ -12,28 +12,9 @@ from __future__ import annotations
 
 import sympy
 
+from inference_arithmetic import symbols as sym
 from inference_arithmetic.formulas import kv_cache, transformer
-from inference_arithmetic.symbols import (
-    B,
-    D,
-    E_s,
-    F,
-    F_e,
-    H,
-    H_kv,
-    L,
-    N,
-    T,
-    V,
-    b,
-    d_h,
-    d_nope,
-    d_rope,
-    d_v,
-    k,
-    r_kv,
-    r_q,
-)
+from inference_arithmetic.symbols import B, D, E_s, F, F_e, H, H_kv, L, N, T, V, b, d_h, k
 
 __all__ = [
     "FP32",
@@ -83,8 +64,8 @@ def activation_numbers_per_layer(arch, attention_scores=False, moe=None):
     kind of layer of an MoE model (default: an MoE layer).
     """
     if arch.is_mla:  # both compressed forms, then queries, keys and values per head
-        qkv = r_q + r_kv + d_rope + 2 * H * (d_nope + d_rope) + H * d_v
-        output = H * d_v
+        qkv = sym.r_q + sym.r_kv + sym.d_rope + 2 * H * (sym.d_nope + sym.d_rope) + H * sym.d_v
+        output = H * sym.d_v
     else:
         qkv = (H + 2 * H_kv) * d_h
         output = H * d_h
