@@ -74,12 +74,13 @@ __all__ = [
     "numeric",
     "symbols",
     "widgets",
+    "exercises",
 ]
 
 __version__ = "0.1.0"
 
 
-_PRESENTATION = ("widgets", "live", "calculator")
+_PRESENTATION = ("widgets", "live", "calculator", "exercises")
 
 
 def __getattr__(name):

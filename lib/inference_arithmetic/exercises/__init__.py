@@ -1,0 +1,246 @@
+"""Self-checking exercises: an answer compared with what the library computes from the
+exercise's own inputs, with feedback that says what is likely wrong.
+
+>>> print(check("ex-intro-bandwidth", bandwidth=None))
+ex-intro-bandwidth: not answered yet (bandwidth: bytes per second)
+>>> expected = answers("ex-intro-bandwidth")["bandwidth"]
+>>> check("ex-intro-bandwidth", bandwidth=expected).correct
+True
+>>> print(check("ex-intro-bandwidth", bandwidth=expected / 2))
+ex-intro-bandwidth, bandwidth: off by a factor of 2 (yours is half the answer): ...
+
+Each chapter's exercises are in ``exercises.chNN`` (``EXERCISES`` holds them all, by the label
+the book gives them). A part of an exercise is a number (with a unit and a tolerance), a
+SymPy expression (checked with SymPy: equal when their difference simplifies to 0) or a
+yes/no. The student edition of a chapter (``make notebooks``) replaces each solution by
+``student_cell(label)``; the book checks every solution's own answer with ``check``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import math
+import pkgutil
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+import sympy
+
+__all__ = ["Part", "Exercise", "Feedback", "EXERCISES", "register", "check", "answers"]
+__all__ += ["student_cell"]
+
+KINDS = ("number", "symbolic", "yes/no")
+
+# Ratios of a wrong answer to the right one that have a usual cause, and what to ask about it.
+# A part's own hints (Part.hints) come first.
+COMMON = {
+    2.0: "off by a factor of 2 (yours is twice the answer)",
+    0.5: "off by a factor of 2 (yours is half the answer)",
+    2**30 / 1e9: "yours is 7.4% high: is it in GB where GiB was asked (or the reverse)?",
+    1e9 / 2**30: "yours is 6.9% low: is it in GiB where GB was asked (or the reverse)?",
+}
+
+
+@dataclass(frozen=True)
+class Part:
+    """One answer of an exercise: ``expected()`` computes it with the library, from the
+    exercise's inputs. ``unit`` says what the number is in (words: "bytes", "seconds");
+    ``hints`` maps a ratio of a wrong answer to the right one (2, 0.5, 1e3, ...) to a question
+    that teaches ("did you count both K and V?")."""
+
+    name: str
+    expected: Callable[[], object]
+    unit: str = ""
+    kind: str = "number"
+    tolerance: float = 0.01
+    hints: Mapping[float, str] = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"Part {self.name!r}: kind must be one of {KINDS}, got {self.kind!r}")
+
+
+@dataclass(frozen=True)
+class Exercise:
+    """An exercise of the book (its ``label``) and the parts of its answer."""
+
+    label: str
+    chapter: str
+    parts: tuple[Part, ...]
+
+    def part(self, name: str) -> Part:
+        for part in self.parts:
+            if part.name == name:
+                return part
+        raise KeyError(f"{self.label} has no part {name!r}; its parts: {self.names()}")
+
+    def names(self) -> str:
+        return ", ".join(part.name for part in self.parts)
+
+
+EXERCISES: dict[str, Exercise] = {}
+"""Every self-checking exercise, by its label in the book."""
+
+
+def register(chapter: str, label: str, *parts: Part) -> Exercise:
+    """Add an exercise to ``EXERCISES`` (each chapter module calls this for its own)."""
+    if label in EXERCISES:
+        raise ValueError(f"exercise {label!r} is registered twice")
+    if not parts:
+        raise ValueError(f"exercise {label!r} needs at least one part")
+    EXERCISES[label] = exercise = Exercise(label, chapter, tuple(parts))
+    return exercise
+
+
+def _exercise(label: str) -> Exercise:
+    _load()
+    try:
+        return EXERCISES[label]
+    except KeyError:
+        raise KeyError(
+            f"no exercise {label!r}; the book's exercises: {', '.join(EXERCISES)}"
+        ) from None
+
+
+def answers(label: str) -> dict:
+    """The right answer of each part of exercise ``label``, as the library computes it."""
+    return {part.name: part.expected() for part in _exercise(label).parts}
+
+
+@dataclass
+class Feedback:
+    """What ``check`` says: a line per part; ``correct`` when every part is right."""
+
+    label: str
+    lines: list[tuple[str, str, bool]]  # (part, what it says, right)
+    answered: bool = True
+
+    @property
+    def correct(self) -> bool:
+        return self.answered and all(right for _, _, right in self.lines)
+
+    def __str__(self):
+        if not self.answered:
+            wanted = "; ".join(f"{name}: {text}" for name, text, _ in self.lines)
+            return f"{self.label}: not answered yet ({wanted})"
+        return "\n".join(f"{self.label}, {name}: {text}" for name, text, _ in self.lines)
+
+    def _repr_html_(self):
+        import html
+
+        marks = {True: "&#10004;", False: "&#10008;"}
+        rows = "".join(
+            f"<li>{marks[right] if self.answered else '&#8230;'} <b>{html.escape(name)}</b>: "
+            f"{html.escape(text)}</li>"
+            for name, text, right in self.lines
+        )
+        return (
+            f'<div class="ia-exercise-check"><b>{html.escape(self.label)}</b><ul>{rows}</ul></div>'
+        )
+
+
+def check(label: str, **given) -> Feedback:
+    """Compare the answers ``given`` (one keyword per part) with the library's; never raises
+    for an answer, so a notebook with blank answers (None) runs to the end."""
+    exercise = _exercise(label)
+    unknown = [name for name in given if name not in {p.name for p in exercise.parts}]
+    if unknown:
+        raise KeyError(f"{label} has no part {', '.join(unknown)}; its parts: {exercise.names()}")
+    if all(given.get(part.name) is None for part in exercise.parts):
+        lines = [(p.name, p.unit or p.kind, False) for p in exercise.parts]
+        return Feedback(label, lines, answered=False)
+    lines = []
+    for part in exercise.parts:
+        answer = given.get(part.name)
+        if answer is None:
+            lines.append((part.name, f"not answered yet ({part.unit or part.kind})", False))
+            continue
+        right, text = _judge(part, answer, part.expected())
+        lines.append((part.name, text, right))
+    return Feedback(label, lines)
+
+
+def _judge(part: Part, answer, expected) -> tuple[bool, str]:
+    if part.kind == "yes/no":
+        if not isinstance(answer, bool):
+            return False, "answer True or False"
+        return (True, "right") if answer == expected else (False, "no: think again")
+    if part.kind == "symbolic":
+        try:
+            difference = sympy.simplify(sympy.sympify(answer) - expected)
+        except (sympy.SympifyError, TypeError):
+            return False, "give a SymPy expression"
+        if difference == 0:
+            return True, "right: equal to the library's formula"
+        return False, f"not equal to the library's formula: they differ by {difference}"
+    return _number(part, answer, float(expected))
+
+
+def _number(part: Part, answer, expected: float) -> tuple[bool, str]:
+    unit = f" ({part.unit})" if part.unit else ""
+    try:
+        value = float(answer)
+    except (TypeError, ValueError):
+        return False, f"give a number{unit}"
+    if not math.isfinite(value):
+        return False, f"give a finite number{unit}"
+    if expected == 0:
+        return (value == 0, "right" if value == 0 else f"the answer is 0{unit}")
+    if math.isclose(value, expected, rel_tol=part.tolerance):
+        return True, "right"
+    ratio = value / expected
+    if ratio <= 0:
+        return (
+            False,
+            f"the sign is wrong: the answer is {'positive' if expected > 0 else 'negative'}",
+        )
+    for known in {**COMMON, **part.hints}:
+        if math.isclose(ratio, known, rel_tol=0.02):
+            said = COMMON.get(known) or _factor(ratio, part.unit)
+            hint = part.hints.get(known)
+            return False, f"{said}: {hint}" if hint else said
+    decades = math.log10(ratio)
+    if abs(decades) >= 2.5 and abs(decades / 3 - round(decades / 3)) < 0.05:
+        return (
+            False,
+            f"off by 10^{round(decades)}: check the prefix; the answer is in "
+            f"{part.unit or 'base units'}",
+        )
+    if 0.75 <= ratio <= 1.33:
+        side = "high" if ratio > 1 else "low"
+        return (
+            False,
+            f"right order of magnitude, {abs(ratio - 1):.0%} {side}: check your inputs{unit}",
+        )
+    return False, _factor(ratio, part.unit)
+
+
+def _factor(ratio: float, unit: str) -> str:
+    factor = ratio if ratio > 1 else 1 / ratio
+    side = "too high" if ratio > 1 else "too low"
+    return f"off by a factor of {factor:.3g}, {side}" + (f" (in {unit})" if unit else "")
+
+
+def student_cell(label: str) -> str:
+    """The code cell that replaces an exercise's solution in the student edition."""
+    exercise = _exercise(label)
+    width = max(len(part.name) for part in exercise.parts)
+    lines = [f"# Your answer to {label}: replace each None, then run the cell."]
+    lines += [f'ia.exercises.check(\n    "{label}",']
+    for part in exercise.parts:
+        what = part.unit if part.kind == "number" else part.kind
+        what = "True or False" if part.kind == "yes/no" else what
+        lines.append(f"    {part.name}=None,{' ' * (width - len(part.name))}  # {what}")
+    return "\n".join(lines + [")"])
+
+
+_LOADED = False
+
+
+def _load() -> None:
+    """Import every chapter's module (each registers its exercises), once."""
+    global _LOADED
+    if not _LOADED:
+        _LOADED = True
+        for info in pkgutil.iter_modules(__path__):
+            importlib.import_module(f"{__name__}.{info.name}")
