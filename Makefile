@@ -8,7 +8,11 @@ STAMP := $(VENV)/.installed
 # The pages with code: the chapters and the generated formula reference (not the glossary,
 # the API reference or the bibliography, which are plain MyST).
 CHAPTERS := $(wildcard book/[0-9][0-9]-*.md) book/appendix-formulas.md
-NOTEBOOKS := $(patsubst book/%.md,_build/notebooks/%.ipynb,$(CHAPTERS))
+# Two editions of each (tools/notebooks.py): the instructor's is the chapter, the student's has
+# an answer cell in place of each solution.
+NOTEBOOKS := $(foreach edition,student instructor,\
+	$(patsubst book/%.md,_build/notebooks/$(edition)/%.ipynb,$(CHAPTERS)))
+EXERCISES := $(wildcard lib/inference_arithmetic/exercises/*.py)
 JOBS ?= 2
 # Strict: warnings are errors, broken references are reported, all problems in one run.
 BOOK_FLAGS := -W -n --keep-going
@@ -18,7 +22,7 @@ BOOK_FLAGS := -W -n --keep-going
 help:
 	@echo "make book       build the HTML book (executes every chapter; warnings are errors)"
 	@echo "make test       ruff, the strict book build (runs every chapter), the tests, the browser test"
-	@echo "make notebooks  .ipynb versions of the chapters in _build/notebooks/ (for classes)"
+	@echo "make notebooks  the chapters as .ipynb, student and instructor editions, in _build/notebooks/"
 	@echo "make lab        JupyterLab on the chapters"
 	@echo "make bench      import time, compiled formula vs numpy, widget update time"
 	@echo "make format     ruff format over the library, the tests and the chapters' code"
@@ -70,11 +74,11 @@ linkcheck: $(STAMP)
 	$(BIN)/jupyter-book build . --builder linkcheck
 
 # All at once (a grouped target): one process converts every chapter whose source changed.
-$(NOTEBOOKS) &: $(CHAPTERS) $(STAMP)
+$(NOTEBOOKS) &: $(CHAPTERS) $(EXERCISES) tools/notebooks.py $(STAMP)
 	$(BIN)/python tools/notebooks.py _build/notebooks $(CHAPTERS)
 
 notebooks: $(NOTEBOOKS)
-	@echo "Notebooks: $(CURDIR)/_build/notebooks/"
+	@echo "Notebooks: $(CURDIR)/_build/notebooks/student/ and .../instructor/"
 
 # The chapters' code is linted and format-checked through their generated notebooks;
 # `make format` formats the library, the tests and the chapters' code cells in place.

@@ -86,7 +86,8 @@ def test_a_published_page_links_its_repository_source_issues_and_binder(tmp_path
         REPOSITORY,
         f"{REPOSITORY}/blob/main/book/page.md?plain=1",
         f"{REPOSITORY}/issues/new?",
-        "https://mybinder.org/v2/gh/example/inference-arithmetic/main?urlpath=lab/tree/book/page.md",
+        "https://mybinder.org/v2/gh/example/inference-arithmetic/main"
+        "?urlpath=lab/tree/notebooks/student/page.ipynb",
         "../_sources/book/page.ipynb",
         "../_sources/book/page.md",
     ):

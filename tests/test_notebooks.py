@@ -1,37 +1,95 @@
-"""The notebooks a class downloads (`make notebooks`, and each page's ".ipynb" download in
-the built book) are the chapters, cell for cell.
+"""The notebooks a class gets (`make notebooks`, and each page's ".ipynb" download in the built
+book): the instructor edition is the chapter, cell for cell; the student edition is the chapter
+without its solutions, an answer cell in place of each.
 
-The strict book build executes every chapter (a failing cell fails it), so these notebooks
-are not executed a second time here: they only have to hold the same code as the chapters
-and be valid notebooks that Jupyter opens.
+The strict book build executes every chapter, which is the instructor edition (a failing cell,
+or a solution whose answer its exercise's check refuses, fails it); the student edition is
+executed in test_student_notebooks.py.
 """
 
+import re
 from pathlib import Path
 
 import jupytext
 import nbformat
 import pytest
 
+from inference_arithmetic import exercises
 from tests.test_chapters import CHAPTERS
 
 ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "_build" / "notebooks"
 # The pages with code: every chapter and the generated formula reference (the Makefile's list).
 PAGES = [*CHAPTERS, "book/appendix-formulas"]
+SOLUTION = re.compile(r":::\{solution-start\} (\S+).*?:::\{solution-end\}", re.S)
 
 
 def _code(notebook):
     return [cell.source for cell in notebook.cells if cell.cell_type == "code"]
 
 
-@pytest.mark.parametrize("doc", PAGES)
-def test_the_class_notebook_is_the_chapter(doc):
-    path = ROOT / "_build" / "notebooks" / f"{Path(doc).name}.ipynb"
+def _edition(doc, edition):
+    path = NOTEBOOKS / edition / f"{Path(doc).name}.ipynb"
     assert path.exists(), f"{path} is missing: run `make notebooks`"
     notebook = nbformat.read(path, as_version=4)
     nbformat.validate(notebook)
-    chapter = jupytext.read(ROOT / f"{doc}.md")
-    assert _code(notebook) == _code(chapter), f"{path} is older than {doc}.md"
     assert notebook.metadata["kernelspec"]["name"] == "python3"
+    return notebook
+
+
+@pytest.mark.parametrize("doc", PAGES)
+def test_the_instructor_notebook_is_the_chapter(doc):
+    chapter = jupytext.read(ROOT / f"{doc}.md")
+    assert _code(_edition(doc, "instructor")) == _code(chapter), f"older than {doc}.md"
+
+
+def _solutions(doc):
+    """Each solution of a chapter: its label and its text (prose and code)."""
+    return [(m.group(1), m.group(0)) for m in SOLUTION.finditer((ROOT / f"{doc}.md").read_text())]
+
+
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_the_student_notebook_holds_no_solution(doc):
+    text = "\n".join(cell.source for cell in _edition(doc, "student").cells)
+    solutions = _solutions(doc)
+    assert solutions, f"{doc} has no exercise"
+    for label, solution in solutions:
+        for line in solution.splitlines():
+            line = line.strip()
+            if len(line) > 12 and not line.startswith((":::", ":class:", "```")):
+                assert line not in text, f"{doc}: the solution of {label} shows: {line!r}"
+        # One answer cell per exercise: a check of its answer, or a cell for words.
+        cells = [c for c in _edition(doc, "student").cells if f'"{label}"' in c.source]
+        if label in _registered():
+            assert [c.source for c in cells] == [exercises.student_cell(label)], label
+        else:
+            assert not cells, label
+
+
+def _registered():
+    exercises._load()
+    return exercises.EXERCISES
+
+
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_the_student_notebook_is_the_chapter_less_its_solutions(doc):
+    student = _edition(doc, "student")
+    instructor = _code(_edition(doc, "instructor"))
+    solved = "\n".join(solution for _, solution in _solutions(doc))
+    kept = [code for code in instructor if code not in solved]
+    answers = [c for c in _code(student) if c.startswith("# Your answer to ")]
+    assert [c for c in _code(student) if c not in answers] == kept
+    words = [c for c in student.cells if c.source.strip() == "*Your answer:* (write it here)"]
+    assert len(answers) + len(words) == len(_solutions(doc))
+
+
+def test_every_checked_exercise_is_in_the_book_and_checks_its_solution():
+    labels = {label: doc for doc in CHAPTERS for label, _ in _solutions(doc)}
+    for label, exercise in _registered().items():
+        assert label in labels, f"{label} is registered but no chapter has it"
+        assert labels[label].split("/")[-1] == exercise.chapter, label
+        solution = dict(_solutions(labels[label]))[label]
+        assert f'ia.exercises.check("{label}"' in solution, f"{label}: the book never checks it"
 
 
 def _cells(notebook):
@@ -40,7 +98,7 @@ def _cells(notebook):
 
 
 @pytest.mark.parametrize("doc", PAGES)
-def test_the_book_offers_the_class_notebook_and_the_source(doc):
+def test_the_book_offers_the_student_notebook_and_the_source(doc):
     page = (ROOT / "_build" / "html" / f"{doc}.html").read_text()
     folder = ROOT / "_build" / "html" / "_sources"
     for suffix in (".ipynb", ".md"):
@@ -48,6 +106,5 @@ def test_the_book_offers_the_class_notebook_and_the_source(doc):
         assert f'href="{href}"' in page, f"{doc}.html has no {suffix} download"
         assert (folder / f"{doc}{suffix}").exists(), f"{href} is not in the built book"
     downloaded = nbformat.read(folder / f"{doc}.ipynb", as_version=4)
-    made = nbformat.read(ROOT / "_build" / "notebooks" / f"{Path(doc).name}.ipynb", as_version=4)
-    assert _cells(downloaded) == _cells(made)
+    assert _cells(downloaded) == _cells(_edition(doc, "student"))
     assert not any(cell.get("outputs") for cell in downloaded.cells), "a class runs the cells"

@@ -17,6 +17,7 @@ And it makes the page buttons honest:
   (the Pages workflow sets it) or git's ``origin`` when that is a GitHub, GitLab or Bitbucket
   address. Without one (a local clone) the buttons are left out: Jupyter Book's default would
   point them at Jupyter Book's own repository.
+- Binder opens a chapter's student edition (``.binder/postBuild`` writes them).
 - A chapter's ".ipynb" download is its class notebook, the one ``make notebooks`` writes (no
   outputs), next to the ".md" source.
 """
@@ -131,6 +132,24 @@ def _notebook_download(app, pagename, templatename, context, doctree):
         context["ipynb_source"] = pagename + ".ipynb"
 
 
+def _student_binder(app, pagename, templatename, context, doctree):
+    """Binder opens the student edition of a chapter, which .binder/postBuild writes to
+    notebooks/student/ (the theme's button would open the chapter, solutions and all)."""
+    if not _is_chapter(app, pagename):
+        return
+    page = f"urlpath=lab/tree/{pagename}.md"
+    student = f"urlpath=lab/tree/notebooks/student/{Path(pagename).name}.ipynb"
+
+    def rewrite(item):
+        if isinstance(item, dict):
+            return {key: rewrite(value) for key, value in item.items()}
+        if isinstance(item, list):
+            return [rewrite(value) for value in item]
+        return item.replace(page, student) if isinstance(item, str) else item
+
+    context["header_buttons"] = rewrite(context.get("header_buttons", []))
+
+
 def _write_notebooks(app, exception):
     if exception is not None or app.builder.format != "html":
         return
@@ -145,6 +164,7 @@ def setup(app):
     # Before the theme's buttons (priority 501) read it; the files are written at the end, over
     # the executed copy that the theme's launch buttons put in the same place.
     app.connect("html-page-context", _notebook_download, priority=500)
+    app.connect("html-page-context", _student_binder, priority=600)  # after the theme's buttons
     app.connect("build-finished", _write_notebooks)
     # After the MathJax configuration that sphinx.ext.mathjax writes (which replaces
     # window.MathJax), before MathJax itself runs (deferred).

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import sympy
 
 __all__ = ["Part", "Exercise", "Feedback", "EXERCISES", "register", "check", "answers"]
-__all__ += ["student_cell"]
+__all__ += ["student_cell", "labels"]
 
 KINDS = ("number", "symbolic", "yes/no")
 
@@ -102,12 +102,18 @@ def _exercise(label: str) -> Exercise:
         ) from None
 
 
+def labels() -> list[str]:
+    """The labels of every self-checking exercise, in the book's order."""
+    _load()
+    return sorted(EXERCISES, key=lambda label: (EXERCISES[label].chapter, label))
+
+
 def answers(label: str) -> dict:
     """The right answer of each part of exercise ``label``, as the library computes it."""
     return {part.name: part.expected() for part in _exercise(label).parts}
 
 
-@dataclass
+@dataclass(repr=False)
 class Feedback:
     """What ``check`` says: a line per part; ``correct`` when every part is right."""
 
@@ -124,6 +130,8 @@ class Feedback:
             wanted = "; ".join(f"{name}: {text}" for name, text, _ in self.lines)
             return f"{self.label}: not answered yet ({wanted})"
         return "\n".join(f"{self.label}, {name}: {text}" for name, text, _ in self.lines)
+
+    __repr__ = __str__  # what a notebook shows where it shows no HTML
 
     def _repr_html_(self):
         import html
@@ -145,7 +153,8 @@ def check(label: str, **given) -> Feedback:
     exercise = _exercise(label)
     unknown = [name for name in given if name not in {p.name for p in exercise.parts}]
     if unknown:
-        raise KeyError(f"{label} has no part {', '.join(unknown)}; its parts: {exercise.names()}")
+        names = ", ".join(map(repr, unknown))
+        raise KeyError(f"{label} has no part {names}; its parts: {exercise.names()}")
     if all(given.get(part.name) is None for part in exercise.parts):
         lines = [(p.name, p.unit or p.kind, False) for p in exercise.parts]
         return Feedback(label, lines, answered=False)
@@ -167,12 +176,12 @@ def _judge(part: Part, answer, expected) -> tuple[bool, str]:
         return (True, "right") if answer == expected else (False, "no: think again")
     if part.kind == "symbolic":
         try:
-            difference = sympy.simplify(sympy.sympify(answer) - expected)
+            difference = sympy.simplify(expected - sympy.sympify(answer))
         except (sympy.SympifyError, TypeError):
             return False, "give a SymPy expression"
         if difference == 0:
             return True, "right: equal to the library's formula"
-        return False, f"not equal to the library's formula: they differ by {difference}"
+        return False, f"not equal to the library's formula: yours lacks {difference}"
     return _number(part, answer, float(expected))
 
 
@@ -224,13 +233,12 @@ def _factor(ratio: float, unit: str) -> str:
 def student_cell(label: str) -> str:
     """The code cell that replaces an exercise's solution in the student edition."""
     exercise = _exercise(label)
-    width = max(len(part.name) for part in exercise.parts)
     lines = [f"# Your answer to {label}: replace each None, then run the cell."]
     lines += [f'ia.exercises.check(\n    "{label}",']
     for part in exercise.parts:
         what = part.unit if part.kind == "number" else part.kind
         what = "True or False" if part.kind == "yes/no" else what
-        lines.append(f"    {part.name}=None,{' ' * (width - len(part.name))}  # {what}")
+        lines.append(f"    {part.name}=None,  # {what}")
     return "\n".join(lines + [")"])
 
 
