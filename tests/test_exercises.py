@@ -50,6 +50,8 @@ NUMBER = Part("x", lambda: 1000.0, unit="bytes", hints={0.5: "did you count both
         (1e6, False, "off by 10^3: check the prefix"),
         (1000 * 2**30 / 1e9, False, "GB where GiB"),
         (37, False, "off by a factor of 27"),
+        (1000.2, True, "right"),
+        (1003, True, "right"),
         (-1000, False, "sign"),
         ("a lot", False, "give a number"),
         (math.inf, False, "finite"),
@@ -64,6 +66,8 @@ def test_formulas_are_compared_by_sympy_and_yes_no_as_bools():
     x, y = sympy.symbols("x y")
     formula = Part("f", lambda: x * (y + 1), kind="symbolic")
     assert _judge(formula, x * y + x, formula.expected())[0]
+    positive = sympy.Symbol("x", positive=True)  # typed as text, x is the formula's own x
+    assert _judge(Part("g", lambda: sympy.sqrt(positive**2), kind="symbolic"), "x", positive)[0]
     ok, text = _judge(formula, x * y, formula.expected())
     assert not ok and "yours lacks x" in text
     assert not _judge(formula, object(), formula.expected())[0]

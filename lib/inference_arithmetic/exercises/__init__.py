@@ -18,6 +18,7 @@ yes/no. The student edition of a chapter (``make notebooks``) replaces each solu
 
 from __future__ import annotations
 
+import functools
 import importlib
 import math
 import pkgutil
@@ -31,8 +32,8 @@ __all__ += ["student_cell", "labels"]
 
 KINDS = ("number", "symbolic", "yes/no")
 
-# Ratios of a wrong answer to the right one that have a usual cause, and what to ask about it.
-# A part's own hints (Part.hints) come first.
+# Ratios of a wrong answer to the right one that have a usual cause, and what they say (the
+# GB/GiB ones only for an answer in bytes). A part's own hint (Part.hints) is added to them.
 COMMON = {
     2.0: "off by a factor of 2 (yours is twice the answer)",
     0.5: "off by a factor of 2 (yours is half the answer)",
@@ -46,16 +47,19 @@ class Part:
     """One answer of an exercise: ``expected()`` computes it with the library, from the
     exercise's inputs. ``unit`` says what the number is in (words: "bytes", "seconds");
     ``hints`` maps a ratio of a wrong answer to the right one (2, 0.5, 1e3, ...) to a question
-    that teaches ("did you count both K and V?")."""
+    that teaches ("did you count both K and V?"), or is a function that returns such a mapping
+    when a wrong answer first needs it (hints that take a computation)."""
 
     name: str
     expected: Callable[[], object]
     unit: str = ""
     kind: str = "number"
     tolerance: float = 0.01
-    hints: Mapping[float, str] = field(default_factory=dict)
+    hints: Mapping[float, str] | Callable[[], Mapping[float, str]] = field(default_factory=dict)
 
     def __post_init__(self):
+        if callable(self.hints):  # computed once, when a wrong answer first needs them
+            object.__setattr__(self, "hints", functools.cache(self.hints))
         if self.kind not in KINDS:
             raise ValueError(f"Part {self.name!r}: kind must be one of {KINDS}, got {self.kind!r}")
 
@@ -176,7 +180,12 @@ def _judge(part: Part, answer, expected) -> tuple[bool, str]:
         return (True, "right") if answer == expected else (False, "no: think again")
     if part.kind == "symbolic":
         try:
-            difference = sympy.simplify(expected - sympy.sympify(answer))
+            # Typed as text, a formula's letters are the library's symbols (with their
+            # assumptions), not new ones of the same name.
+            names = {symbol.name: symbol for symbol in sympy.sympify(expected).free_symbols}
+            given = sympy.sympify(answer, locals=names)
+            mine = {s: names[s.name] for s in given.free_symbols if s.name in names}
+            difference = sympy.simplify(expected - given.xreplace(mine))
         except (sympy.SympifyError, TypeError):
             return False, "give a SymPy expression"
         if difference == 0:
@@ -198,33 +207,47 @@ def _number(part: Part, answer, expected: float) -> tuple[bool, str]:
     if math.isclose(value, expected, rel_tol=part.tolerance):
         return True, "right"
     ratio = value / expected
-    if ratio <= 0:
+    if value == 0:
+        return False, f"the answer is not 0{unit}"
+    if ratio < 0:
         return (
             False,
             f"the sign is wrong: the answer is {'positive' if expected > 0 else 'negative'}",
         )
-    for known in {**COMMON, **part.hints}:
-        if math.isclose(ratio, known, rel_tol=0.02):
-            said = COMMON.get(known) or _factor(ratio, part.unit)
-            hint = part.hints.get(known)
-            return False, f"{said}: {hint}" if hint else said
+    hints = part.hints() if callable(part.hints) else part.hints
+    # A mistake's ratio that is no ratio, or that the tolerance would pass, tells nothing.
+    usable = {float(r): text for r, text in hints.items() if math.isfinite(r) and r > 0}
+    usable = {r: text for r, text in usable.items() if abs(r - 1) > part.tolerance}
+    hint = next((text for known, text in usable.items() if _near(ratio, known)), None)
+    said = _describe(ratio, part.unit)
+    return False, f"{said}: {hint}" if hint else said
+
+
+def _near(ratio: float, known: float) -> bool:
+    return math.isclose(ratio, known, rel_tol=0.02)
+
+
+def _describe(ratio: float, unit: str) -> str:
+    """How far off an answer ``ratio`` times the right one is, in the likeliest terms."""
+    common = COMMON if "byte" in unit else {k: v for k, v in COMMON.items() if k in (2.0, 0.5)}
+    for known, text in common.items():
+        if _near(ratio, known):
+            return text
     decades = math.log10(ratio)
     if abs(decades) >= 2.5 and abs(decades / 3 - round(decades / 3)) < 0.05:
         return (
-            False,
-            f"off by 10^{round(decades)}: check the prefix; the answer is in "
-            f"{part.unit or 'base units'}",
+            f"off by 10^{round(decades)}: check the prefix; the answer is in {unit or 'base units'}"
+        )
+    if abs(decades) >= 1.9 and abs(decades - round(decades)) < 0.02:
+        return (
+            f"off by 10^{round(decades)}: a percentage where a fraction was asked, or the reverse?"
         )
     if 0.75 <= ratio <= 1.33:
+        off = abs(ratio - 1)
         side = "high" if ratio > 1 else "low"
         return (
-            False,
-            f"right order of magnitude, {abs(ratio - 1):.0%} {side}: check your inputs{unit}",
+            f"right order of magnitude, {off:.{0 if off >= 0.01 else 2}%} {side}: check your inputs"
         )
-    return False, _factor(ratio, part.unit)
-
-
-def _factor(ratio: float, unit: str) -> str:
     factor = ratio if ratio > 1 else 1 / ratio
     side = "too high" if ratio > 1 else "too low"
     return f"off by a factor of {factor:.3g}, {side}" + (f" (in {unit})" if unit else "")
@@ -236,8 +259,7 @@ def student_cell(label: str) -> str:
     lines = [f"# Your answer to {label}: replace each None, then run the cell."]
     lines += [f'ia.exercises.check(\n    "{label}",']
     for part in exercise.parts:
-        what = part.unit if part.kind == "number" else part.kind
-        what = "True or False" if part.kind == "yes/no" else what
+        what = "True or False" if part.kind == "yes/no" else part.unit or part.kind
         lines.append(f"    {part.name}=None,  # {what}")
     return "\n".join(lines + [")"])
 
