@@ -38,7 +38,7 @@ def test_defaults_follow_from_the_widths():
         (dict(norm="batch"), "norm must be one of"),
         (dict(n_experts=8, n_active_experts=9, d_ff_expert=32), "n_active_experts <= n_experts"),
         (dict(n_active_experts=2), "expert settings without n_experts"),
-        (dict(kv_lora_rank=512), "needs all five sizes"),
+        (dict(kv_lora_rank=512), "multi-head latent attention needs kv_lora_rank"),
         (dict(window=4096), "window and n_window_layers go together"),
     ],
 )
@@ -118,3 +118,99 @@ def test_a_name_is_a_model_and_anything_else_is_refused_clearly():
             ia.model(bad)
     with pytest.raises(ia.ArgumentError, match=r"a gpu is a name from ia.gpu_names\(\)"):
         ia.gpu(None)
+
+
+# --- Reading config.json: inputs, families, strictness ------------------------------------------
+
+QWEN3 = {
+    "model_type": "qwen3",
+    "vocab_size": 151936,
+    "hidden_size": 4096,
+    "num_hidden_layers": 36,
+    "num_attention_heads": 32,
+    "num_key_value_heads": 8,
+    "head_dim": 128,
+    "intermediate_size": 12288,
+    "max_position_embeddings": 40960,
+    "tie_word_embeddings": False,
+}
+
+
+def test_a_config_may_be_a_dict_a_path_json_text_or_a_transformers_config(tmp_path):
+    import json as _json
+    from types import SimpleNamespace
+
+    folder = tmp_path / "Qwen3-8B"
+    folder.mkdir()
+    (folder / "config.json").write_text(_json.dumps(QWEN3))
+    from_dict = ModelConfig.from_hf_config(QWEN3)
+    assert from_dict.name == "qwen3"  # no name given, none in the config: the model type
+    from_path = ModelConfig.from_hf_config(folder / "config.json")
+    assert from_path.name == "Qwen3-8B"  # the file's folder
+    assert ModelConfig.from_hf_config(str(folder / "config.json")) == from_path
+    assert ModelConfig.from_hf_config(_json.dumps(QWEN3), name="mine").name == "mine"
+    wrapped = SimpleNamespace(to_dict=lambda: {**QWEN3, "_name_or_path": "Qwen/Qwen3-8B"})
+    assert ModelConfig.from_hf_config(wrapped).name == "Qwen/Qwen3-8B"
+    assert ia.param_count(from_path) == ia.param_count(from_dict)
+    with pytest.raises(ValueError, match="no config.json at"):
+        ModelConfig.from_hf_config(tmp_path / "nothing.json")
+    with pytest.raises(ValueError, match="not valid JSON"):
+        ModelConfig.from_hf_config('{"model_type": ')
+    with pytest.raises(ValueError, match="a config is a dict"):
+        ModelConfig.from_hf_config(42)
+
+
+def test_a_multimodal_wrapper_counts_its_text_model():
+    text = {**QWEN3, "model_type": "gemma3_text", "sliding_window": 1024}
+    text["layer_types"] = ["sliding_attention"] * 30 + ["full_attention"] * 6
+    wrapper = {"model_type": "gemma3", "text_config": text, "vision_config": {"hidden_size": 1}}
+    m = ModelConfig.from_hf_config(wrapper, name="g")
+    assert m.model_type == "gemma3_text" and m.n_window_layers == 30 and m.window == 1024
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"tie_word_embeddings": "false"}, "tie_word_embeddings must be true or false"),
+        ({"attention_bias": "false"}, "attention_bias must be true or false"),
+        ({"head_dim": 0}, "head_dim must be a positive whole number, got 0"),
+        ({"hidden_size": 4096.0}, "hidden_size must be a positive whole number"),
+        ({"use_sliding_window": "false"}, "use_sliding_window must be true or false"),
+        ({"layer_types": ["full_attention"] * 35}, "layer_types has 35 entries for 36 layers"),
+        ({"layer_types": ["linear_attention"] * 36}, "linear_attention, which the library"),
+        ({"num_nextn_predict_layers": 2}, "multi-token prediction"),
+    ],
+)
+def test_a_field_of_the_wrong_kind_or_not_modeled_is_refused(change, message):
+    with pytest.raises(ValueError, match=message):
+        ModelConfig.from_hf_config({**QWEN3, **change})
+
+
+def test_latent_attention_without_query_compression_says_what_null_means():
+    config = {k: v for k, v in ia.model("deepseek-v3").sizes().items()}  # noqa: F841
+    v3 = {
+        "model_type": "deepseek_v3", "vocab_size": 1000, "hidden_size": 64,
+        "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 96,
+        "n_routed_experts": 4, "num_experts_per_tok": 2, "moe_intermediate_size": 16,
+        "kv_lora_rank": 32, "qk_nope_head_dim": 16, "qk_rope_head_dim": 8, "v_head_dim": 16,
+    }  # fmt: skip
+    with pytest.raises(KeyError, match="null means queries are projected without compression"):
+        ModelConfig.from_hf_config(v3)
+    m = ModelConfig.from_hf_config({**v3, "q_lora_rank": None})
+    assert m.is_mla and m.q_lora_rank is None
+    with pytest.raises(ValueError, match="missing v_head_dim"):
+        ModelConfig(**{**_fields(m), "v_head_dim": None})
+
+
+def _fields(m):
+    import dataclasses
+
+    return {f.name: getattr(m, f.name) for f in dataclasses.fields(m)}
+
+
+def test_every_family_lists_the_fields_it_reads():
+    from inference_arithmetic.models import FIELDS
+
+    assert set(FIELDS) | set(ia.models.WRAPPERS) == set(MODEL_TYPES)
+    assert "mlp_only_layers" in FIELDS["qwen3_moe"] and "decoder_sparse_step" in FIELDS["qwen3_moe"]
+    assert "layer_types" in FIELDS["gpt_oss"] and "no_rope_layers" in FIELDS["llama4_text"]

@@ -43,10 +43,15 @@ def _formula(builder, arch: ModelConfig, *options):
     return builder(arch, *options)
 
 
-def param_count(arch: ModelConfig, active: bool = False) -> int:
-    """Parameters of ``arch``, each tensor once; ``active=True``: those one token uses (MoE)."""
+def param_count(arch: ModelConfig, active: bool = False, embeddings: bool = True) -> int:
+    """Parameters of ``arch``, each tensor once; ``active=True``: those one token uses (MoE).
+
+    Two conventions for "active parameters" are in use: this library's (and the reference
+    implementation's) counts the input embedding table; many model cards do not
+    (``embeddings=False``, e.g. gpt-oss-20b's 3.6 billion). Chapter 03 shows both.
+    """
     arch = registry_model(arch)
-    return _at(arch, _formula(transformer.params, arch, bool(active)))
+    return _at(arch, _formula(transformer.params, arch, bool(active), bool(embeddings)))
 
 
 def kv_cache_bytes(

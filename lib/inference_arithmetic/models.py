@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 from dataclasses import dataclass, field, fields
 from importlib import resources
+from pathlib import Path
 
 from inference_arithmetic.registry import entries, lookup
 
-__all__ = ["ModelConfig", "model", "model_names", "measured", "MODEL_TYPES"]
-
-MODEL_TYPES = ("llama", "mistral", "mixtral", "qwen2", "gemma2", "phi3", "gpt2", "deepseek_v3")
+__all__ = ["ModelConfig", "model", "model_names", "measured", "MODEL_TYPES", "FIELDS", "WRAPPERS"]
 
 
 @dataclass(frozen=True)
@@ -48,7 +48,12 @@ class ModelConfig:
     ffn_bias: bool = False
     norm: str = "rms"  # "rms": a weight per number; "layer": a weight and a bias
     norms_per_layer: int = 2
+    # Norms of the queries and keys inside attention: "" none, "head" a d_head-wide weight for
+    # each (Qwen 3, Gemma 3), "full" over all heads, (H + H_kv) d_head weights (OLMo 2).
+    qk_norm: str = ""
+    attention_sinks: bool = False  # a learned logit per head (gpt-oss)
     tied_embeddings: bool = False
+    lm_head_bias: bool = False
     max_positions: int | None = None  # learned position embeddings, when set
     # Mixture of experts: n_experts > 0. The first n_dense_layers keep a dense FFN of d_ff.
     n_experts: int = 0
@@ -57,7 +62,8 @@ class ModelConfig:
     n_shared_experts: int = 0
     n_dense_layers: int = 0
     router_bias: bool = False
-    # Multi-head latent attention (DeepSeek): all five set, or none.
+    # Multi-head latent attention (DeepSeek): the four key/value sizes set, or none; queries
+    # are compressed to q_lora_rank, or projected directly when it is None (V2-Lite, Moonlight).
     q_lora_rank: int | None = None
     kv_lora_rank: int | None = None
     qk_nope_head_dim: int | None = None
@@ -100,7 +106,9 @@ class ModelConfig:
             raise ValueError(
                 f"{self.name}: n_kv_heads={self.n_kv_heads} must divide n_heads={self.n_heads}"
             )
-        for name, choices in (("ffn", ("gated", "classic")), ("norm", ("rms", "layer"))):
+        choices_of = [("ffn", ("gated", "classic")), ("norm", ("rms", "layer"))]
+        choices_of += [("qk_norm", ("", "head", "full"))]
+        for name, choices in choices_of:
             if getattr(self, name) not in choices:
                 raise ValueError(f"{self.name}: {name} must be one of {choices}")
         if self.n_experts:
@@ -113,10 +121,15 @@ class ModelConfig:
                 raise ValueError(f"{self.name}: n_dense_layers must be below n_layers")
         elif self.n_active_experts or self.n_shared_experts or self.n_dense_layers:
             raise ValueError(f"{self.name}: expert settings without n_experts")
-        mla = [self.q_lora_rank, self.kv_lora_rank, self.qk_nope_head_dim]
-        mla += [self.qk_rope_head_dim, self.v_head_dim]
-        if any(v is not None for v in mla) and any(v is None for v in mla):
-            raise ValueError(f"{self.name}: multi-head latent attention needs all five sizes")
+        mla = {"kv_lora_rank": self.kv_lora_rank, "qk_nope_head_dim": self.qk_nope_head_dim}
+        mla |= {"qk_rope_head_dim": self.qk_rope_head_dim, "v_head_dim": self.v_head_dim}
+        missing = [name for name, value in mla.items() if value is None]
+        if missing and (len(missing) < len(mla) or self.q_lora_rank is not None):
+            raise ValueError(
+                f"{self.name}: multi-head latent attention needs kv_lora_rank, qk_nope_head_dim, "
+                f"qk_rope_head_dim and v_head_dim (q_lora_rank may be None: queries projected "
+                f"without compression); missing {', '.join(missing)}"
+            )
         if (self.window is None) != (self.n_window_layers == 0):
             raise ValueError(f"{self.name}: window and n_window_layers go together")
         if self.n_window_layers > self.n_layers:
@@ -157,133 +170,371 @@ class ModelConfig:
         return {name: value for name, value in values.items() if value is not None}
 
     @classmethod
-    def from_hf_config(cls, config: dict, name: str | None = None) -> ModelConfig:
-        """Read a Hugging Face ``config.json`` (as a dict) of a supported ``model_type``.
+    def from_hf_config(cls, config, name: str | None = None) -> ModelConfig:
+        """Read a Hugging Face ``config.json`` of a supported ``model_type`` (``MODEL_TYPES``).
 
-        Raises ``ValueError`` for an unsupported model_type and ``KeyError`` naming a
-        missing key.
+        ``config`` is a dict, a path to the file, its JSON text, or an object with
+        ``to_dict()`` (a ``transformers`` config). A multimodal wrapper's ``text_config`` is
+        read (the vision tower is not counted). The model is named ``name``, else the config's
+        ``_name_or_path``, else the file's folder, else its model_type. Every field read is
+        type-checked (``FIELDS`` lists them per family); a field that would change the
+        architecture in a way the library does not model raises ``ValueError`` naming it.
         """
+        config, folder = _as_dict(config)
+        wrapper = config.get("model_type")
+        if wrapper in WRAPPERS and isinstance(config.get("text_config"), dict):
+            text = {"model_type": WRAPPERS[wrapper], **config["text_config"]}
+            text.setdefault("_name_or_path", config.get("_name_or_path"))
+            config = text
         model_type = config.get("model_type")
         if model_type not in MODEL_TYPES:
             raise ValueError(
                 f"unsupported model_type {model_type!r}; supported: {', '.join(MODEL_TYPES)}"
             )
-        name = name or config.get("_name_or_path") or model_type
-        return cls(name=name, model_type=model_type, **_READERS[model_type](_Keys(config)))
+        name = name or config.get("_name_or_path") or folder or model_type
+        keys = _Keys(config)
+        values = _READERS[model_type](keys)
+        keys.refuse_unread(UNMODELED)
+        return cls(name=name, model_type=model_type, **values)
+
+
+WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistral"}
+"""Multimodal model types whose ``text_config`` is the language model the library counts."""
+
+UNMODELED = {
+    "num_nextn_predict_layers": "multi-token prediction layers (DeepSeek-V3), which transformers "
+    "does not build either",
+    "moe_layer_freq": "MoE layers every n layers other than 1",
+    "cross_attention_layers": "cross-attention layers (vision)",
+    "altup_num_inputs": "Gemma 3n's AltUp",
+    "laurel_rank": "Gemma 3n's LAuReL blocks",
+}
+"""Fields that change the architecture in ways the library does not model, and what they are:
+a config that sets one (to other than its neutral value) is refused."""
+
+_NEUTRAL = {"num_nextn_predict_layers": (0, 1), "moe_layer_freq": (1,)}
+
+
+def _as_dict(config) -> tuple[dict, str | None]:
+    """A config given as a dict, a path, JSON text or a transformers config, as a dict and
+    the folder it came from (None if not from a file)."""
+    if hasattr(config, "to_dict") and not isinstance(config, dict):
+        config = config.to_dict()
+    if isinstance(config, os.PathLike) or (
+        isinstance(config, str) and not config.lstrip().startswith("{")
+    ):
+        path = Path(config)
+        if not path.is_file():
+            raise ValueError(f"no config.json at {str(path)!r}")
+        return _parsed(path.read_text(), str(path)), path.resolve().parent.name
+    if isinstance(config, str):
+        return _parsed(config, "the JSON text"), None
+    if not isinstance(config, dict):
+        raise ValueError(
+            "a config is a dict, a path to config.json, its JSON text or an object with "
+            f"to_dict(), got {type(config).__name__}"
+        )
+    return config, None
+
+
+def _parsed(text: str, where: str) -> dict:
+    try:
+        config = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise ValueError(f"{where} is not valid JSON: {error}") from None
+    if not isinstance(config, dict):
+        raise ValueError(f"{where} holds a {type(config).__name__}, not a JSON object")
+    return config
 
 
 class _Keys:
-    """A config dict whose missing keys raise a KeyError naming the key and the model_type."""
+    """A config whose fields are read typed: a missing required field, a string where a bool
+    belongs or 0 where a size belongs is an error naming the field (never "use the
+    default"). Each field read is remembered, for ``FIELDS``."""
 
-    def __init__(self, config: dict):
-        self.config = config
+    def __init__(self, config: dict, probe: bool = False):
+        self.config, self.read, self.probe = config, [], probe
+        self.model_type = config.get("model_type")
 
-    def __getitem__(self, key):
-        try:
-            return self.config[key]
-        except KeyError:
-            raise KeyError(
-                f"config of model_type {self.config.get('model_type')!r} lacks {key!r}"
-            ) from None
+    def _get(self, key, required):
+        self.read.append(key)
+        if self.probe:  # listing the fields a reader reads (FIELDS): any value will do
+            return None
+        if key not in self.config or self.config[key] is None:
+            if required:
+                raise KeyError(f"config of model_type {self.model_type!r} lacks {key!r}")
+            return None
+        return self.config[key]
 
-    def get(self, key, default=None):
-        value = self.config.get(key, default)
-        return default if value is None else value
+    def _bad(self, key, value, what):
+        return ValueError(
+            f"config of model_type {self.model_type!r}: {key} must be {what}, got {value!r}"
+        )
+
+    def size(self, key, default=None, required=True):
+        """A positive whole number (a missing optional one is ``default``)."""
+        value = self._get(key, required and default is None)
+        if value is None:
+            return 64 if self.probe and default is None else default
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise self._bad(key, value, "a positive whole number")
+        return value
+
+    def count(self, key, default=0):
+        """A whole number that may be zero."""
+        value = self._get(key, False)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise self._bad(key, value, "a whole number, 0 or more")
+        return value
+
+    def flag(self, key, default=False):
+        """A JSON true or false (a string "false" is refused, not taken as true)."""
+        value = self._get(key, False)
+        if value is None:
+            return default
+        if not isinstance(value, bool):
+            raise self._bad(key, value, "true or false")
+        return value
+
+    def names(self, key):
+        """A list of strings (``layer_types``), or None."""
+        value = self._get(key, False)
+        if value is not None and (
+            not isinstance(value, list) or not all(isinstance(v, str) for v in value)
+        ):
+            raise self._bad(key, value, "a list of strings")
+        return value
+
+    def numbers(self, key):
+        """A list of whole numbers (layer indices), or an empty list."""
+        value = self._get(key, False) or []
+        if not isinstance(value, list) or any(
+            isinstance(v, bool) or not isinstance(v, int) for v in value
+        ):
+            raise self._bad(key, value, "a list of layer indices")
+        return value
+
+    def refuse_unread(self, unmodeled):
+        for key, what in unmodeled.items():
+            value = self.config.get(key)
+            if key not in self.read and value not in (None, *_NEUTRAL.get(key, (0, False))):
+                raise ValueError(
+                    f"config of model_type {self.model_type!r} sets {key}={value!r}: "
+                    f"{what}, which the library does not model"
+                )
 
 
 def _llama_like(c: _Keys, tied_default=False, qkv_bias=None) -> dict:
-    heads = c["num_attention_heads"]
-    bias = c.get("attention_bias", False)
+    heads = c.size("num_attention_heads")
+    bias = c.flag("attention_bias")
     return dict(
-        vocab_size=c["vocab_size"],
-        d_model=c["hidden_size"],
-        n_layers=c["num_hidden_layers"],
+        vocab_size=c.size("vocab_size"),
+        d_model=c.size("hidden_size"),
+        n_layers=c.size("num_hidden_layers"),
         n_heads=heads,
-        n_kv_heads=c.get("num_key_value_heads", heads),
-        d_head=c.get("head_dim") or None,
-        d_ff=c["intermediate_size"],
+        n_kv_heads=c.size("num_key_value_heads", heads),
+        d_head=c.size("head_dim", required=False),
+        d_ff=c.size("intermediate_size"),
         qkv_bias=bias if qkv_bias is None else qkv_bias,
         out_bias=bias,
-        ffn_bias=c.get("mlp_bias", False),
-        tied_embeddings=c.get("tie_word_embeddings", tied_default),
-        context_window=c.get("max_position_embeddings") or None,
+        ffn_bias=c.flag("mlp_bias"),
+        tied_embeddings=c.flag("tie_word_embeddings", tied_default),
+        context_window=c.size("max_position_embeddings", required=False),
     )
+
+
+LAYER_KINDS = ("full_attention", "sliding_attention", "chunked_attention")
+"""The attention of one layer in ``layer_types``: full, over a sliding window, or over chunks.
+A chunked layer's cache keeps the last chunk of tokens, as a sliding window of the chunk's
+length does; the library counts both as windowed layers."""
+
+
+def _windows(c: _Keys, layers: int, pattern=None) -> dict:
+    """Windowed layers, from ``layer_types`` (any model that lists them), else from
+    ``pattern(layers)``: which layers a family's rule windows, as a list of kinds."""
+    kinds = c.names("layer_types")
+    if kinds is None:
+        kinds = pattern(layers) if pattern else []
+    elif len(kinds) != layers:
+        raise ValueError(f"layer_types has {len(kinds)} entries for {layers} layers")
+    unknown = sorted(set(kinds) - set(LAYER_KINDS))
+    if unknown:
+        raise ValueError(f"layer_types has {', '.join(unknown)}, which the library does not model")
+    sizes = {
+        kind: c.size(key)
+        for kind, key in (
+            ("sliding_attention", "sliding_window"),
+            ("chunked_attention", "attention_chunk_size"),
+        )
+        if kind in kinds
+    }
+    if len(set(sizes.values())) > 1:
+        raise ValueError(f"windows of different lengths ({sizes}) are not modeled")
+    windowed = sum(kind != "full_attention" for kind in kinds)
+    return dict(window=next(iter(sizes.values())), n_window_layers=windowed) if windowed else {}
+
+
+def _every(layers: int, kind: str, global_every: int | None = None) -> list[str]:
+    """Every layer of ``kind``, but every ``global_every``-th attends fully."""
+    full = {i for i in range(layers) if global_every and (i + 1) % global_every == 0}
+    return ["full_attention" if i in full else kind for i in range(layers)]
 
 
 def _mistral(c: _Keys) -> dict:
     values = _llama_like(c)
-    if c.get("sliding_window"):
-        values.update(window=c["sliding_window"], n_window_layers=c["num_hidden_layers"])
+    windowed = c.config.get("sliding_window") is not None  # a window on every layer, if any
+    pattern = (lambda n: _every(n, "sliding_attention")) if windowed else None
+    return {**values, **_windows(c, values["n_layers"], pattern)}
+
+
+def _experts(c: _Keys, values: dict, experts="num_local_experts", width="intermediate_size"):
+    values.update(
+        n_experts=c.size(experts),
+        n_active_experts=c.size("num_experts_per_tok"),
+        d_ff_expert=c.size(width),
+    )
     return values
 
 
 def _mixtral(c: _Keys) -> dict:
-    values = _mistral(c)
-    values.update(
-        n_experts=c["num_local_experts"],
-        n_active_experts=c["num_experts_per_tok"],
-        d_ff_expert=c["intermediate_size"],
-    )
-    return values
+    return _experts(c, _mistral(c))
 
 
 def _qwen2(c: _Keys) -> dict:
     values = _llama_like(c, qkv_bias=True)  # Qwen2 biases q, k and v, not the output
     values["out_bias"] = False
-    if c.get("use_sliding_window", False) and c.get("sliding_window"):
-        windowed = c["num_hidden_layers"] - c.get("max_window_layers", 0)
-        if windowed > 0:
-            values.update(window=c["sliding_window"], n_window_layers=windowed)
-    return values
+    return {**values, **_qwen_windows(c, values["n_layers"])}
+
+
+def _qwen_windows(c: _Keys, layers: int) -> dict:
+    """Qwen's windows: as layer_types lists them, else with use_sliding_window on the layers
+    from max_window_layers on."""
+    if not c.flag("use_sliding_window") and c.config.get("layer_types") is None:
+        return {}
+    first = min(c.count("max_window_layers"), layers)
+    rule = lambda n: ["full_attention"] * first + ["sliding_attention"] * (n - first)  # noqa: E731
+    return _windows(c, layers, rule)
+
+
+def _qwen3(c: _Keys) -> dict:
+    values = _llama_like(c)  # Qwen 3: no q, k, v bias; a norm on each head's queries and keys
+    return {**values, "qk_norm": "head", **_qwen_windows(c, values["n_layers"])}
+
+
+def _qwen3_moe(c: _Keys) -> dict:
+    values = _qwen3(c)
+    layers, step = values["n_layers"], c.size("decoder_sparse_step", 1)
+    dense = set(c.numbers("mlp_only_layers"))
+    moe = [i for i in range(layers) if i not in dense and (i + 1) % step == 0]
+    values.update(n_dense_layers=layers - len(moe))
+    return _experts(c, values, experts="num_experts", width="moe_intermediate_size")
 
 
 def _gemma2(c: _Keys) -> dict:
     values = _llama_like(c, tied_default=True)
-    layers = c["num_hidden_layers"]
     values.update(norms_per_layer=4)  # before and after both attention and the FFN
-    if c.get("sliding_window"):
-        # Gemma 2 alternates: even layers use the window, odd layers attend globally.
-        values.update(window=c["sliding_window"], n_window_layers=(layers + 1) // 2)
+    # Gemma 2 alternates: even layers use the window, odd layers attend globally.
+    return {
+        **values,
+        **_windows(c, values["n_layers"], lambda n: _every(n, "sliding_attention", 2)),
+    }
+
+
+def _gemma3(c: _Keys) -> dict:
+    values = _llama_like(c, tied_default=True)
+    values.update(norms_per_layer=4, qk_norm="head")  # Gemma 2's four norms, and q/k norms
+    if c.config.get("layer_types") is None:
+        every = c.size("sliding_window_pattern")  # every pattern-th layer attends globally
+        return {
+            **values,
+            **_windows(c, values["n_layers"], lambda n: _every(n, "sliding_attention", every)),
+        }
+    return {**values, **_windows(c, values["n_layers"])}
+
+
+def _olmo2(c: _Keys) -> dict:
+    values = _llama_like(c)  # norms after attention and the FFN, and over all queries and keys
+    return {**values, "qk_norm": "full"}
+
+
+def _phi3(c: _Keys) -> dict:
+    return _mistral(c)  # Phi-3 windows every layer, like Mistral (2047 tokens for mini-4k)
+
+
+def _phimoe(c: _Keys) -> dict:
+    values = _experts(c, _mistral(c))
+    values.update(norm="layer", lm_head_bias=c.flag("lm_head_bias"))
     return values
 
 
+def _gpt_oss(c: _Keys) -> dict:
+    values = _experts(c, _llama_like(c))
+    values.update(attention_sinks=True, router_bias=True, ffn_bias=True)  # experts' biases too
+    return {**values, **_windows(c, values["n_layers"])}
+
+
+def _llama4_text(c: _Keys) -> dict:
+    values = _llama_like(c)
+    layers, step = values["n_layers"], c.size("interleave_moe_layer_step", 1)
+    values.update(d_ff=c.size("intermediate_size_mlp"), n_shared_experts=1)
+    values.update(n_dense_layers=layers - layers // step)
+    # RoPE layers attend in chunks, NoPE layers (a 0 in no_rope_layers) to everything.
+    rope = c.numbers("no_rope_layers")
+    if not rope:
+        every = c.size("no_rope_layer_interval", 4)
+        rope = [int((i + 1) % every != 0) for i in range(layers)]
+    chunked = c.config.get("attention_chunk_size") is not None
+    kinds = ["chunked_attention" if r and chunked else "full_attention" for r in rope[:layers]]
+    return {**_experts(c, values), **_windows(c, layers, lambda n: kinds)}
+
+
 def _gpt2(c: _Keys) -> dict:
-    width = c["n_embd"]
+    width = c.size("n_embd")
     return dict(
-        vocab_size=c["vocab_size"],
+        vocab_size=c.size("vocab_size"),
         d_model=width,
-        n_layers=c["n_layer"],
-        n_heads=c["n_head"],
-        d_ff=c.get("n_inner") or 4 * width,
+        n_layers=c.size("n_layer"),
+        n_heads=c.size("n_head"),
+        d_ff=c.size("n_inner", 4 * width),
         ffn="classic",
         qkv_bias=True,
         out_bias=True,
         ffn_bias=True,
         norm="layer",
-        tied_embeddings=c.get("tie_word_embeddings", True),
-        max_positions=c["n_positions"],
-        context_window=c["n_positions"],
+        tied_embeddings=c.flag("tie_word_embeddings", True),
+        max_positions=c.size("n_positions"),
+        context_window=c.size("n_positions"),
     )
 
 
-def _deepseek_v3(c: _Keys) -> dict:
+def _deepseek(c: _Keys) -> dict:
     values = _llama_like(c)
+    rank = c.size("q_lora_rank", required=False)
+    if rank is None and "q_lora_rank" not in c.config and not c.probe:
+        raise KeyError(
+            f"config of model_type {c.model_type!r} lacks 'q_lora_rank' (null means queries "
+            "are projected without compression, as in DeepSeek-V2-Lite and Moonlight)"
+        )
     values.update(
         d_head=None,
         n_kv_heads=None,
-        n_experts=c["n_routed_experts"],
-        n_active_experts=c["num_experts_per_tok"],
-        d_ff_expert=c["moe_intermediate_size"],
-        n_shared_experts=c.get("n_shared_experts", 0),
-        n_dense_layers=c.get("first_k_dense_replace", 0),
-        q_lora_rank=c["q_lora_rank"],
-        kv_lora_rank=c["kv_lora_rank"],
-        qk_nope_head_dim=c["qk_nope_head_dim"],
-        qk_rope_head_dim=c["qk_rope_head_dim"],
-        v_head_dim=c["v_head_dim"],
+        n_experts=c.size("n_routed_experts"),
+        n_active_experts=c.size("num_experts_per_tok"),
+        d_ff_expert=c.size("moe_intermediate_size"),
+        n_shared_experts=c.count("n_shared_experts"),
+        n_dense_layers=c.count("first_k_dense_replace"),
+        q_lora_rank=rank,
+        kv_lora_rank=c.size("kv_lora_rank"),
+        qk_nope_head_dim=c.size("qk_nope_head_dim"),
+        qk_rope_head_dim=c.size("qk_rope_head_dim"),
+        v_head_dim=c.size("v_head_dim"),
     )
+    if c.count("moe_layer_freq", 1) != 1:
+        raise ValueError("moe_layer_freq other than 1 (MoE every n layers) is not modeled")
     # MLA heads have their own widths; d_head is the query/key width, for display only.
-    values["d_head"] = c["qk_nope_head_dim"] + c["qk_rope_head_dim"]
+    values["d_head"] = values["qk_nope_head_dim"] + values["qk_rope_head_dim"]
     return values
 
 
@@ -292,11 +543,38 @@ _READERS = {
     "mistral": _mistral,
     "mixtral": _mixtral,
     "qwen2": _qwen2,
+    "qwen3": _qwen3,
+    "qwen3_moe": _qwen3_moe,
     "gemma2": _gemma2,
-    "phi3": _mistral,  # Phi-3 windows every layer, like Mistral (2047 tokens for mini-4k)
+    "gemma3_text": _gemma3,
+    "olmo2": _olmo2,
+    "phi3": _phi3,
+    "phimoe": _phimoe,
+    "gpt_oss": _gpt_oss,
+    "llama4_text": _llama4_text,
     "gpt2": _gpt2,
-    "deepseek_v3": _deepseek_v3,
+    "deepseek_v2": _deepseek,
+    "deepseek_v3": _deepseek,
 }
+
+MODEL_TYPES = (*_READERS, *WRAPPERS)
+
+
+def _fields() -> dict[str, tuple[str, ...]]:
+    """The fields each family's reader reads (a reader run on a probe that answers every field)."""
+    fields_of = {}
+    for model_type, reader in _READERS.items():
+        keys = _Keys({"model_type": model_type}, probe=True)
+        try:
+            reader(keys)
+        except (KeyError, ValueError):
+            pass  # a reader that refuses the probe's answers still read what came before
+        fields_of[model_type] = tuple(dict.fromkeys(keys.read))
+    return fields_of
+
+
+FIELDS = _fields()
+"""The ``config.json`` fields each model_type's reader reads, in order."""
 
 
 @functools.cache

@@ -132,11 +132,25 @@ def load_configs(names: list[str] | None) -> list[dict]:
 
 def is_moe(config) -> bool:
     return bool(
-        getattr(config, "num_local_experts", None) or getattr(config, "n_routed_experts", None)
+        getattr(config, "num_local_experts", None)
+        or getattr(config, "n_routed_experts", None)
+        or getattr(config, "num_experts", None)
     )
 
 
+# Multimodal wrappers: the language model is built from their text_config (the vision tower,
+# which the library does not count, is left out).
+TEXT_MODELS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistral"}
+
+
+def text_config(hf_config: dict) -> dict:
+    if hf_config.get("model_type") in TEXT_MODELS and "text_config" in hf_config:
+        return {"model_type": TEXT_MODELS[hf_config["model_type"]], **hf_config["text_config"]}
+    return hf_config
+
+
 def build(hf_config: dict):
+    hf_config = text_config(hf_config)
     config_dict = {k: v for k, v in hf_config.items() if k not in DROPPED_CONFIG_KEYS}
     config = AutoConfig.for_model(**config_dict)
     kwargs = {"dtype": DTYPE, "attn_implementation": ATTN_IMPLEMENTATION}

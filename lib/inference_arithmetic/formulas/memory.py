@@ -64,7 +64,8 @@ def activation_numbers_per_layer(arch, attention_scores=False, moe=None):
     kind of layer of an MoE model (default: an MoE layer).
     """
     if arch.is_mla:  # both compressed forms, then queries, keys and values per head
-        qkv = sym.r_q + sym.r_kv + sym.d_rope + 2 * H * (sym.d_nope + sym.d_rope) + H * sym.d_v
+        query = sym.r_q if arch.q_lora_rank else 0  # the compressed query, where there is one
+        qkv = query + sym.r_kv + sym.d_rope + 2 * H * (sym.d_nope + sym.d_rope) + H * sym.d_v
         output = H * sym.d_v
     else:
         qkv = (H + 2 * H_kv) * d_h

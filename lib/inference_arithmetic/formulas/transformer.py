@@ -81,25 +81,37 @@ def embedding_params(arch):
 
 
 def lm_head_params(arch):
-    """The output projection to the vocabulary: D x V, or nothing when tied to the embedding."""
-    return 0 if arch.tied_embeddings else V * D
+    """The output projection to the vocabulary: D x V (and a bias of V where a model has one,
+    Phi-3.5-MoE), or nothing when tied to the embedding."""
+    bias = V if arch.lm_head_bias else 0
+    return (0 if arch.tied_embeddings else V * D) + bias
 
 
 def attention_params(arch):
     """One attention block: query, key, value and output projections (and their biases).
 
     Grouped-query attention shares each key/value head among H / H_kv query heads, so K and V
-    are D x H_kv*d_h while Q and O are D x H*d_h. Multi-head latent attention (MLA) first
-    compresses queries to r_q and keys/values to r_kv numbers (with a norm each), then
-    expands them per head; a d_rope-wide key part with RoPE is shared by all heads.
+    are D x H_kv*d_h while Q and O are D x H*d_h. Some models norm the queries and keys
+    (``qk_norm``) or learn an attention sink per head. Multi-head latent attention (MLA)
+    compresses keys/values to r_kv numbers (and queries to r_q, in most models), with a norm
+    each, then expands them per head; a d_rope-wide key part with RoPE is shared by all heads.
     """
     if arch.is_mla:
-        query = D * r_q + r_q + r_q * H * (d_nope + d_rope)
+        query = _mla_query(arch) + (r_q if arch.q_lora_rank else 0)  # the compressed query's norm
         key_value = D * (r_kv + d_rope) + r_kv + r_kv * H * (d_nope + d_v)
         return query + key_value + H * d_v * D
     weights = D * H * d_h + 2 * D * H_kv * d_h + H * d_h * D
     biases = (H * d_h + 2 * H_kv * d_h if arch.qkv_bias else 0) + (D if arch.out_bias else 0)
-    return weights + biases
+    norms = {"": 0, "head": 2 * d_h, "full": (H + H_kv) * d_h}[arch.qk_norm]
+    return weights + biases + norms + (H if arch.attention_sinks else 0)
+
+
+def _mla_query(arch):
+    """MLA's query weights: compressed to r_q and expanded per head, or projected directly
+    (models without query compression, q_lora_rank None)."""
+    if arch.q_lora_rank:
+        return D * r_q + r_q * H * (d_nope + d_rope)
+    return D * H * (d_nope + d_rope)
 
 
 def ffn_params(arch, width=F):
@@ -141,13 +153,20 @@ def over_layers(arch, block):
     return dense * block(False) + (L - dense) * block(True)
 
 
-def params(arch, active=False):
+def params(arch, active=False, embeddings=True):
     """Every parameter, counted once (tied embeddings once): the model's N.
 
     ``active=True`` counts only what one token uses: k of the E routed experts.
+    ``embeddings=False`` leaves out the input embedding table (and learned positions): a
+    token reads one row of it, and model cards often leave it out of "active parameters"
+    (gpt-oss's does). A tied table stays, as the output head every token multiplies by.
     """
     layers = over_layers(arch, lambda moe: layer_params(arch, moe, active))
-    return embedding_params(arch) + layers + final_norm_params(arch) + lm_head_params(arch)
+    total = embedding_params(arch) + layers + final_norm_params(arch) + lm_head_params(arch)
+    if embeddings:
+        return total
+    lookup = (P * D if arch.max_positions else 0) + (0 if arch.tied_embeddings else V * D)
+    return total - lookup
 
 
 def non_embedding_params(arch, active=False):
@@ -181,7 +200,7 @@ def matmul_weights(arch, mla="reexpand"):
 
     def weights(moe):
         if arch.is_mla:
-            attention = D * r_q + r_q * H * (d_nope + d_rope) + D * (r_kv + d_rope) + H * d_v * D
+            attention = _mla_query(arch) + D * (r_kv + d_rope) + H * d_v * D
             if mla == "absorbed":
                 attention += H * d_nope * r_kv + H * r_kv * d_v
         else:
