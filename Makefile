@@ -130,6 +130,7 @@ $(REF_STAMP): $(REF)/requirements.txt
 
 reference: $(REF_STAMP)
 	$(REF_BIN)/python $(REF)/make_reference.py
+	$(REF_BIN)/python $(REF)/families.py
 	@echo "Reference: $(CURDIR)/lib/inference_arithmetic/reference/measured.json"
 
 clean:

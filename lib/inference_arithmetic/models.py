@@ -443,10 +443,13 @@ def _gemma2(c: _Keys) -> dict:
 
 
 def _gemma3(c: _Keys) -> dict:
+    # Gemma 3's published configs leave out what Gemma3TextConfig defaults: a vocabulary of
+    # 262,208 and a global layer every 6.
+    c.config = {"vocab_size": 262_208, **c.config}
     values = _llama_like(c, tied_default=True)
     values.update(norms_per_layer=4, qk_norm="head")  # Gemma 2's four norms, and q/k norms
     if c.config.get("layer_types") is None:
-        every = c.size("sliding_window_pattern")  # every pattern-th layer attends globally
+        every = c.size("sliding_window_pattern", 6)  # every pattern-th layer attends globally
         return {
             **values,
             **_windows(c, values["n_layers"], lambda n: _every(n, "sliding_attention", every)),
@@ -488,6 +491,32 @@ def _llama4_text(c: _Keys) -> dict:
     chunked = c.config.get("attention_chunk_size") is not None
     kinds = ["chunked_attention" if r and chunked else "full_attention" for r in rope[:layers]]
     return {**_experts(c, values), **_windows(c, layers, lambda n: kinds)}
+
+
+def _granite(c: _Keys) -> dict:
+    return _llama_like(c)  # Llama's blocks; its multipliers scale activations, not weights
+
+
+def _starcoder2(c: _Keys) -> dict:
+    values = _llama_like(c, tied_default=True)
+    bias = c.flag("use_bias", True)  # biases on every projection, LayerNorm with a bias
+    values.update(ffn="classic", norm="layer", qkv_bias=bias, out_bias=bias, ffn_bias=bias)
+    windowed = c.config.get("sliding_window") is not None
+    pattern = (lambda n: _every(n, "sliding_attention")) if windowed else None
+    return {**values, **_windows(c, values["n_layers"], pattern)}
+
+
+def _cohere2(c: _Keys) -> dict:
+    values = _llama_like(c, tied_default=True)
+    # Attention and the FFN run in parallel after one norm (a LayerNorm without bias).
+    values.update(norms_per_layer=1)
+    if c.config.get("layer_types") is None:
+        every = c.size("sliding_window_pattern", 4)
+        return {
+            **values,
+            **_windows(c, values["n_layers"], lambda n: _every(n, "sliding_attention", every)),
+        }
+    return {**values, **_windows(c, values["n_layers"])}
 
 
 def _gpt2(c: _Keys) -> dict:
@@ -553,6 +582,9 @@ _READERS = {
     "gpt_oss": _gpt_oss,
     "llama4_text": _llama4_text,
     "gpt2": _gpt2,
+    "granite": _granite,
+    "starcoder2": _starcoder2,
+    "cohere2": _cohere2,
     "deepseek_v2": _deepseek,
     "deepseek_v3": _deepseek,
 }

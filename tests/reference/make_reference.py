@@ -162,6 +162,11 @@ def build(hf_config: dict):
     return model
 
 
+def window(config) -> int | None:
+    """The window of a model's windowed layers: a sliding window, or Llama 4's chunk."""
+    return getattr(config, "sliding_window", None) or getattr(config, "attention_chunk_size", None)
+
+
 def max_positions(config) -> int | None:
     return getattr(config, "max_position_embeddings", None) or getattr(config, "n_positions", None)
 
@@ -190,12 +195,19 @@ def decoder_layers(model) -> tuple[str, torch.nn.ModuleList]:
 
 
 def experts_modules(model) -> list[tuple[str, torch.nn.Module]]:
-    """Modules holding the routed experts as 3-D tensors (E, ., .)."""
+    """Modules holding the routed experts as tensors with one slice per expert (E, ...): 3-D
+    weights, and 2-D biases where the experts have them (gpt-oss)."""
     found = []
     for name, module in model.named_modules():
         params = dict(module.named_parameters(recurse=False))
-        if params and all(p.dim() == 3 for p in params.values()) and hasattr(module, "num_experts"):
-            found.append((name, module))
+        experts = getattr(module, "num_experts", None)
+        if (
+            params
+            and experts
+            and all(p.dim() >= 2 and p.shape[0] == experts for p in params.values())
+        ):
+            if any(p.dim() == 3 for p in params.values()):
+                found.append((name, module))
     return found
 
 
@@ -435,7 +447,7 @@ def model_notes(config, record: dict) -> list[str]:
             notes.append(
                 f"after a prefill of {t} tokens, {k['count']} {k['layer_class']} layers "
                 f"(indices {k['indices']}) hold {k['key_shape'][-2]} tokens "
-                f"(sliding_window {config.sliding_window} - 1)."
+                f"(window {window(config)} - 1)."
             )
     if getattr(config, "kv_lora_rank", None):
         per_token = (config.kv_lora_rank + config.qk_rope_head_dim) * 2

@@ -1,0 +1,42 @@
+"""Every config family, exact against the reference implementation on small synthetic configs
+(lib/inference_arithmetic/reference/families.json, made by tests/reference/families.py): the
+parameters, the KV cache, and the FLOP counter's prefill and decode."""
+
+import json
+from importlib import resources
+
+import pytest
+
+import inference_arithmetic as ia
+from inference_arithmetic.models import MODEL_TYPES, ModelConfig
+from tests.test_counts import every_expert
+
+FAMILIES = json.loads(
+    resources.files("inference_arithmetic.reference").joinpath("families.json").read_text()
+)["families"]
+
+
+def test_every_model_type_has_a_reference():
+    assert set(FAMILIES) | {
+        "llama",
+        "mistral",
+        "mixtral",
+        "qwen2",
+        "gemma2",
+        "phi3",
+        "gpt2",
+    } >= set(MODEL_TYPES)
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_a_family_is_exact(family):
+    measured = FAMILIES[family]
+    arch = ModelConfig.from_hf_config(measured["config"], name=family)
+    assert ia.param_count(arch) == measured["params"]
+    for tokens, nbytes in measured["kv_cache_bytes"].items():
+        assert ia.kv_cache_bytes(arch, 1, int(tokens)) == nbytes
+    extra = every_expert
+    for tokens, flops in measured["prefill_flops"].items():
+        assert ia.forward_flops(arch, 1, int(tokens)) + extra(arch, int(tokens)) == flops
+    for context, flops in measured["decode_flops"].items():
+        assert ia.decode_flops(arch, 1, int(context)) + extra(arch, 1) == flops
