@@ -444,8 +444,8 @@ def _gemma2(c: _Keys) -> dict:
 
 def _gemma3(c: _Keys) -> dict:
     # Gemma 3's published configs leave out what Gemma3TextConfig defaults: a vocabulary of
-    # 262,208 and a global layer every 6.
-    c.config = {"vocab_size": 262_208, **c.config}
+    # 262,208, a context of 131,072 tokens and a global layer every 6.
+    c.config = {"vocab_size": 262_208, "max_position_embeddings": 131_072, **c.config}
     values = _llama_like(c, tied_default=True)
     values.update(norms_per_layer=4, qk_norm="head")  # Gemma 2's four norms, and q/k norms
     if c.config.get("layer_types") is None:
