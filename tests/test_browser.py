@@ -367,6 +367,9 @@ def test_the_calculator_recomputes_what_calculate_gives(browser):
     enter("prompt_len", 777)
     _, impossible = choose("dtype", "int4")  # no GPU has an int4 FLOP rate
     assert impossible is None and "no peak FLOP rate" in root.inner_text()
+    _, weight_only = choose("compute_dtype", "bf16")  # int4 weights computed in bf16
+    assert weight_only is not None and weight_only["cache_dtype"] == "bf16"
+    choose("compute_dtype", "as weights")
     choose("dtype", "bf16")
     _, impossible = choose("model", "llama-3.1-405b")
     assert impossible is None and "does not fit" in root.inner_text()

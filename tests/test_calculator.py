@@ -30,6 +30,15 @@ def test_widget_shows_a_message_for_impossible_inputs_and_never_clamps():
         w.update(model="llama-3-8b")
 
 
+def test_weight_only_int4_is_a_choice_of_the_form():
+    w = calculator.widget(model="llama-3.1-70b", n_gpus=2, dtype="int4", batch=8)
+    assert "no peak FLOP rate for int4" in w.message
+    w.update(compute_dtype="bf16")
+    assert w.result == calculate("llama-3.1-70b", "h100-sxm", n_gpus=2, dtype="int4",
+                                 compute_dtype="bf16", batch=8)  # fmt: skip
+    assert w.result["cache_dtype"] == "bf16"  # the cache holds what is computed
+
+
 def test_widget_controls_drive_the_readout():
     w = calculator.widget()
     box = w.widget()

@@ -33,10 +33,14 @@ from inference_arithmetic.live import FORMAT_RUNTIME, embed_json
 from inference_arithmetic.models import model as registry_model
 from inference_arithmetic.models import model_names
 
-__all__ = ["Calculator", "widget", "ranges", "cell", "readout_html", "ROWS", "SAME", "NOTES"]
+__all__ = ["Calculator", "widget", "ranges", "cell", "readout_html", "ROWS", "SAME", "COMPUTED"]
+__all__ += ["NOTES"]
 
 SAME = "as weights"
-"""The cache dtype choice that stores the KV cache like the weights (``cache_dtype=None``)."""
+"""The compute format choice that computes in the weights' format (``compute_dtype=None``);
+another (bf16 for int4 weights) is weight-only quantization."""
+COMPUTED = "as computed"
+"""The cache format choice that stores the KV cache in the compute format (``cache_dtype=None``)."""
 
 
 @functools.cache
@@ -134,7 +138,8 @@ class Calculator:
             "gpu": "h100-sxm",
             "n_gpus": 1,
             "dtype": "bf16",
-            "cache_dtype": SAME,
+            "compute_dtype": SAME,
+            "cache_dtype": COMPUTED,
             "batch": 1,
             "prompt_len": 2048,
             "output_len": 256,
@@ -150,18 +155,23 @@ class Calculator:
             "model": model_names(),
             "gpu": gpu_names(),
             "dtype": list(DTYPE_BYTES),
-            "cache_dtype": [SAME, *DTYPE_BYTES],
+            "compute_dtype": [SAME, *DTYPE_BYTES],
+            "cache_dtype": [COMPUTED, *DTYPE_BYTES],
         }
 
     def arguments(self) -> dict:
         """The current controls as ``calculate``'s arguments."""
-        cache = self.state["cache_dtype"]
-        return {**self.state, "cache_dtype": None if cache == SAME else cache}
+        compute, cache = self.state["compute_dtype"], self.state["cache_dtype"]
+        compute, cache = (
+            (None if compute == SAME else compute),
+            (None if cache == COMPUTED else cache),
+        )
+        return {**self.state, "compute_dtype": compute, "cache_dtype": cache}
 
     def update(self, **changes):
         for name, value in changes.items():
-            if name == "cache_dtype" and value is None:
-                value = SAME
+            if value is None and name in ("compute_dtype", "cache_dtype"):
+                value = SAME if name == "compute_dtype" else COMPUTED
             if name in self.choices:
                 checks.choice(name, value, self.choices[name])
             elif name not in self.state:
@@ -313,10 +323,12 @@ def _page_data() -> dict:
     ]
     choices = Calculator.__new__(Calculator).choices
     controls += [{"name": n, "kind": "choice", "options": o} for n, o in choices.items()]
-    order = ["model", "gpu", "n_gpus", "dtype", "cache_dtype", "batch", "prompt_len", "output_len"]
+    order = ["model", "gpu", "n_gpus", "dtype", "compute_dtype", "cache_dtype", "batch"]
+    order += ["prompt_len", "output_len"]
     controls.sort(key=lambda c: order.index(c["name"]))
     return {
         "same": SAME,
+        "computed": COMPUTED,
         "controls": controls,
         "models": models,
         "gpus": gpus,
@@ -371,12 +383,14 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
       }
     }
     var m = spec.models[state.model], g = spec.gpus[state.gpu];
-    var cache = state.cache_dtype === spec.same ? state.dtype : state.cache_dtype;
-    names.compute_dtype = state.dtype; names.cache_dtype = cache;
+    // The Scenario's defaults: compute in the weights' format, cache in the compute format.
+    var compute = state.compute_dtype === spec.same ? state.dtype : state.compute_dtype;
+    var cache = state.cache_dtype === spec.computed ? compute : state.cache_dtype;
+    names.compute_dtype = compute; names.cache_dtype = cache;
     names.rates = Object.keys(g.flop_rate).join(", "); names.degrees = m.degrees;
-    if (!(state.dtype in g.flop_rate)) return {error: fill(spec.no_rate, names)};
+    if (!(compute in g.flop_rate)) return {error: fill(spec.no_rate, names)};
     var v = Object.assign({}, m.sizes, g.figures, spec.options, {
-      flop_rate: g.flop_rate[state.dtype], bytes_per_number: spec.dtypes[state.dtype],
+      flop_rate: g.flop_rate[compute], bytes_per_number: spec.dtypes[state.dtype],
       kv_bytes_per_number: spec.dtypes[cache], n_gpus: state.n_gpus, batch: state.batch,
       seq_len: state.prompt_len, output_len: state.output_len,
       context_window: m.context_window, price_per_hour: g.price_per_hour || 1
