@@ -202,8 +202,8 @@ WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistr
 """Multimodal model types whose ``text_config`` is the language model the library counts."""
 
 UNMODELED = {
-    "num_nextn_predict_layers": "multi-token prediction layers (DeepSeek-V3), which transformers "
-    "does not build either",
+    "num_nextn_predict_layers": "multi-token prediction layers (DeepSeek-V3's; transformers does "
+    "not build them either)",
     "moe_layer_freq": "MoE layers every n layers other than 1",
     "cross_attention_layers": "cross-attention layers (vision)",
     "altup_num_inputs": "Gemma 3n's AltUp",
@@ -252,8 +252,8 @@ class _Keys:
     belongs or 0 where a size belongs is an error naming the field (never "use the
     default"). Each field read is remembered, for ``FIELDS``."""
 
-    def __init__(self, config: dict, probe: bool = False):
-        self.config, self.read, self.probe = config, [], probe
+    def __init__(self, config: dict, probe: bool = False, present: bool = True):
+        self.config, self.read, self.probe, self.present = config, [], probe, present
         self.model_type = config.get("model_type")
 
     def _get(self, key, required):
@@ -270,6 +270,13 @@ class _Keys:
         return ValueError(
             f"config of model_type {self.model_type!r}: {key} must be {what}, got {value!r}"
         )
+
+    def has(self, key) -> bool:
+        """Whether the config sets ``key`` (a probe answers each way in turn, see FIELDS)."""
+        self.read.append(key)
+        if self.probe:
+            return self.present
+        return self.config.get(key) is not None
 
     def size(self, key, default=None, required=True):
         """A positive whole number (a missing optional one is ``default``)."""
@@ -355,6 +362,8 @@ def _windows(c: _Keys, layers: int, pattern=None) -> dict:
     """Windowed layers, from ``layer_types`` (any model that lists them), else from
     ``pattern(layers)``: which layers a family's rule windows, as a list of kinds."""
     kinds = c.names("layer_types")
+    if c.probe:  # a layer of each kind, so that FIELDS lists every window field
+        kinds = list(LAYER_KINDS)
     if kinds is None:
         kinds = pattern(layers) if pattern else []
     elif len(kinds) != layers:
@@ -384,7 +393,7 @@ def _every(layers: int, kind: str, global_every: int | None = None) -> list[str]
 
 def _mistral(c: _Keys) -> dict:
     values = _llama_like(c)
-    windowed = c.config.get("sliding_window") is not None  # a window on every layer, if any
+    windowed = c.has("sliding_window")  # a window on every layer, if any
     pattern = (lambda n: _every(n, "sliding_attention")) if windowed else None
     return {**values, **_windows(c, values["n_layers"], pattern)}
 
@@ -411,7 +420,7 @@ def _qwen2(c: _Keys) -> dict:
 def _qwen_windows(c: _Keys, layers: int) -> dict:
     """Qwen's windows: as layer_types lists them, else with use_sliding_window on the layers
     from max_window_layers on."""
-    if not c.flag("use_sliding_window") and c.config.get("layer_types") is None:
+    if not c.flag("use_sliding_window") and not c.has("layer_types"):
         return {}
     first = min(c.count("max_window_layers"), layers)
     rule = lambda n: ["full_attention"] * first + ["sliding_attention"] * (n - first)  # noqa: E731
@@ -448,7 +457,7 @@ def _gemma3(c: _Keys) -> dict:
     c.config = {"vocab_size": 262_208, "max_position_embeddings": 131_072, **c.config}
     values = _llama_like(c, tied_default=True)
     values.update(norms_per_layer=4, qk_norm="head")  # Gemma 2's four norms, and q/k norms
-    if c.config.get("layer_types") is None:
+    if not c.has("layer_types"):
         every = c.size("sliding_window_pattern", 6)  # every pattern-th layer attends globally
         return {
             **values,
@@ -488,7 +497,7 @@ def _llama4_text(c: _Keys) -> dict:
     if not rope:
         every = c.size("no_rope_layer_interval", 4)
         rope = [int((i + 1) % every != 0) for i in range(layers)]
-    chunked = c.config.get("attention_chunk_size") is not None
+    chunked = c.has("attention_chunk_size")
     kinds = ["chunked_attention" if r and chunked else "full_attention" for r in rope[:layers]]
     return {**_experts(c, values), **_windows(c, layers, lambda n: kinds)}
 
@@ -501,7 +510,7 @@ def _starcoder2(c: _Keys) -> dict:
     values = _llama_like(c, tied_default=True)
     bias = c.flag("use_bias", True)  # biases on every projection, LayerNorm with a bias
     values.update(ffn="classic", norm="layer", qkv_bias=bias, out_bias=bias, ffn_bias=bias)
-    windowed = c.config.get("sliding_window") is not None
+    windowed = c.has("sliding_window")
     pattern = (lambda n: _every(n, "sliding_attention")) if windowed else None
     return {**values, **_windows(c, values["n_layers"], pattern)}
 
@@ -510,7 +519,7 @@ def _cohere2(c: _Keys) -> dict:
     values = _llama_like(c, tied_default=True)
     # Attention and the FFN run in parallel after one norm (a LayerNorm without bias).
     values.update(norms_per_layer=1)
-    if c.config.get("layer_types") is None:
+    if not c.has("layer_types"):
         every = c.size("sliding_window_pattern", 4)
         return {
             **values,
@@ -596,12 +605,15 @@ def _fields() -> dict[str, tuple[str, ...]]:
     """The fields each family's reader reads (a reader run on a probe that answers every field)."""
     fields_of = {}
     for model_type, reader in _READERS.items():
-        keys = _Keys({"model_type": model_type}, probe=True)
-        try:
-            reader(keys)
-        except (KeyError, ValueError):
-            pass  # a reader that refuses the probe's answers still read what came before
-        fields_of[model_type] = tuple(dict.fromkeys(keys.read))
+        read = []
+        for present in (True, False):  # each optional field set, then each left out
+            keys = _Keys({"model_type": model_type}, probe=True, present=present)
+            try:
+                reader(keys)
+            except (KeyError, ValueError):
+                pass  # a reader that refuses the probe's answers still read what came before
+            read += keys.read
+        fields_of[model_type] = tuple(dict.fromkeys(read))
     return fields_of
 
 
