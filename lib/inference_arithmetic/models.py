@@ -363,7 +363,7 @@ def _windows(c: _Keys, layers: int, pattern=None) -> dict:
     ``pattern(layers)``: which layers a family's rule windows, as a list of kinds."""
     kinds = c.names("layer_types")
     if c.probe:  # a layer of each kind, so that FIELDS lists every window field
-        kinds = list(LAYER_KINDS)
+        kinds, layers = list(LAYER_KINDS), len(LAYER_KINDS)
     if kinds is None:
         kinds = pattern(layers) if pattern else []
     elif len(kinds) != layers:
