@@ -229,7 +229,8 @@ def _near(ratio: float, known: float) -> bool:
 
 def _describe(ratio: float, unit: str) -> str:
     """How far off an answer ``ratio`` times the right one is, in the likeliest terms."""
-    common = COMMON if "byte" in unit else {k: v for k, v in COMMON.items() if k in (2.0, 0.5)}
+    in_bytes = unit.split(" ")[0] in ("bytes", "GB", "GiB")  # not "FLOPs per byte"
+    common = COMMON if in_bytes else {k: v for k, v in COMMON.items() if k in (2.0, 0.5)}
     for known, text in common.items():
         if _near(ratio, known):
             return text

@@ -3,10 +3,11 @@ against bandwidth, and the fractions of the peaks real kernels reach.
 
 The inputs are the chapter's: the H100 SXM's figures from the registry (``GPU.figures``); the
 feed-forward product of Llama 3.1 70B, a (B x D) by (D x F) matrix product, in fp8 at fp8's
-peak; attention in a decode step of Llama 3.1 70B at 2,048 cached tokens in bf16, the
-H / H_kv query heads of a group sharing their keys; Llama 3.1 8B in int4 on an RTX 4090 and an
-L4 against bf16 on the H100, by the weights-only ceiling beta / (N b); kernels reaching 60% of
-the FLOP/s and 80% of the bandwidth.
+peak; attention in a decode step of Llama 3.1 70B at 2,048 cached tokens in bf16, its FLOPs
+(chapter 04, scores and values of every head) against the bytes of the KV cache it reads
+(chapter 06), the H / H_kv query heads of a group sharing their keys and values; Llama 3.1 8B
+in int4 on an RTX 4090 and an L4 against bf16 on the H100, by the weights-only ceiling
+beta / (N b); kernels reaching 60% of the FLOP/s and 80% of the bandwidth.
 """
 
 import functools
@@ -15,8 +16,9 @@ import sympy
 
 import inference_arithmetic as ia
 from inference_arithmetic.exercises import Part, register
-from inference_arithmetic.formulas import basics, roofline
-from inference_arithmetic.symbols import B, D, F, b
+from inference_arithmetic.formulas import basics, kv_cache, roofline
+from inference_arithmetic.formulas import transformer as tf
+from inference_arithmetic.symbols import B, D, F, T, b
 
 GPU = "h100-sxm"
 FFN_MODEL = "llama-3.1-70b"  # its feed-forward product, D x F
@@ -74,19 +76,28 @@ register(
 )
 
 
-def _attention(query_rows, requests=1):
-    """FLOPs per byte of the decode attention of ``requests`` requests, each multiplying
-    ``query_rows`` query heads by its own cached keys: a (rows x d_h) by (d_h x S) product."""
+def _attention(requests=1, kv_heads=None):
+    """FLOPs per byte of the attention of a decode step of ``requests`` requests: the score
+    and value products of every query head over the S cached tokens and the new one, against
+    the bytes of the KV cache they read (no request shares its cache). ``kv_heads`` replaces
+    the model's key/value heads, for the hints."""
     m = ia.model(FFN_MODEL)
-    shape = dict(batch=query_rows, d_model=m.d_head, d_ff=CONTEXT, bytes_per_number=2)
-    flops = requests * ia.numeric(roofline.matmul_flops()).from_values(shape)
-    moved = requests * ia.numeric(roofline.matmul_bytes())(**shape)  # no request shares keys
+    values = {**m.sizes(), "batch": requests, "seq_len": 1, "context_len": CONTEXT}
+    values["bytes_per_number"] = ia.bytes_per_number("bf16")
+    if kv_heads is not None:
+        values["n_kv_heads"] = kv_heads
+    flops = ia.numeric(tf.attention_flops(m).subs(T, 1)).from_values(values)
+    moved = ia.numeric(kv_cache.kv_cache_bytes(m)).from_values(values)
     return flops / moved
 
 
-def _group():
+def _score_product_alone():
+    """The intensity of the score product alone as a matrix product that writes its scores to
+    memory, (H / H_kv x d_h) by (d_h x S): a likely wrong answer."""
     m = ia.model(FFN_MODEL)
-    return m.n_heads // m.n_kv_heads
+    shape = dict(batch=m.n_heads // m.n_kv_heads, d_model=m.d_head, d_ff=CONTEXT)
+    shape["bytes_per_number"] = ia.bytes_per_number("bf16")
+    return ia.numeric(roofline.matmul_intensity()).from_values(shape)
 
 
 register(
@@ -94,20 +105,24 @@ register(
     "ex-hw-attention",
     Part(
         "intensity",
-        lambda: _attention(_group()),
+        lambda: _attention(),
         unit="FLOPs per byte",
         hints=(
             lambda: {
-                _attention(1) / _attention(_group()): "the query heads of a group share the "
-                "keys: the product has H / H_kv rows, not one",
-                _attention(ia.model(FFN_MODEL).n_heads) / _attention(_group()): "only the "
-                "H / H_kv query heads of one group share a key/value head's keys, not all H",
+                _attention(kv_heads=ia.model(FFN_MODEL).n_heads) / _attention(): "the "
+                "H / H_kv query heads of a group share its keys and values: each cached byte "
+                "serves all of them, not one head",
+                _attention(kv_heads=1) / _attention(): "only the H / H_kv query heads of one "
+                "group share a key/value head, not all H",
+                _score_product_alone() / _attention(): "that is the score product alone, "
+                "writing its scores to memory: count the value product's FLOPs too against "
+                "the cached keys and values, the only bytes of any size",
             }
         ),
     ),
     Part(
         "batching_raises_it",
-        lambda: bool(_attention(_group(), requests=2) > _attention(_group())),
+        lambda: bool(_attention(requests=2) > _attention()),
         kind="yes/no",
     ),
 )
