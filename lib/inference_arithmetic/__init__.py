@@ -12,6 +12,7 @@ of the book; ``numeric`` compiles any of them into a vectorized numpy function.
 from inference_arithmetic import (
     cache,
     checks,
+    continuous,
     format,
     formulas,
     measurements,
@@ -19,6 +20,7 @@ from inference_arithmetic import (
     serving,
     symbols,
 )
+from inference_arithmetic.continuous import plan, steady_state
 from inference_arithmetic.counts import decode_flops, forward_flops, kv_cache_bytes, param_count
 from inference_arithmetic.dtypes import DTYPE_BYTES, bytes_per_number
 from inference_arithmetic.economics import api_prices, break_even_utilization, token_costs
@@ -39,6 +41,9 @@ from inference_arithmetic.timing import (
 __all__ = [
     "ArgumentError",
     "Scenario",
+    "steady_state",
+    "plan",
+    "continuous",
     "cache",
     "checks",
     "scenario",

@@ -112,6 +112,8 @@ P_s       | prefix_len           | P_s          | count  | tokens     | tokens o
 d_1       | d_1                  | d_1          | count  | numbers    | MLP input width
 d_2       | d_2                  | d_2          | count  | numbers    | MLP hidden width (output width of a one-layer network)
 d_3       | d_3                  | d_3          | count  | numbers    | MLP output width
+B_d       | decoding             | B_d          | count0 | requests   | requests one step of a continuously batching engine decodes
+P_t       | prefill_tokens       | P_t          | count0 | tokens     | prompt tokens one step of a continuously batching engine prefills
 """
 
 

@@ -2,6 +2,7 @@
 
 from inference_arithmetic.formulas import (
     basics,
+    continuous,
     economics,
     kv_cache,
     latency,
@@ -15,6 +16,7 @@ from inference_arithmetic.formulas import (
 
 __all__ = [
     "basics",
+    "continuous",
     "economics",
     "kv_cache",
     "latency",
