@@ -27,7 +27,13 @@ FRACTIONAL = {
     "draft_cost",
 }
 # Counts that may be zero: an MoE model with no dense layer, a model without shared experts.
-MAY_BE_ZERO = {"n_shared_experts", "n_dense_layers", "n_window_layers"}
+MAY_BE_ZERO = {
+    "n_shared_experts",
+    "n_dense_layers",
+    "n_window_layers",
+    "decoding",
+    "prefill_tokens",
+}
 # Quantities that may be zero (an ideal link, a draft never accepted) and so cannot be
 # declared "not an integer".
 ZERO_TIMES = {"link_latency", "acceptance_rate", "api_input_price", "api_output_price"}
