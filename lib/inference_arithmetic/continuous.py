@@ -113,11 +113,12 @@ class _Engine:
                 "concurrency": rate * request, "ok": ok}  # fmt: skip
 
 
+_LOG_FACTORIALS = np.cumsum(np.log(np.maximum(_K, 1)))  # log k! for k in _K
+
+
 def _poisson(mean):
     """P(K = k) for k in _K (normalized over the range kept)."""
-    from math import lgamma
-
-    log = _K * np.log(max(mean, 1e-300)) - mean - np.array([lgamma(k + 1) for k in _K])
+    log = _K * np.log(max(mean, 1e-300)) - mean - _LOG_FACTORIALS
     weights = np.exp(log)
     return weights / weights.sum()
 
