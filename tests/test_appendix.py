@@ -107,17 +107,7 @@ def test_docstrings_are_escaped_for_markdown():
 def _call(module_name, name, arch):
     """The function called as the page calls it: the model, or a placeholder per argument."""
     function = getattr(getattr(formulas, module_name), name)
-    kwargs = {}
-    for parameter in inspect.signature(function).parameters.values():
-        if parameter.default is not parameter.empty:
-            continue
-        if parameter.name == "arch":
-            kwargs["arch"] = arch
-        elif parameter.name in reference_page.CALLABLE_ARGUMENTS:
-            kwargs[parameter.name] = reference_page.CALLABLE_ARGUMENTS[parameter.name]
-        else:
-            kwargs[parameter.name] = reference_page.Placeholder(parameter.name)
-    return function(**kwargs)
+    return function(**reference_page._arguments(function, arch))
 
 
 def _example(module_name, call):
