@@ -42,7 +42,7 @@ DEFAULT_TOKEN_BUDGET = 8192
 """Tokens one step may put through the model (vLLM's ``max_num_batched_tokens`` under chunked
 prefill)."""
 
-_K = np.arange(40)  # prompts per step, far past any Poisson mean below saturation
+_K = np.arange(64)  # prompts per step, far past any Poisson mean below saturation
 
 
 @functools.lru_cache(maxsize=64)
