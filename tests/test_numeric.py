@@ -188,10 +188,10 @@ def test_results_are_float64_and_do_not_overflow_int64():
 shapes = hnp.array_shapes(min_dims=0, max_dims=3, min_side=1, max_side=4)
 
 
-@given(st.data())
-def test_arrays_broadcast_like_numpy(data):
+def _broadcastable(data):
+    """The MLP's four arguments, drawn in broadcastable parts of a common shape, and the shape
+    they broadcast to."""
     shape = data.draw(shapes)
-    # Each argument's shape is a broadcastable part of a common shape.
     arg_shapes = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=4, base_shape=shape))
     arrays = {
         name: data.draw(hnp.arrays(np.int64, arg_shape, elements=st.integers(1, 1000)))
@@ -199,9 +199,15 @@ def test_arrays_broadcast_like_numpy(data):
             ("batch", "d_1", "d_2", "d_3"), arg_shapes.input_shapes, strict=True
         )
     }
+    return np.broadcast_shapes(*arg_shapes.input_shapes), arrays
+
+
+@given(st.data())
+def test_arrays_broadcast_like_numpy(data):
+    shape, arrays = _broadcastable(data)
     result = numeric(FORWARD)(**arrays)
     expected = _forward(**{name: a.astype(np.float64) for name, a in arrays.items()})
-    assert np.shape(result) == np.broadcast_shapes(*arg_shapes.input_shapes)
+    assert np.shape(result) == shape
     np.testing.assert_allclose(result, expected, rtol=1e-15)
 
 
@@ -316,20 +322,13 @@ def test_a_large_grid_of_a_formula_that_ignores_an_argument_has_the_full_shape()
 
 @given(st.data())
 def test_blocks_of_any_size_broadcast_like_numpy(data):
-    shape = data.draw(shapes)
-    arg_shapes = data.draw(hnp.mutually_broadcastable_shapes(num_shapes=4, base_shape=shape))
-    arrays = {
-        name: data.draw(hnp.arrays(np.int64, arg_shape, elements=st.integers(1, 1000)))
-        for name, arg_shape in zip(
-            ("batch", "d_1", "d_2", "d_3"), arg_shapes.input_shapes, strict=True
-        )
-    }
+    shape, arrays = _broadcastable(data)
     block = data.draw(st.integers(1, 8))
     with pytest.MonkeyPatch.context() as patch:  # small blocks: small grids go by blocks too
         patch.setattr(NUMERIC, "_BLOCK", block)
         result = numeric(FORWARD)(**arrays)
     expected = _forward(**{name: a.astype(np.float64) for name, a in arrays.items()})
-    assert np.shape(result) == np.broadcast_shapes(*arg_shapes.input_shapes)
+    assert np.shape(result) == shape
     np.testing.assert_array_equal(result, expected)
 
 
