@@ -81,7 +81,7 @@ def scenarios(draw, parallel=PARALLEL, max_prompt=32768, max_output=4096, max_ba
         compute_efficiency=draw(st.floats(0.05, 1.0)),
         bandwidth_efficiency=draw(st.floats(0.05, 1.0)),
         link_latency=draw(st.floats(0.0, 1e-4)),
-        memory_utilization=draw(st.floats(0.5, 1.0)),
+        memory_utilization=draw(st.floats(0.75, 1.0)),
     )
     fits = _most_requests(name, gpu_name, prompt_len + output_len, deployment)
     if fits < 1:
@@ -288,16 +288,22 @@ def roofline_floor(s: dict) -> tuple[float, float]:
     gpu = ia.gpu(s["gpu"])
     share = s["n_gpus"] if s["parallel"] == "tensor" else 1  # GPUs working on one step
     compute = s["compute_dtype"] or s["dtype"]
-    flops = gpu.flop_rate(compute) * s["compute_efficiency"] * share
+    # Attention runs at its own efficiency: the faster of the two bounds every FLOP.
+    fastest = max(s["compute_efficiency"], ia.timing.DEFAULT_ATTENTION_EFFICIENCY)
+    flops = gpu.flop_rate(compute) * fastest * share
     bandwidth = gpu.memory_bandwidth * s["bandwidth_efficiency"] * share
-    # Every step reads at least the weights one token uses (all of them for a dense model).
-    weights = ia.param_count(s["model"], active=True) * ia.bytes_per_number(s["dtype"])
+    # Every step reads at least the weights one token uses (all of them for a dense model),
+    # less the embedding rows it does not gather.
+    arch = ia.model(s["model"])
+    unread = 0 if arch.tied_embeddings else (arch.vocab_size - 1) * arch.d_model
+    weights = (ia.param_count(arch, active=True) - unread) * ia.bytes_per_number(s["dtype"])
     cache = s["cache_dtype"] or compute
     batch, prompt = s["batch"], s["prompt_len"]
-    prefill = ia.forward_flops(s["model"], batch, prompt, last_logits_only=True)
+    prefill = ia.forward_flops(arch, batch, prompt, causal=True, last_logits_only=True)
     ttft = max(prefill / flops, weights / bandwidth)
-    step_bytes = weights + ia.kv_cache_bytes(s["model"], batch, prompt, dtype=cache)
-    tpot = max(ia.decode_flops(s["model"], batch, prompt) / flops, step_bytes / bandwidth)
+    step_bytes = weights + ia.kv_cache_bytes(arch, batch, prompt, dtype=cache)
+    decode = ia.decode_flops(arch, batch, prompt, mla="absorbed")
+    tpot = max(decode / flops, step_bytes / bandwidth)
     return ttft, tpot
 
 
@@ -331,7 +337,9 @@ def test_memory_holds_the_weights_within_the_budget(s):
     memory = r["memory"]
     assert memory["weights"] <= memory["total"] <= memory["budget"] * (1 + REL)
     assert memory["budget"] <= memory["capacity"]
-    assert memory["total"] == pytest.approx(memory["weights"] + memory["kv_cache"], rel=REL)
+    parts = memory["weights"] + memory["kv_cache"] + memory["activations"]
+    assert memory["total"] == pytest.approx(parts, rel=REL)
+    assert 0 < memory["activations"] < memory["weights"]
     assert memory["fits"] is True
     # The weights depend only on the model, the dtype and how many GPUs share them.
     weights = ia.param_count(s["model"]) * ia.bytes_per_number(s["dtype"]) / s["n_gpus"]

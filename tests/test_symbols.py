@@ -20,6 +20,8 @@ FRACTIONAL = {
     "compute_efficiency",
     "bandwidth_efficiency",
     "link_bandwidth",
+    "network_bandwidth",
+    "attention_efficiency",
     "gpu_memory",
     "memory_utilization",
     "price_per_hour",

@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 import inference_arithmetic as ia
 from inference_arithmetic import timing
-from inference_arithmetic.formulas import latency, parallel, roofline
-from inference_arithmetic.symbols import B, D, F, b, n_gpus
+from inference_arithmetic.formulas import latency, parallel, roofline, transformer
+from inference_arithmetic.symbols import B, D, F, S, T, b, n_gpus
 
 GPU = ia.GPU(
     name="round-gpu",
@@ -161,7 +161,9 @@ def test_weight_only_int4_reads_a_quarter_of_the_bytes_and_computes_in_bf16():
     bf16 = timing.decode_step_time(SMALL, h100, 1, 2048, **options)
     # Memory-bound: the weights shrink fourfold; the KV cache stays in bf16, the format it is
     # computed in.
-    weights = ia.param_count(SMALL) * 2 / h100.memory_bandwidth
+    # A step gathers one row of the input embedding, not the whole table (when untied).
+    gathered = 0 if SMALL.tied_embeddings else (SMALL.vocab_size - 1) * SMALL.d_model
+    weights = (ia.param_count(SMALL) - gathered) * 2 / h100.memory_bandwidth
     assert bf16 - int4 == pytest.approx(weights * 3 / 4)
     # A compute-bound prefill runs at the compute dtype's rate, whatever the weights are.
     prefill = dict(batch=8, prompt_len=4096, **options)
@@ -183,8 +185,10 @@ def test_moe_decode_reads_only_the_experts_its_tokens_touch():
     values = {**mixtral.sizes(), "bytes_per_number": 1}
     one = ia.numeric(latency.weight_bytes_read(mixtral, B)).from_values({**values, "batch": 1})
     many = ia.numeric(latency.weight_bytes_read(mixtral, B)).from_values({**values, "batch": 512})
-    assert ia.param_count(mixtral, active=True) == pytest.approx(one)
-    assert many == pytest.approx(ia.param_count(mixtral), rel=1e-6)
+    # The input embedding: one row per token is gathered, not the whole table.
+    table = mixtral.vocab_size * mixtral.d_model
+    assert ia.param_count(mixtral, active=True) - table + mixtral.d_model == pytest.approx(one)
+    assert many - 512 * mixtral.d_model == pytest.approx(ia.param_count(mixtral) - table, rel=1e-6)
 
 
 @pytest.mark.parametrize(
@@ -192,7 +196,7 @@ def test_moe_decode_reads_only_the_experts_its_tokens_touch():
     [
         (lambda: timing.decode_step_time(SMALL, GPU, batch=0), ValueError, "batch must be"),
         (lambda: timing.prefill_time(SMALL, GPU, prompt_len=-5), ValueError, "prompt_len must"),
-        (lambda: timing.decode_step_time(BIG, GPU), ValueError, "needs 142 GB per GPU"),
+        (lambda: timing.decode_step_time(BIG, GPU), ValueError, "needs 143 GB per GPU"),
         (lambda: timing.decode_step_time(SMALL, GPU, parallel="data"), ValueError, "parallel"),
         (
             lambda: timing.decode_step_time(SMALL, GPU, compute_efficiency=1.5),
@@ -222,7 +226,7 @@ def test_moe_decode_reads_only_the_experts_its_tokens_touch():
         (lambda: timing.compute_bound_batch(SMALL, GPU, limit=-5), ValueError, "limit must"),
         (lambda: timing.generation(SMALL, GPU, output_len=10**8), ValueError, "context window"),
         (lambda: timing.serve(SMALL, GPU, 8, memory_utilization=0), ValueError, "memory_util"),
-        (lambda: timing.serve(BIG, GPU, 8), ValueError, "does not fit: needs 142 GB .* batch of 1"),
+        (lambda: timing.serve(BIG, GPU, 8), ValueError, "does not fit: needs 143 GB .* batch of 1"),
         (lambda: timing.serve(SMALL, GPU, 0), ValueError, "requests must be"),
     ],
 )
@@ -254,5 +258,90 @@ def test_the_sources_numbers_for_llama_3_70b_on_one_h100():
     assert round(decode_compute, 5) == 0.00015  # the post rounds 2N / 989 TFLOP/s to 0.00014 s
     read = (weights + ia.kv_cache_bytes(m, 1, 2048)) / g.memory_bandwidth
     assert read / decode_compute > 100  # memory-bound by two orders of magnitude
-    with pytest.raises(ValueError, match="needs 142 GB per GPU"):
+    with pytest.raises(ValueError, match="needs 143 GB per GPU"):
         timing.decode_step_time(m, g, batch=1, context_len=2048)
+
+
+# --- Serving-time conventions and tensor parallelism as engines do it -------------------------
+
+H100 = ia.gpu("h100-sxm")
+LLAMA_70B = ia.model("llama-3.3-70b")
+
+
+def test_tensor_parallelism_beats_a_pipeline_at_equal_concurrency():
+    # 64 requests in flight on 8 GPUs either way: one batch of 64 split by heads, or 8
+    # micro-batches of 8, one per stage, each re-reading its stage's weights.
+    tensor = ia.generation(LLAMA_70B, H100, 64, 2048, 256, n_gpus=8)
+    pipeline = ia.generation(LLAMA_70B, H100, 8, 2048, 256, n_gpus=8, parallel="pipeline")
+    assert tensor["throughput"] > 2 * pipeline["throughput"]
+    assert tensor["tpot"] < pipeline["tpot"] / 2
+
+
+def test_kv_heads_are_copied_not_divided_past_their_count():
+    assert LLAMA_70B.n_kv_heads == 8
+    per_gpu = {
+        n: ia.calculate(LLAMA_70B, H100, n, batch=8)["memory"]["kv_cache"] for n in (4, 8, 16)
+    }
+    assert per_gpu[16] == pytest.approx(per_gpu[8])
+    assert per_gpu[4] == pytest.approx(2 * per_gpu[8])
+
+
+def test_the_mla_latent_is_whole_on_every_tensor_parallel_rank():
+    deepseek = ia.model("deepseek-v3")
+    whole = ia.kv_cache_bytes(deepseek, 4, 2048 + 256, "fp8")
+    r = ia.calculate(deepseek, "h200", 8, "fp8", batch=4)
+    assert r["memory"]["kv_cache"] == pytest.approx(whole)
+
+
+def test_a_group_past_one_nvlink_domain_talks_over_the_network():
+    s = ia.Scenario(LLAMA_70B, H100, n_gpus=16, batch=8)
+    assert H100.link_domain == 8
+    messages = latency.communication_time(LLAMA_70B, B * T)  # a prefill's, 8 x 2,048 tokens
+    over_network = s.evaluate(messages)
+    as_if_nvlink = s.evaluate(messages, link_domain=16)
+    assert over_network > 2 * as_if_nvlink
+    assert s.replace(network_bandwidth=H100.interconnect_bandwidth).evaluate(
+        messages
+    ) == pytest.approx(as_if_nvlink)
+
+
+def test_prefill_times_causal_attention_at_its_own_rate():
+    # A long prompt: the causal half of T x T, at eta_a, not the counter's full square.
+    s = ia.Scenario(SMALL, H100, prompt_len=127_000, output_len=1)
+    counted = ia.forward_flops(SMALL, 1, 127_000)
+    seconds = ia.prefill_time(SMALL, H100, prompt_len=127_000)
+    assert seconds < counted / (s.compute_efficiency * H100.flop_rate("bf16"))
+    attention = s.evaluate(transformer.attention_flops(SMALL, causal=True).subs(S, 0))
+    rest = s.evaluate(transformer.step_flops(SMALL, causal=True, last_logits_only=True).subs(S, 0))
+    expected = (rest - attention) / (0.4 * 989e12) + attention / (0.63 * 989e12)
+    assert seconds == pytest.approx(expected, rel=1e-3)
+
+
+def test_an_mla_model_decodes_absorbed_by_default():
+    deepseek = ia.model("deepseek-v3")
+    kw = dict(n_gpus=8, dtype="fp8", batch=32, context_len=8192)
+    default = ia.decode_step_time(deepseek, "h200", **kw)
+    assert default == ia.decode_step_time(deepseek, "h200", mla="absorbed", **kw)
+    assert default < ia.decode_step_time(deepseek, "h200", mla="reexpand", **kw)
+
+
+def test_nothing_that_fits_passes_the_memory_budget():
+    for n in (1, 2, 4, 8):
+        most = ia.max_batch(LLAMA_70B, H100, 4096, n_gpus=n) if n > 1 else 0
+        if not most:
+            with pytest.raises(ValueError, match="does not fit"):
+                ia.calculate(LLAMA_70B, H100, n, prompt_len=2048, output_len=2048)
+            continue
+        r = ia.calculate(LLAMA_70B, H100, n, batch=most, prompt_len=2048, output_len=2048)
+        assert r["memory"]["total"] <= r["memory"]["budget"]
+        with pytest.raises(ValueError, match="does not fit"):
+            ia.calculate(LLAMA_70B, H100, n, batch=most + 1, prompt_len=2048, output_len=2048)
+
+
+def test_replicas_multiply_throughput_not_the_cost_of_a_token():
+    one = ia.generation(SMALL, H100, 16, 2048, 256)
+    three = ia.generation(SMALL, H100, 16, 2048, 256, replicas=3)
+    assert three["throughput"] == pytest.approx(3 * one["throughput"])
+    assert three["tpot"] == one["tpot"]
+    with pytest.raises(ValueError, match="replicas"):
+        ia.generation(SMALL, H100, 16, 2048, 256, replicas=0)

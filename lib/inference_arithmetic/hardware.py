@@ -25,8 +25,15 @@ Conventions, the same for every accelerator (chapter 07 explains them):
   what a ring all-reduce moves per GPU; vendors usually print the sum of both directions
   (NVLink "900 GB/s" is 450 GB/s each way), which ``interconnect_bandwidth_total`` gives back.
   ``interconnect`` says which link it is (a card without NVLink talks over PCIe).
+- ``link_domain`` is how many GPUs that link joins (8 on an HGX board, through NVSwitch); a
+  larger group also talks over the network between boards (``formulas.parallel``). Not
+  given, it is 1.
 - ``price_per_hour`` is one example rental price, in USD per GPU-hour, observed on
   ``price_date``; prices move, so it is an illustration, not a constant.
+- ``ON_CHIP`` figures (the L2 cache, the SMs and their shared memory) are optional and given
+  for a few GPUs only; they are in bytes as the CUDA runtime reports them (NVIDIA's "50 MB" of
+  L2 is 50 MiB), and the chapter on hardware uses them to show why the weights cannot stay on
+  the chip.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ from types import MappingProxyType
 from inference_arithmetic.dtypes import DTYPE_BYTES
 from inference_arithmetic.registry import entries, lookup
 
-__all__ = ["GPU", "gpu", "gpu_names", "FLOP_DTYPES", "FIGURES"]
+__all__ = ["GPU", "gpu", "gpu_names", "FLOP_DTYPES", "FIGURES", "ON_CHIP"]
 
 FLOP_DTYPES = (*DTYPE_BYTES, "tf32", "fp4")
 """The dtypes a peak FLOP rate may be given for: the stored formats, plus tf32 (a tensor-core
@@ -51,11 +58,17 @@ FIGURES = (
     "memory_bandwidth",
     "memory_bytes",
     "interconnect_bandwidth",
+    "link_domain",
     "pcie_bandwidth",
     "price_per_hour",
 )
 """The figures besides the peak FLOP rates; each present one needs a source, keyed by its name
 (the rates are keyed ``peak_flop_rate.<dtype>``)."""
+
+ON_CHIP = ("l2_cache_bytes", "sm_count", "shared_memory_per_sm")
+"""Optional figures of the chip's own memory: the L2 cache (bytes), the streaming
+multiprocessors (SMs), and the shared memory one SM can use (bytes). Each present one needs a
+source; an absent one needs none."""
 
 
 @dataclass(frozen=True)
@@ -76,10 +89,14 @@ class GPU:
     memory_bytes: float
     interconnect_bandwidth: float
     interconnect: str
+    link_domain: int | None = None
     pcie_bandwidth: float | None = None
     pcie: str = ""
     price_per_hour: float | None = None
     price_date: str | None = None
+    l2_cache_bytes: int | None = None
+    sm_count: int | None = None
+    shared_memory_per_sm: int | None = None
     sources: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
     full_name: str = field(default="", compare=False)
     notes: str = field(default="", compare=False)
@@ -100,9 +117,16 @@ class GPU:
             _positive(self.name, f"peak_flop_rate[{dtype!r}]", rate)
         for name in ("memory_bandwidth", "memory_bytes", "interconnect_bandwidth"):
             _positive(self.name, name, getattr(self, name))
-        for name in ("pcie_bandwidth", "price_per_hour"):
+        if self.link_domain is not None:
+            if isinstance(self.link_domain, bool) or not isinstance(self.link_domain, int):
+                raise ValueError(f"{self.name}: link_domain must be a whole number of GPUs")
+            _positive(self.name, "link_domain", self.link_domain)
+        for name in ("pcie_bandwidth", "price_per_hour", *ON_CHIP):
             if getattr(self, name) is not None:
                 _positive(self.name, name, getattr(self, name))
+        for name in ON_CHIP:
+            if getattr(self, name) is not None and not isinstance(getattr(self, name), int):
+                raise ValueError(f"{self.name}: {name} must be a whole number")
         if (self.price_per_hour is None) != (self.price_date is None):
             raise ValueError(f"{self.name}: price_per_hour and price_date go together")
         if self.price_date is not None:
@@ -121,15 +145,15 @@ class GPU:
     def _check_sources(self):
         if not isinstance(self.sources, Mapping):
             raise ValueError(f"{self.name}: sources must map figures to their sources")
-        keys = [f"peak_flop_rate.{dtype}" for dtype in FLOP_DTYPES] + list(FIGURES)
+        keys = [f"peak_flop_rate.{dtype}" for dtype in FLOP_DTYPES] + list(FIGURES + ON_CHIP)
         unknown = [key for key in self.sources if key not in keys]
         if unknown:
             raise ValueError(
                 f"{self.name}: sources for unknown figures {', '.join(map(repr, unknown))}; "
-                f"figures are peak_flop_rate.<dtype> and {', '.join(FIGURES)}"
+                f"figures are peak_flop_rate.<dtype> and {', '.join(FIGURES + ON_CHIP)}"
             )
         present = [f"peak_flop_rate.{dtype}" for dtype in self.peak_flop_rate]
-        present += [name for name in FIGURES if getattr(self, name) is not None]
+        present += [name for name in FIGURES + ON_CHIP if getattr(self, name) is not None]
         missing = [
             key
             for key in present
@@ -160,6 +184,7 @@ class GPU:
             "bandwidth": float(self.memory_bandwidth),
             "gpu_memory": float(self.memory_bytes),
             "link_bandwidth": float(self.interconnect_bandwidth),
+            "link_domain": self.link_domain or 1,  # unknown: the link joins no other GPU
         }
 
     def ridge_point(self, dtype: str) -> float:

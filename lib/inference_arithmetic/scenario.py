@@ -39,8 +39,11 @@ from inference_arithmetic.symbols import H, H_kv, L, M, O, S, S_max, T, n_gpus
 __all__ = [
     "DEFAULT_COMPUTE_EFFICIENCY",
     "DEFAULT_BANDWIDTH_EFFICIENCY",
+    "DEFAULT_ATTENTION_EFFICIENCY",
     "DEFAULT_LINK_LATENCY",
+    "DEFAULT_NETWORK_BANDWIDTH",
     "DEFAULT_MEMORY_UTILIZATION",
+    "DEFAULT_TOKEN_BUDGET",
     "MAX_TOKENS",
     "Check",
     "CHECKS",
@@ -56,9 +59,20 @@ __all__ = [
 # measurements give, which chapter 11 cites.
 DEFAULT_COMPUTE_EFFICIENCY = 0.4
 """Fraction of the peak FLOP/s a serving engine reaches, averaged over a whole run (chapter 11)."""
-DEFAULT_BANDWIDTH_EFFICIENCY = 0.65
+DEFAULT_BANDWIDTH_EFFICIENCY = 0.6
 """Fraction of the peak memory bandwidth a serving engine reaches in decode (chapter 11)."""
-DEFAULT_LINK_LATENCY = 2e-6
+DEFAULT_ATTENTION_EFFICIENCY = round(620.73 / 989, 2)
+"""Fraction of the peak FLOP/s attention reaches: FlashAttention-3's forward pass on an H100
+SXM, 16,384 tokens, head size 128, 620.73 TFLOP/s of 989 (PyTorch's benchmark suite,
+pytorch/benchmark PR 2391); its paper reports up to 75%, FlashAttention-2's 50-73% on an
+A100. Taken from kernel benchmarks, never fitted to serving runs (chapter 11)."""
+DEFAULT_NETWORK_BANDWIDTH = 400e9 / 8
+"""Bytes per second each GPU sends to other boards: one 400 Gb/s InfiniBand NDR port per GPU,
+as on a DGX H100 (eight ConnectX-7 cards; NVIDIA DGX H100 User Guide)."""
+DEFAULT_TOKEN_BUDGET = 8192
+"""Tokens one step may put through the model (vLLM's ``max_num_batched_tokens`` under chunked
+prefill): the step the activation reserve is sized for, and a continuous engine's budget."""
+DEFAULT_LINK_LATENCY = 1e-6
 """Seconds per message between GPUs (a ring all-reduce sends 2(n - 1) of them; chapter 10)."""
 DEFAULT_MEMORY_UTILIZATION = 0.9
 """Fraction of GPU memory an engine may fill (vLLM's ``gpu_memory_utilization`` default)."""
@@ -136,7 +150,8 @@ CHECKS = (
         "fit",
         _fits,
         "{model} does not fit: needs {need} per GPU (weights {weights}, KV cache {cache} of a "
-        "batch of {batch} at prompt_len + output_len tokens) on {n_gpus} x {gpu}, whose budget is "
+        "batch of {batch} at prompt_len + output_len tokens, activations {activations}) on "
+        "{n_gpus} x {gpu}, whose budget is "
         "{budget} ({memory_utilization} of {memory}). Use more GPUs, a smaller batch, shorter "
         "requests or fewer bytes per number",
         {
@@ -149,6 +164,7 @@ CHECKS = (
                 lambda arch, parallel: _request(latency.cache_bytes_per_gpu(arch, parallel)),
                 "nbytes",
             ),
+            "activations": (lambda arch, parallel: latency.activation_reserve(arch), "nbytes"),
             "budget": (lambda arch, parallel: latency.memory_budget(), "nbytes"),
             "memory": (lambda arch, parallel: M, "nbytes"),
         },
@@ -208,8 +224,12 @@ class Scenario:
     compute_dtype: str | None = None
     compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY
     bandwidth_efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY
+    attention_efficiency: float = DEFAULT_ATTENTION_EFFICIENCY
     link_latency: float = DEFAULT_LINK_LATENCY
+    network_bandwidth: float = DEFAULT_NETWORK_BANDWIDTH
     memory_utilization: float = DEFAULT_MEMORY_UTILIZATION
+    token_budget: int = DEFAULT_TOKEN_BUDGET
+    replicas: int = 1
     batch: int = 1
     prompt_len: int = 2048
     output_len: int = 256
@@ -226,8 +246,18 @@ class Scenario:
             "prompt_len": checks.count("prompt_len", self.prompt_len),
             "output_len": checks.count("output_len", self.output_len),
             "link_latency": checks.amount("link_latency", self.link_latency, "seconds", high=1.0),
+            "network_bandwidth": checks.amount(
+                "network_bandwidth",
+                self.network_bandwidth,
+                "bytes per second",
+                positive=True,
+                high=1e15,
+            ),
+            "token_budget": checks.count("token_budget", self.token_budget),
+            "replicas": checks.count("replicas", self.replicas),
         }
-        for name in ("compute_efficiency", "bandwidth_efficiency", "memory_utilization"):
+        efficiencies = ("compute_efficiency", "bandwidth_efficiency", "attention_efficiency")
+        for name in (*efficiencies, "memory_utilization"):
             normal[name] = checks.fraction(name, getattr(self, name))
         compute = self.compute_dtype or self.dtype
         normal["compute_dtype"] = checks.choice("compute_dtype", compute, _DTYPES)
@@ -290,8 +320,12 @@ class Scenario:
             "n_gpus": self.n_gpus,
             "compute_efficiency": self.compute_efficiency,
             "bandwidth_efficiency": self.bandwidth_efficiency,
+            "attention_efficiency": self.attention_efficiency,
             "link_latency": self.link_latency,
+            "network_bandwidth": self.network_bandwidth,
             "memory_utilization": self.memory_utilization,
+            "token_budget": self.token_budget,
+            "replicas": self.replicas,
             "batch": self.batch,
             "seq_len": self.prompt_len,
             "output_len": self.output_len,
@@ -311,9 +345,7 @@ class Scenario:
     @property
     def options(self) -> dict:
         """The deployment's settings as the keyword functions' arguments."""
-        names = ("n_gpus", "parallel", "dtype", "cache_dtype", "compute_dtype")
-        names += ("compute_efficiency", "bandwidth_efficiency", "link_latency")
-        return {name: getattr(self, name) for name in names + ("memory_utilization",)}
+        return {name: getattr(self, name) for name in DEPLOYMENT}
 
 
 DEPLOYMENT = (
@@ -324,8 +356,12 @@ DEPLOYMENT = (
     "compute_dtype",
     "compute_efficiency",
     "bandwidth_efficiency",
+    "attention_efficiency",
     "link_latency",
+    "network_bandwidth",
     "memory_utilization",
+    "token_budget",
+    "replicas",
 )
 """The scenario's deployment settings, which every keyword function takes as ``**deployment``."""
 

@@ -8,7 +8,7 @@ True
 >>> calculate("llama-3.1-405b", "h100-sxm")
 Traceback (most recent call last):
 ...
-inference_arithmetic.numeric.ArgumentError: llama-3.1-405b does not fit: needs 813 GB per GPU ...
+inference_arithmetic.numeric.ArgumentError: llama-3.1-405b does not fit: needs 815 GB per GPU ...
 
 Every number is a closed-form SymPy formula of ``report_formulas``, evaluated at a
 ``Scenario``'s values; the calculator's page (``ia.calculator``) prints the same formulas to
@@ -17,8 +17,9 @@ JavaScript. The time to first token is ``latency.prefill_time``; the time per ou
 exact while one bound holds over the whole output and no sliding window fills up (``exact``
 says whether it is; ``ia.generation`` sums the steps one by one). Costs are
 ``formulas.economics`` at full utilization and the GPU's dated example price. Memory is the
-weights and the KV cache of B requests of T + O tokens, split evenly over n GPUs with tensor
-parallelism, against ``memory_utilization`` of each GPU. Chapter 14 presents it; chapters 06
+weights, split n ways with tensor parallelism, the KV cache of B requests of T + O tokens,
+split by KV heads (``latency.kv_split``), and one step's activations, against
+``memory_utilization`` of each GPU. Chapter 14 presents it; chapters 06
 (KV cache), 08 (prefill and decode), 09 (batching), 10 (parallelism) and 12 (economics)
 derive its formulas.
 """
@@ -33,7 +34,7 @@ from inference_arithmetic import cache
 from inference_arithmetic.formulas import economics, latency
 from inference_arithmetic.numeric import CompiledFormulas
 from inference_arithmetic.scenario import Scenario, deployment_keywords
-from inference_arithmetic.symbols import L_w, M, O, S, T, W
+from inference_arithmetic.symbols import L_w, M, O, R, S, T, W, n_gpus
 
 __all__ = [
     "BOUNDS",
@@ -77,6 +78,7 @@ def report_formulas(arch) -> dict[str, sympy.Expr]:
     return {
         "weights": latency.weight_bytes_per_gpu(arch),
         "kv_cache": latency.cache_bytes_per_gpu(arch).subs(whole),
+        "activations": latency.activation_reserve(arch),
         "memory": latency.memory_per_gpu(arch).subs(whole),
         "budget": latency.memory_budget(),
         "ttft": latency.prefill_time(arch),
@@ -95,6 +97,7 @@ def report_formulas(arch) -> dict[str, sympy.Expr]:
         "decode_compute_bound_last": last,
         "exact": _flag(sympy.And(sympy.Eq(first, last), sympy.Not(crosses))),
         "mean_context": latency.mean_context(),
+        "gpus": R * n_gpus,
         "capacity": M,
     }
 
@@ -133,7 +136,8 @@ def calculate(
     ``memory_utilization`` of the GPUs' memory and a request past its context window).
 
     Returns ``memory`` (bytes per GPU: weights, kv_cache at prompt_len + output_len tokens,
-    total, budget, capacity, fits), ``ttft``, ``tpot``, ``total`` (seconds), ``throughput``
+    activations (the reserve for one step of the token budget), total, budget, capacity,
+    fits), ``ttft``, ``tpot``, ``total`` (seconds), ``throughput``
     (output tokens per second), ``cost`` (USD per million input and output tokens, per request,
     and the price per GPU-hour with its date; None where the GPU has no price), ``bound``
     (compute or bandwidth, for prefill and decode; "bandwidth, then compute" if decode changes
@@ -165,10 +169,12 @@ def report(s: Scenario) -> dict:
         "model": s.model.name,
         "gpu": s.gpu.name,
         **{name: getattr(s, name) for name in ("n_gpus", "dtype", "cache_dtype", "compute_dtype")},
+        "gpus": int(r["gpus"]),
         **{name: getattr(s, name) for name in ("batch", "prompt_len", "output_len")},
         "memory": {
             "weights": r["weights"],
             "kv_cache": r["kv_cache"],
+            "activations": r["activations"],
             "total": r["memory"],
             "budget": r["budget"],
             "capacity": r["capacity"],
@@ -187,4 +193,5 @@ def report(s: Scenario) -> dict:
         "exact": bool(r["exact"]),
         **{name: getattr(s, name) for name in ("compute_efficiency", "bandwidth_efficiency")},
         **{name: getattr(s, name) for name in ("link_latency", "memory_utilization")},
+        **{name: getattr(s, name) for name in ("attention_efficiency", "replicas")},
     }

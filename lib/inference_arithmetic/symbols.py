@@ -114,6 +114,11 @@ d_2       | d_2                  | d_2          | count  | numbers    | MLP hidd
 d_3       | d_3                  | d_3          | count  | numbers    | MLP output width
 B_d       | decoding             | B_d          | count0 | requests   | requests one step of a continuously batching engine decodes
 P_t       | prefill_tokens       | P_t          | count0 | tokens     | prompt tokens one step of a continuously batching engine prefills
+eta_a     | attention_efficiency | \eta_a       | real   | fraction   | achieved fraction of the peak FLOP/s in attention (FlashAttention kernels)
+n_link    | link_domain          | n_{link}     | count  | GPUs       | GPUs joined by the fast link (one NVLink domain: 8 on an HGX board)
+beta_net  | network_bandwidth    | \beta_{net}  | real   | B/s        | bytes per second each GPU sends over the network between domains
+P_max     | token_budget         | P_{max}      | count  | tokens     | tokens one step may put through the model (the engine's token budget)
+R         | replicas             | R            | count  | replicas   | data-parallel copies of a deployment, each serving its own requests
 """
 
 
@@ -126,7 +131,8 @@ def _rows():
 _SYMBOLS = dict(_rows())
 globals().update(_SYMBOLS)  # B, T, S, D, ...: the module's names for them
 # S, the context length, is imported by name only: a star import keeps SymPy's own S.
-__all__ = ["NOTATION", "Notation", "Sym", "KINDS", "by_name", *(n for n in _SYMBOLS if n != "S")]
+__all__ = ["NOTATION", "Notation", "Sym", "KINDS", "by_name", "notation_table"]
+__all__ += [n for n in _SYMBOLS if n != "S"]
 
 
 def by_name(name: str) -> Sym:
@@ -138,3 +144,63 @@ def by_name(name: str) -> Sym:
         return NOTATION[name].symbol
     except KeyError:
         raise KeyError(f"no symbol named {name!r}; known names: {', '.join(NOTATION)}") from None
+
+
+# A control's name in words, keyed by the symbol's name: the widgets label their controls with
+# it, the symbol (from its LaTeX) and the unit (from NOTATION), as ``controls.label`` does.
+# A symbol without an entry is named by its meaning, up to the first colon.
+LABELS = {
+    "batch": "batch",
+    "seq_len": "sequence length",
+    "context_len": "context length",
+    "context_window": "context window",
+    "d_model": "model width",
+    "d_ff": "feed-forward width",
+    "n_layers": "layers",
+    "vocab_size": "vocabulary",
+    "n_heads": "attention heads",
+    "n_kv_heads": "key/value heads",
+    "d_head": "head width",
+    "n_experts": "experts",
+    "n_active_experts": "active experts",
+    "n_params": "model size",
+    "bytes_per_number": "number format",
+    "flop_rate": "peak compute",
+    "bandwidth": "memory bandwidth",
+    "window": "attention window",
+    "compute_efficiency": "compute efficiency",
+    "bandwidth_efficiency": "bandwidth efficiency",
+    "kv_bytes_per_number": "cache number format",
+    "n_gpus": "GPUs",
+    "link_bandwidth": "link bandwidth",
+    "link_latency": "message latency",
+    "output_len": "output length",
+    "gpu_memory": "GPU memory",
+    "memory_utilization": "memory utilization",
+    "price_per_hour": "GPU price",
+    "utilization": "utilization",
+    "api_input_price": "input price",
+    "api_output_price": "output price",
+    "acceptance_rate": "acceptance rate",
+    "draft_len": "draft length",
+    "draft_cost": "draft cost",
+    "prefix_len": "shared prefix",
+    "d_1": "input width",
+    "d_2": "hidden width",
+    "d_3": "output width",
+}
+"""Short words for each symbol's control: ``LABELS["bandwidth"] == "memory bandwidth"``."""
+
+
+def notation_table(symbols=None) -> str:
+    """The notation as a Markdown table (symbol, keyword in code, meaning, unit): of
+    ``symbols`` in their order, or of every symbol. The introduction shows the first
+    chapters' letters, the formula reference all of them.
+
+    >>> print(notation_table([B]).splitlines()[2])
+    | $B$ | `batch` | batch size: sequences processed together | sequences |
+    """
+    chosen = NOTATION.values() if symbols is None else [NOTATION[s.name] for s in symbols]
+    rows = ["| symbol | keyword in code | meaning | unit |", "|---|---|---|---|"]
+    rows += [f"| ${r.latex}$ | `{r.symbol.name}` | {r.meaning} | {r.unit} |" for r in chosen]
+    return "\n".join(rows)

@@ -3,7 +3,7 @@
 >>> import inference_arithmetic as ia
 >>> m, g = ia.model("llama-3.1-70b"), ia.gpu("h100-sxm")
 >>> round(decode_step_time(m, g, batch=1, context_len=2048, n_gpus=2), 3)
-0.033
+0.035
 
 Every function makes a ``Scenario`` (which checks every argument once) and evaluates a SymPy
 formula of ``formulas.latency`` at its values. ``compute_efficiency`` and
@@ -33,10 +33,13 @@ from inference_arithmetic.formulas import latency
 from inference_arithmetic.models import model as registry_model
 from inference_arithmetic.numeric import ArgumentError, numeric
 from inference_arithmetic.scenario import (  # noqa: F401  (DEFAULT_*: ia.timing.DEFAULT_*)
+    DEFAULT_ATTENTION_EFFICIENCY,
     DEFAULT_BANDWIDTH_EFFICIENCY,
     DEFAULT_COMPUTE_EFFICIENCY,
     DEFAULT_LINK_LATENCY,
     DEFAULT_MEMORY_UTILIZATION,
+    DEFAULT_NETWORK_BANDWIDTH,
+    DEFAULT_TOKEN_BUDGET,
     Scenario,
     deployment_keywords,
 )
@@ -57,7 +60,7 @@ __all__ = [
 ]
 
 PARALLEL = latency.PARALLEL
-IDEAL = {"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0}
+IDEAL = {"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0, "attention_efficiency": 1.0}
 """The ideal roofline of chapter 08, peak FLOP/s and peak bandwidth: ``**ia.timing.IDEAL``.
 (Messages between GPUs keep their latency: it is not part of the roofline.)"""
 
@@ -75,7 +78,7 @@ def _prefill(s: Scenario) -> float:
     return _formula(latency.prefill_time, s.model, s.parallel).from_values(s.values())
 
 
-def _steps(s: Scenario, contexts, mla="reexpand"):
+def _steps(s: Scenario, contexts, mla="absorbed"):
     """Decode-step times of the scenario's batch at each of ``contexts`` cached tokens."""
     step = _formula(latency.decode_step_time, s.model, mla, s.parallel)
     return np.broadcast_to(
@@ -98,7 +101,7 @@ def prefill_time(
 
 @deployment_keywords
 def decode_step_time(
-    arch, gpu, batch=1, context_len=2048, n_gpus=1, dtype="bf16", *, mla="reexpand", **deployment
+    arch, gpu, batch=1, context_len=2048, n_gpus=1, dtype="bf16", *, mla="absorbed", **deployment
 ) -> float:
     """Seconds of one decode step for ``batch`` requests with ``context_len`` tokens cached:
     the time per output token of each of them (the step writes token ``context_len + 1``)."""

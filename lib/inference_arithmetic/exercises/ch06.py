@@ -5,10 +5,10 @@ The inputs are the chapter's: conversations of 8,192 tokens, in bf16 unless an e
 otherwise; Llama 3.1 70B (64 query heads, 8 key/value heads), Llama 3.1 8B and Gemma 2 9B
 (every other layer windowed); a GPU of 80 GB, of which a serving engine fills
 ``ia.timing.DEFAULT_MEMORY_UTILIZATION`` (90%, vLLM's default). The cache holds
-2 b L H_kv d_h bytes per token (``formulas.kv_cache``); what fits is ``ia.max_batch``.
+2 b L H_kv d_h bytes per token (``formulas.kv_cache``); what fits is the budget less the
+weights, over one conversation's cache.
 """
 
-import dataclasses
 import functools
 
 import inference_arithmetic as ia
@@ -77,11 +77,10 @@ register(
 
 
 def _conversations(model, dtype, cache_dtype, utilization=UTILIZATION):
-    """Conversations whose cache fits beside the weights in ``utilization`` of the memory."""
-    # Any GPU of the exercise's memory: only its memory counts here.
-    gpu = dataclasses.replace(ia.gpu("h100-sxm"), memory_bytes=GPU_MEMORY)
-    options = dict(dtype=dtype, cache_dtype=cache_dtype, memory_utilization=utilization)
-    return ia.max_batch(model, gpu, CONTEXT, **options)
+    """Conversations whose cache fits beside the weights in ``utilization`` of the memory. The
+    exercise leaves out the activations' reserve of chapter 08 (``ia.max_batch`` keeps it)."""
+    weights = ia.param_count(model) * ia.bytes_per_number(dtype)
+    return int((utilization * GPU_MEMORY - weights) // _cache(model, cache_dtype))
 
 
 def _fit_hints(model, dtype, cache_dtype, other_cache=None):

@@ -89,8 +89,10 @@ def _memory_bound_below(efficiency=IDEAL):
     values.update(batch=1, n_gpus=1, bytes_per_number=2, kv_bytes_per_number=2)
     at = {by_name(name): value for name, value in values.items()}
     balance = sympy.Eq(latency.prefill_compute_time(m), latency.prefill_memory_time(m))
+    # A prompt shorter than the vocabulary gathers one embedding row per token: min(T, V) = T.
+    short = balance.subs(at).subs(sympy.Min(T, m.vocab_size), T)
     length = sympy.Symbol("length", positive=True)  # T as a real number, to solve for
-    (crossing,) = sympy.solve(balance.subs(at).subs(T, length), length)
+    (crossing,) = sympy.solve(short.subs(T, length), length)
     return float(crossing)
 
 

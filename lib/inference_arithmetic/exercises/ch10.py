@@ -115,23 +115,28 @@ register(
     ),
 )
 
-# --- ex-par-pipeline: eight H100 at batch 32, one tensor group or an eight-stage pipeline ------
+# --- ex-par-pipeline: 32 requests in flight on eight H100, one tensor batch or a pipeline ------
 
-PIPELINE_GPUS, PIPELINE_BATCH = 8, 32
+PIPELINE_GPUS, PIPELINE_BATCH = 8, 32  # requests in flight, either way
+
+
+def _batch(parallel: str) -> int:
+    """One batch of all of them (tensor), or a micro-batch for each stage (pipeline)."""
+    return PIPELINE_BATCH // (PIPELINE_GPUS if parallel == "pipeline" else 1)
 
 
 def _step(parallel: str) -> float:
     m, g = ia.model(MODEL), ia.gpu(GPU)
     return ia.decode_step_time(
-        m, g, PIPELINE_BATCH, CONTEXT, n_gpus=PIPELINE_GPUS, parallel=parallel, **IDEAL
+        m, g, _batch(parallel), CONTEXT, n_gpus=PIPELINE_GPUS, parallel=parallel, **IDEAL
     )
 
 
 def _tokens_per_second(parallel: str) -> float:
     """Output tokens per second: a token for each request of each batch in flight, per step."""
-    s = _scenario(PIPELINE_BATCH, PIPELINE_GPUS, parallel=parallel)
+    s = _scenario(_batch(parallel), PIPELINE_GPUS, parallel=parallel)
     in_flight = s.evaluate(latency.batches_in_flight(parallel))
-    return in_flight * PIPELINE_BATCH / _step(parallel)
+    return in_flight * _batch(parallel) / _step(parallel)
 
 
 PER_REQUEST = "did you count a token for each of the 32 requests of a step?"
@@ -154,8 +159,9 @@ register(
         lambda: _tokens_per_second("pipeline"),
         unit="tokens per second",
         hints={
-            1 / PIPELINE_GPUS: "did you count the eight batches in flight, one per stage?",
-            1 / PIPELINE_BATCH: PER_REQUEST,
+            1 / PIPELINE_GPUS: "did you count the eight micro-batches in flight, one per stage?",
+            PIPELINE_GPUS / PIPELINE_BATCH: "did you count a token for each of the 4 requests "
+            "of a micro-batch?",
         },
     ),
 )

@@ -4,15 +4,20 @@ The inputs are the chapter's: Llama 3.1 70B in bf16 serving a batch of 32 reques
 prompt and 256 output tokens, on four H100 SXM or on any registry GPU (``ia.gpu_names()``) at
 its dated price, with the library's default efficiencies and memory budget; and DeepSeek-V3 in
 fp8 on eight H200, batch 64, prompts of 500 tokens and 3,000 output tokens, where the
-calculator's closed form is compared with the step-by-step ``ia.generation``.
+calculator's closed form is compared with the step-by-step ``ia.generation``, and, as the
+naive contrast, with the steps had each re-expanded the latent cache (``mla="reexpand"``).
 """
 
 from __future__ import annotations
 
 import functools
 
+import numpy as np
+
 import inference_arithmetic as ia
 from inference_arithmetic.exercises import Part, register
+from inference_arithmetic.formulas import latency
+from inference_arithmetic.symbols import O, T
 
 MODEL, GPU, GPUS = "llama-3.1-70b", "h100-sxm", 4
 WORKLOAD = dict(batch=32, prompt_len=2048, output_len=256)
@@ -138,6 +143,17 @@ def _closed_over_steps() -> float:
     return closed["tpot"] / steps["tpot"] - 1
 
 
+def _reexpanded_over_steps() -> float:
+    """The same closed form over the step-by-step mean, minus one, had every decode step
+    re-expanded the latent cache (the reference implementation's way, not the engines')."""
+    s = ia.Scenario("deepseek-v3", "h200", **EXACT)
+    step = ia.numeric(latency.decode_step_time(s.model, "reexpand"))
+    contexts = np.arange(s.prompt_len, s.prompt_len + s.output_len - 1)
+    mean_context = float(latency.mean_context().subs({T: s.prompt_len, O: s.output_len}))
+    steps = step.from_values({**s.values(), "context_len": contexts})
+    return float(step.from_values({**s.values(), "context_len": mean_context}) / steps.mean() - 1)
+
+
 register(
     "14-calculator",
     "ex-calculator-exact",
@@ -145,5 +161,10 @@ register(
         "relative_difference",
         _closed_over_steps,
         unit="fraction (calculator / step by step - 1)",
+    ),
+    Part(
+        "relative_difference_reexpand",
+        _reexpanded_over_steps,
+        unit="fraction (step at the mean context / mean step - 1)",
     ),
 )

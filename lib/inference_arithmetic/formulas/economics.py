@@ -69,7 +69,7 @@ def input_cost(arch, parallel="tensor"):
     return cost_per_million_input_tokens(latency.prefill_time(arch, parallel), parallel)
 
 
-def output_cost(arch, mla="reexpand", parallel="tensor"):
+def output_cost(arch, mla="absorbed", parallel="tensor"):
     """Dollars per million output tokens: a decode step reads the weights and every cache for
     only B tokens, one per request (chapter 09)."""
     step = latency.decode_step_time(arch, mla, parallel)

@@ -4,8 +4,15 @@ Derived in chapters 08 (prefill and decode), 09 (batching) and 10 (parallelism).
 moves the weights it uses once and, in decode, every request's KV cache; its FLOPs are those
 of chapter 04. The cache is counted at b_kv bytes per number, so that it can be stored in
 another dtype than the weights (chapter 13); with one dtype for both, b_kv = b. Split over
-n GPUs with tensor parallelism, both shrink n-fold and every layer adds two all-reduces of
-the activations (``formulas.parallel``).
+n GPUs with tensor parallelism, the weights shrink n-fold, the cache as far as its heads
+allow (``kv_split``), and every layer adds two all-reduces of the activations
+(``formulas.parallel``).
+
+Serving-time conventions, which differ from the FLOP counter's of chapter 04 on purpose: a
+prompt's attention counts only the keys a token can see (causal, as FlashAttention computes
+it) and runs at its own achieved rate eta_a; a step reads one embedding row per token, not
+the whole table; an MLA model decodes in the absorbed form, as serving engines do, and
+prefills in the expanded one.
 """
 
 from __future__ import annotations
@@ -16,7 +23,28 @@ import sympy
 
 from inference_arithmetic.formulas import kv_cache, roofline, transformer
 from inference_arithmetic.formulas import parallel as parallelism
-from inference_arithmetic.symbols import B, D, E, F_e, M, O, S, T, b, b_kv, k, mu, n_gpus
+from inference_arithmetic.symbols import (
+    B,
+    D,
+    E,
+    F,
+    F_e,
+    H_kv,
+    M,
+    O,
+    P_max,
+    R,
+    S,
+    T,
+    V,
+    b,
+    b_kv,
+    eta_a,
+    k,
+    mu,
+    n_gpus,
+    pi,
+)
 
 __all__ = [
     "PARALLEL",
@@ -26,12 +54,15 @@ __all__ = [
     "prefill_bytes",
     "decode_bytes",
     "weight_bytes_per_gpu",
+    "kv_split",
     "cache_bytes_per_gpu",
+    "activation_reserve",
     "memory_per_gpu",
     "memory_budget",
     "max_concurrency",
     "waves",
     "communication_time",
+    "serving_compute_time",
     "prefill_compute_time",
     "prefill_memory_time",
     "prefill_time",
@@ -62,9 +93,13 @@ def experts_touched(tokens):
 
 
 def weight_bytes_read(arch, tokens):
-    """Bytes of weights one forward pass over ``tokens`` tokens reads: all of a dense model;
-    for an MoE model, only the experts the tokens touch."""
+    """Bytes of weights one forward pass over ``tokens`` tokens reads: all of a dense model
+    (for an MoE model, only the experts the tokens touch), except the input embedding, of
+    which it gathers one row per token (of the V rows at most). A tied embedding is read
+    whole anyway, as the output projection."""
     total = transformer.params(arch)
+    if not arch.tied_embeddings:
+        total = total - V * D + sympy.Min(tokens, V) * D
     if not arch.is_moe:
         return b * total
     matrices = 3 if arch.ffn == "gated" else 2
@@ -99,23 +134,49 @@ def _mode(parallel):
     return parallel
 
 
-# --- Memory: what each of the n GPUs holds (either parallelism splits both evenly) ------------
+# --- Memory: what each of the n GPUs holds -----------------------------------------------------
 
 
 def weight_bytes_per_gpu(arch):
-    """Bytes of weights on each of n GPUs: b N / n."""
+    """Bytes of weights on each of n GPUs: b N / n (either parallelism splits them evenly)."""
     return b * transformer.params(arch) / n_gpus
+
+
+def kv_split(arch, parallel="tensor"):
+    """Into how many parts the KV cache is divided over the n GPUs. A pipeline gives each
+    stage its layers: n. Tensor parallelism gives each GPU its KV heads, and each GPU keeps at
+    least one: min(n, H_kv), so past H_kv GPUs the heads are copied, not divided. MLA's latent
+    is shared by all heads: every GPU keeps it whole, 1 (as vLLM and SGLang do)."""
+    if _mode(parallel) == "pipeline":
+        return n_gpus
+    return sympy.Integer(1) if arch.is_mla else sympy.Min(n_gpus, H_kv)
 
 
 def cache_bytes_per_gpu(arch, parallel="tensor"):
     """Bytes of the KV cache on each of n GPUs: B requests of S tokens for each of the
-    ``batches_in_flight`` (a pipeline keeps n batches, each stage its layers of all of them)."""
-    return batches_in_flight(parallel) * cache_bytes(arch) / n_gpus
+    ``batches_in_flight`` (a pipeline keeps n batches, each stage its layers of all of them),
+    over ``kv_split``."""
+    return batches_in_flight(parallel) * cache_bytes(arch) / kv_split(arch, parallel)
+
+
+def activation_reserve(arch):
+    """Bytes each GPU keeps free for one step's activations: a step of the token budget
+    P_max through the widest layer, the feed-forward block's intermediate (2 F wide when
+    gated: gate and up; k + shared experts' F_e in an MoE layer), split over the n GPUs.
+    vLLM measures this peak with a dummy step of its token budget before it sizes the cache."""
+    width = (k + arch.n_shared_experts) * F_e if arch.is_moe else F
+    if arch.is_moe and arch.n_dense_layers:
+        width = sympy.Max(width, F)
+    gated = 2 if arch.ffn == "gated" else 1
+    return b * P_max * gated * width / n_gpus
 
 
 def memory_per_gpu(arch, parallel="tensor"):
-    """Weights and KV cache on each GPU: what must fit in its memory budget."""
-    return weight_bytes_per_gpu(arch) + cache_bytes_per_gpu(arch, parallel)
+    """Weights, KV cache and the activation reserve on each GPU: what must fit in its
+    memory budget."""
+    return (
+        weight_bytes_per_gpu(arch) + cache_bytes_per_gpu(arch, parallel) + activation_reserve(arch)
+    )
 
 
 def memory_budget():
@@ -127,7 +188,7 @@ def memory_budget():
 def max_concurrency(arch, parallel="tensor"):
     """Requests of S cached tokens per batch whose KV cache fits beside the weights in the
     budget mu M of each of n GPUs (``memory_per_gpu`` at most ``memory_budget``, solved for B)."""
-    free = memory_budget() - weight_bytes_per_gpu(arch)
+    free = memory_budget() - weight_bytes_per_gpu(arch) - activation_reserve(arch)
     return sympy.floor(free / cache_bytes_per_gpu(arch, parallel).subs(B, 1))
 
 
@@ -155,15 +216,36 @@ def communication_time(arch, tokens, parallel="tensor"):
     return parallelism.pipeline_parallel_comm_time(arch, tokens)
 
 
+def serving_compute_time(flops, attention):
+    """Seconds of a step's ``flops``, of which ``attention`` are attention's (the score and
+    value products): the matrix products at eta_c of the peak, attention at eta_a, the rate
+    FlashAttention kernels reach (chapter 11 cites it)."""
+    return roofline.compute_time(flops - attention) + attention / (eta_a * pi)
+
+
 def prefill_compute_time(arch, parallel="tensor"):
-    """Seconds of a prefill's FLOPs (logits of the last position only) on one GPU's share."""
-    flops = transformer.forward_flops(arch, last_logits_only=True)
-    return roofline.compute_time(flops) / _share(parallel)
+    """Seconds of a prefill's FLOPs on one GPU's share: causal attention (each token attends
+    to the tokens before it, as FlashAttention computes, not the counter's full T x T), MLA
+    expanded, logits of the last position only."""
+    flops = transformer.step_flops(arch, causal=True, last_logits_only=True).subs(S, 0)
+    attention = transformer.attention_flops(arch, causal=True).subs(S, 0)
+    return serving_compute_time(flops, attention) / _share(parallel)
+
+
+def _bytes_time(weights, cache, arch, parallel):
+    """Seconds one GPU's share of ``weights`` and ``cache`` bytes takes to move: tensor
+    parallelism divides the weights n ways and the cache ``kv_split`` ways; a pipeline's
+    stages move theirs one after another, the whole model's."""
+    if _mode(parallel) == "pipeline":
+        return roofline.memory_time(weights + cache)
+    return roofline.memory_time(weights / n_gpus + cache / kv_split(arch, parallel))
 
 
 def prefill_memory_time(arch, parallel="tensor"):
-    """Seconds of a prefill's memory traffic on one GPU's share."""
-    return roofline.memory_time(prefill_bytes(arch)) / _share(parallel)
+    """Seconds of a prefill's memory traffic (weights, and the cache it writes) on one GPU's
+    share."""
+    cache = cache_bytes(arch).subs(S, T)
+    return _bytes_time(weight_bytes_read(arch, B * T), cache, arch, parallel)
 
 
 def roof(compute, memory):
@@ -180,18 +262,21 @@ def prefill_time(arch, parallel="tensor"):
     return roof(compute, memory) + communication_time(arch, B * T, parallel)
 
 
-def decode_compute_time(arch, mla="reexpand", parallel="tensor"):
-    """Seconds of a decode step's FLOPs on one GPU's share."""
-    return roofline.compute_time(transformer.decode_flops(arch, mla=mla)) / _share(parallel)
+def decode_compute_time(arch, mla="absorbed", parallel="tensor"):
+    """Seconds of a decode step's FLOPs on one GPU's share (an MLA model absorbed, as serving
+    engines decode it; ``mla="reexpand"`` is the naive contrast)."""
+    flops = transformer.decode_flops(arch, mla=mla)
+    attention = transformer.attention_flops(arch, mla=mla).subs(T, 1)
+    return serving_compute_time(flops, attention) / _share(parallel)
 
 
 def decode_memory_time(arch, parallel="tensor"):
     """Seconds of a decode step's memory traffic (weights and every cache) on one GPU's share."""
-    return roofline.memory_time(decode_bytes(arch)) / _share(parallel)
+    return _bytes_time(weight_bytes_read(arch, B), cache_bytes(arch), arch, parallel)
 
 
 @functools.lru_cache(maxsize=256)  # built once per model: a request's formulas reuse it
-def decode_step_time(arch, mla="reexpand", parallel="tensor", context=S):
+def decode_step_time(arch, mla="absorbed", parallel="tensor", context=S):
     """Seconds of one decode step of B requests with S tokens cached each (or ``context``,
     put in before the roofline is built)."""
     at = {S: context}
@@ -221,7 +306,7 @@ def last_context():
     return T + sympy.Max(O - 2, 0)
 
 
-def time_per_output_token(arch, mla="reexpand", parallel="tensor"):
+def time_per_output_token(arch, mla="absorbed", parallel="tensor"):
     """A decode step at the mean context: the mean time per output token after the first.
     Exact while one bound holds and no sliding window fills up (a step is linear in S)."""
     return decode_step_time(arch, mla, parallel, mean_context())
@@ -233,7 +318,7 @@ def request_time(ttft, tpot):
     return ttft + (O - 1) * tpot
 
 
-def generation_time(arch, mla="reexpand", parallel="tensor"):
+def generation_time(arch, mla="absorbed", parallel="tensor"):
     """Seconds from the prompts to the last of O output tokens of B requests, in closed form
     (``request_time`` of ``prefill_time`` and ``time_per_output_token``)."""
     ttft = prefill_time(arch, parallel)
@@ -248,10 +333,10 @@ def batches_in_flight(parallel="tensor"):
 
 def output_throughput(seconds, parallel="tensor"):
     """Output tokens per second when B requests of O tokens take ``seconds``, with
-    ``batches_in_flight`` such batches at once."""
-    return batches_in_flight(parallel) * B * O / seconds
+    ``batches_in_flight`` such batches at once on each of R replicas."""
+    return R * batches_in_flight(parallel) * B * O / seconds
 
 
-def throughput(arch, mla="reexpand", parallel="tensor"):
+def throughput(arch, mla="absorbed", parallel="tensor"):
     """Output tokens per second of B requests in closed form (pipeline: n batches in flight)."""
     return output_throughput(generation_time(arch, mla, parallel), parallel)

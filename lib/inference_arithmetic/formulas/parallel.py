@@ -5,14 +5,21 @@ each reads 1/n of the weights and the cache and does 1/n of the FLOPs, but the p
 must be summed across GPUs twice per layer (after attention and after the feed-forward block).
 Pipeline parallelism gives each GPU L/n whole layers: little communication, but one request
 still passes through every stage in turn.
+
+The fast link (NVLink) joins only the GPUs of one board, n_link of them (8 on an HGX
+board). A group larger than that sends its messages over the network between boards too, at
+beta_net per GPU, and the slowest link sets the pace of a ring: ``link_bandwidth_used``.
 """
 
 from __future__ import annotations
 
-from inference_arithmetic.symbols import D, L, alpha, b, beta_link, n_gpus
+import sympy
+
+from inference_arithmetic.symbols import D, L, alpha, b, beta_link, beta_net, n_gpus, n_link
 
 __all__ = [
     "ALL_REDUCES_PER_LAYER",
+    "link_bandwidth_used",
     "all_reduce_time",
     "tensor_parallel_comm_time",
     "pipeline_parallel_comm_time",
@@ -22,10 +29,18 @@ ALL_REDUCES_PER_LAYER = 2
 """Megatron-style tensor parallelism sums partial results after attention and after the FFN."""
 
 
+def link_bandwidth_used():
+    """Bytes per second between the GPUs of a group of n: the fast link within one domain of
+    n_link GPUs, the slower of it and the network beyond (a ring is as fast as its slowest
+    hop)."""
+    network = sympy.Min(beta_link, beta_net)
+    return sympy.Piecewise((beta_link, n_gpus <= n_link), (network, True))
+
+
 def all_reduce_time(nbytes):
     """A ring all-reduce of ``nbytes`` over n GPUs: each sends and receives 2 (n - 1) / n of
     the data, in 2 (n - 1) messages of fixed latency alpha each. Zero for one GPU."""
-    return 2 * (n_gpus - 1) * (nbytes / (n_gpus * beta_link) + alpha)
+    return 2 * (n_gpus - 1) * (nbytes / (n_gpus * link_bandwidth_used()) + alpha)
 
 
 def tensor_parallel_comm_time(arch, tokens):
@@ -35,4 +50,4 @@ def tensor_parallel_comm_time(arch, tokens):
 
 def pipeline_parallel_comm_time(arch, tokens):
     """n - 1 hand-offs of the activations of ``tokens`` tokens from one stage to the next."""
-    return (n_gpus - 1) * (b * tokens * D / beta_link + alpha)
+    return (n_gpus - 1) * (b * tokens * D / link_bandwidth_used() + alpha)
