@@ -86,3 +86,54 @@ def test_the_pages_script_holds_no_message_or_formula():
         assert text not in script
     for kind in ("nbytes", "seconds", "usd"):
         assert kind not in script  # formats are named by the spec's rows
+
+
+def test_the_continuous_mode_is_the_steady_state_of_the_library():
+    w = calculator.widget(mode=calculator.CONTINUOUS, requests_per_s=3.0, prompt_len=1024)
+    expected = ia.steady_state("llama-3.1-8b", "h100-sxm", 3.0, 1024, 256)
+    assert w.result == expected and w.message is None
+    assert "requests in the engine" in w.text() and "utilization" in w.text()
+    w.update(model="llama-3.1-70b", n_gpus=4, dtype="int4", compute_dtype="bf16")
+    assert w.result == ia.steady_state("llama-3.1-70b", "h100-sxm", 3.0, 1024, 256, n_gpus=4,
+                                       dtype="int4", compute_dtype="bf16")  # fmt: skip
+    top = w.result["saturation_rate"]
+    w.update(requests_per_s=2 * top)  # past saturation: the message names the most it takes
+    assert w.result is None and w.message.startswith(f"{ia.format.number(2 * top)} requests")
+    assert f"keeps up with at most {ia.format.number(top)} requests per second" in w.message
+    w.update(requests_per_s=-2)  # never clamped
+    assert w.state["requests_per_s"] == -2 and w.result is None
+    assert w.message == calculator.rate_message().format(value=-2)
+    assert w.message.startswith("requests_per_s must be a positive number of requests per second")
+    w.update(mode=calculator.STATIC, requests_per_s=-2)  # the static mode ignores the rate
+    assert w.result == calculate("llama-3.1-70b", "h100-sxm", n_gpus=4, dtype="int4",
+                                 compute_dtype="bf16", prompt_len=1024)  # fmt: skip
+
+
+def test_the_page_carries_the_steady_states_formulas_and_messages():
+    spec = calculator.Calculator().spec()
+    for key, expr in ia.continuous.STEADY.items():
+        assert spec["steady"][key]["js"] == sympy.jscode(expr), key
+    page = spec["models"]["llama-3.1-70b"]
+    step = ia.formulas.continuous.step(ia.model("llama-3.1-70b"))
+    assert page["continuous"]["step"]["js"] == sympy.jscode(step)
+    assert page["degree_list"] == scenario.tensor_parallel_degrees(ia.model("llama-3.1-70b"))
+    assert spec["models"]["gpt2"]["degree_list"] == [1, 2, 3, 4, 6, 12]  # 12 heads
+    assert spec["saturated"] == ia.continuous.SATURATED
+    assert spec["modes"] == {"static": calculator.STATIC, "continuous": calculator.CONTINUOUS}
+    script = calculator._steady_runtime() + calculator._RUNTIME
+    for text in ("saturate ", "keeps up", "positive number", "requests per second"):
+        assert text not in script
+
+
+def test_replicas_are_a_control_in_both_modes():
+    one = calculator.widget(model="llama-3.1-8b", batch=16)
+    three = calculator.widget(model="llama-3.1-8b", batch=16, replicas=3)
+    assert three.values["throughput"] == pytest.approx(3 * one.values["throughput"])
+    assert three.values["tpot"] == one.values["tpot"] and three.values["gpus"] == 3
+    assert "GPUs in all (replicas x GPUs each)" in three.html()
+    mode = calculator.CONTINUOUS
+    single = calculator.widget(mode=mode, requests_per_s=2.0)
+    double = calculator.widget(mode=mode, requests_per_s=4.0, replicas=2)
+    assert double.values["ttft"] == pytest.approx(single.values["ttft"])
+    assert double.values["saturation_rate"] == pytest.approx(2 * single.values["saturation_rate"])
+    assert calculator.widget(replicas=0).message.startswith("replicas must be")

@@ -19,14 +19,17 @@ from __future__ import annotations
 
 import functools
 import html
+import inspect
 import itertools
 import json
 
 import sympy
 
-from inference_arithmetic import checks, scenario, serving
+from inference_arithmetic import checks, continuous, scenario, serving
 from inference_arithmetic import format as fmt
 from inference_arithmetic.dtypes import DTYPE_BYTES
+from inference_arithmetic.formulas import continuous as continuous_formulas
+from inference_arithmetic.formulas import latency
 from inference_arithmetic.hardware import gpu as registry_gpu
 from inference_arithmetic.hardware import gpu_names
 from inference_arithmetic.live import FORMAT_RUNTIME, embed_json
@@ -34,7 +37,13 @@ from inference_arithmetic.models import model as registry_model
 from inference_arithmetic.models import model_names
 
 __all__ = ["Calculator", "widget", "ranges", "cell", "readout_html", "ROWS", "SAME", "COMPUTED"]
-__all__ += ["NOTES"]
+__all__ += ["NOTES", "MODES", "STATIC", "CONTINUOUS", "CONTINUOUS_ROWS"]
+
+STATIC, CONTINUOUS = "static batch", "continuous serving"
+MODES = [STATIC, CONTINUOUS]
+"""The form's two modes: a batch of ``batch`` requests sent at once (``ia.calculate``), or a
+stream of ``requests_per_s`` requests a second on a continuously batching engine
+(``ia.steady_state``; ``batch`` is not used)."""
 
 SAME = "as weights"
 """The compute format choice that computes in the weights' format (``compute_dtype=None``);
@@ -52,6 +61,7 @@ def ranges() -> dict[str, tuple[int, int]]:
     """The form's whole-number inputs and their ranges (an input outside gets a message)."""
     return {
         "n_gpus": (1, 64),
+        "replicas": (1, 64),
         "batch": (1, 4096),
         "prompt_len": (1, _max_context()),
         "output_len": (1, _max_context()),
@@ -70,11 +80,24 @@ ttft           | time to first token                          | seconds
 tpot           | time per output token                        | seconds
 total          | time per request                             | seconds
 throughput     | throughput (output tokens/s)                 | number
+gpus           | GPUs in all (replicas x GPUs each)           | integer
 cost_input     | cost per million input tokens                | usd
 cost_output    | cost per million output tokens               | usd
 cost_request   | cost per request                             | usd
 prefill_compute_bound                                  | prefill is bound by | bound
 decode_compute_bound_first decode_compute_bound_last   | decode is bound by  | bound
+"""
+
+
+# The readout of the continuous mode: a key of ``ia.steady_state``'s result.
+_CONTINUOUS_TABLE = """
+ttft            | time to first token                      | seconds
+tpot            | time per output token                    | seconds
+request_time    | time per request                         | seconds
+throughput      | throughput (output tokens/s)             | number
+concurrency     | requests in the engine                   | number
+utilization     | utilization (rate / saturation rate)     | percent
+saturation_rate | saturation rate (requests/s)             | number
 """
 
 
@@ -85,6 +108,8 @@ def _row(line: str) -> tuple:
 
 ROWS = [_row(line) for line in _TABLE.strip().splitlines()]
 """The readout's rows: (formula, label, kind), as ``_TABLE`` lists them."""
+CONTINUOUS_ROWS = [_row(line) for line in _CONTINUOUS_TABLE.strip().splitlines()]
+"""The continuous mode's rows: (key of ``ia.steady_state``'s result, label, kind)."""
 
 
 NOTES = {
@@ -93,6 +118,8 @@ NOTES = {
     "exact": "time per token at the mean context (exact)",
     "approximate": "time per token at the mean context (approximate: the decode bound or "
     "window changes)",
+    "continuous": "the steady state of a continuously batching engine (ia.steady_state), "
+    "at the library's default efficiencies and token budget",
 }
 """The sentence under the readout, in two parts joined by "; "."""
 
@@ -107,6 +134,8 @@ def cell(row, values) -> str:
 
 
 def _note(values, gpu) -> str:
+    if "saturation_rate" in values:
+        return NOTES["continuous"] + "."
     price = gpu.price_per_hour
     priced = NOTES["priced"].format(price_per_hour=price, price_date=gpu.price_date)
     first = priced if price is not None else NOTES["unpriced"]
@@ -119,9 +148,23 @@ def readout_html(values, gpu, message: str | None = None) -> str:
         return f'<p class="ia-calc-message" role="alert"><b>{html.escape(message)}</b></p>'
     rows = "".join(
         f"<tr><td>{row[1]}</td><td><b>{html.escape(cell(row, values))}</b></td></tr>"
-        for row in ROWS
+        for row in _rows(values)
     )
     return f"<table>{rows}</table><p>{html.escape(_note(values, gpu))}</p>"
+
+
+def _rows(values) -> list:
+    return CONTINUOUS_ROWS if "saturation_rate" in values else ROWS
+
+
+def rate_message() -> str:
+    """The message for a request rate outside its range, as a template of ``{value}``: the
+    library's own (``checks.amount``), with the value it names cut out."""
+    try:
+        checks.amount("requests_per_s", -1.0, "requests per second", positive=True)
+    except ValueError as error:
+        return str(error).rsplit("got ", 1)[0] + "got {value}"
+    raise AssertionError("unreachable")
 
 
 class Calculator:
@@ -134,15 +177,18 @@ class Calculator:
 
     def __init__(self, **state):
         self.state = {
+            "mode": STATIC,
             "model": "llama-3.1-8b",
             "gpu": "h100-sxm",
             "n_gpus": 1,
+            "replicas": 1,
             "dtype": "bf16",
             "compute_dtype": SAME,
             "cache_dtype": COMPUTED,
             "batch": 1,
             "prompt_len": 2048,
             "output_len": 256,
+            "requests_per_s": 4.0,
         }
         self._widgets = None
         self._syncing = False
@@ -152,6 +198,7 @@ class Calculator:
     @property
     def choices(self) -> dict[str, list[str]]:
         return {
+            "mode": MODES,
             "model": model_names(),
             "gpu": gpu_names(),
             "dtype": list(DTYPE_BYTES),
@@ -166,7 +213,11 @@ class Calculator:
             (None if compute == SAME else compute),
             (None if cache == COMPUTED else cache),
         )
-        return {**self.state, "compute_dtype": compute, "cache_dtype": cache}
+        arguments = {**self.state, "compute_dtype": compute, "cache_dtype": cache}
+        del arguments["mode"], arguments["requests_per_s"]
+        if self.state["mode"] == CONTINUOUS:  # one request at a time enters the engine
+            arguments |= {"batch": 1, "in_waves": True}
+        return arguments
 
     def update(self, **changes):
         for name, value in changes.items():
@@ -180,12 +231,19 @@ class Calculator:
         try:
             for name, (low, high) in ranges().items():
                 checks.count(name, self.state[name], low, high)
-            s = scenario.Scenario(**self._scenario_arguments())
-            self.result, self.values, self.message = (
-                serving.report(s),
-                serving.report_values(s),
-                None,
-            )
+            if self.state["mode"] == CONTINUOUS:
+                rate = self.state["requests_per_s"]
+                checks.amount("requests_per_s", rate, "requests per second", positive=True)
+                s = scenario.Scenario(**self._scenario_arguments())
+                steady = continuous.steady_state_of(s, float(rate))
+                self.result, self.values, self.message = steady, steady, None
+            else:
+                s = scenario.Scenario(**self._scenario_arguments())
+                self.result, self.values, self.message = (
+                    serving.report(s),
+                    serving.report_values(s),
+                    None,
+                )
         except (ValueError, KeyError) as error:
             self.result, self.values = None, None
             self.message = error.args[0] if isinstance(error, KeyError) else str(error)
@@ -215,6 +273,8 @@ class Calculator:
             for name in self.state:
                 if name in ranges():
                     control = w.IntText(value=self.state[name])
+                elif name == "requests_per_s":
+                    control = w.FloatText(value=self.state[name])
                 else:
                     control = w.Dropdown(options=self.choices[name], value=self.state[name])
                 control.description = name
@@ -238,7 +298,7 @@ class Calculator:
         if self.values is None:
             return f"Calculator ({args}): {self.message}"
         lines = [f"Calculator ({args}):"]
-        lines += [f"  {row[1]}: {cell(row, self.values)}" for row in ROWS]
+        lines += [f"  {row[1]}: {cell(row, self.values)}" for row in _rows(self.values)]
         return "\n".join(lines + [f"  {_note(self.values, registry_gpu(self.state['gpu']))}"])
 
     def spec(self) -> dict:
@@ -254,7 +314,7 @@ class Calculator:
             f'<script type="application/json" class="ia-calc-spec">{embed_json(self.spec())}'
             '</script><div class="ia-calc-controls"></div>'
             '<div class="ia-calc-readout" aria-live="polite"></div></div>'
-            f"<script>{FORMAT_RUNTIME}{_RUNTIME}\n"
+            f"<script>{FORMAT_RUNTIME}{_steady_runtime()}{_RUNTIME}\n"
             f"iaCalc(document.getElementById({json.dumps(element)}));</script>"
         )
 
@@ -290,6 +350,11 @@ def _page_data() -> dict:
             "sizes": arch.sizes(),
             "context_window": arch.context_window,
             "degrees": ", ".join(map(str, scenario.tensor_parallel_degrees(arch))),
+            "degree_list": scenario.tensor_parallel_degrees(arch),
+            "continuous": {
+                "step": _js(continuous_formulas.step(arch)),
+                "capacity": _js(latency.max_concurrency(arch)),
+            },
             "formulas": {k: _js(e) for k, e in serving.report_formulas(arch).items()},
             "checks": [
                 {
@@ -316,15 +381,18 @@ def _page_data() -> dict:
             "price_date": g.price_date,
         }
     defaults = scenario.Scenario("llama-3.1-8b", "h100-sxm").options
-    options = {k: defaults[k] for k in ("compute_efficiency", "bandwidth_efficiency")}
-    options |= {k: defaults[k] for k in ("link_latency", "memory_utilization")}
+    # The numeric settings the form does not offer (efficiencies, link, budgets, replicas).
+    options = {k: v for k, v in defaults.items() if k != "n_gpus" and not isinstance(v, str)}
     controls = [
-        {"name": n, "kind": "range", "min": low, "max": high} for n, (low, high) in ranges().items()
+        {"name": n, "kind": "degrees" if n == "n_gpus" else "range", "min": low, "max": high}
+        for n, (low, high) in ranges().items()
     ]
+    controls += [{"name": "requests_per_s", "kind": "rate"}]
     choices = Calculator.__new__(Calculator).choices
     controls += [{"name": n, "kind": "choice", "options": o} for n, o in choices.items()]
-    order = ["model", "gpu", "n_gpus", "dtype", "compute_dtype", "cache_dtype", "batch"]
-    order += ["prompt_len", "output_len"]
+    order = ["mode", "model", "gpu", "n_gpus", "replicas", "dtype", "compute_dtype", "cache_dtype"]
+    order += ["batch"]
+    order += ["requests_per_s", "prompt_len", "output_len"]
     controls.sort(key=lambda c: order.index(c["name"]))
     return {
         "same": SAME,
@@ -340,10 +408,35 @@ def _page_data() -> dict:
         "bounds": serving.BOUNDS,
         "then": serving.THEN,
         "notes": NOTES,
+        "modes": {"static": STATIC, "continuous": CONTINUOUS},
+        "continuous_rows": [
+            {"key": k, "label": label, "kind": kind} for k, label, kind in CONTINUOUS_ROWS
+        ],
+        "context": _js(latency.mean_context()),
+        "steady": {k: _js(e) for k, e in continuous.STEADY.items()},
+        "prompt_counts": continuous.PROMPT_COUNTS,
+        "saturated": continuous.SATURATED,
+        "saturated_kinds": continuous.SATURATED_KINDS,
+        "replicated": continuous.REPLICATED,
+        "rate_message": rate_message(),
+        "rate_high": inspect.signature(checks.amount).parameters["high"].default,
     }
 
 
 _ids = itertools.count()
+
+
+@functools.cache
+def _steady_runtime() -> str:
+    """``steady.js``: ``iaSteady``, the page's steady state of a continuously batching engine.
+    It is ``continuous._Engine``'s procedure over the spec's formulas: a steady state that is a
+    Markov chain's fixed point has no closed form SymPy could print, so the page runs the same
+    small numerical routine on the library's formulas, and the browser test holds the two equal."""
+    import importlib.resources
+
+    files = importlib.resources.files("inference_arithmetic")
+    return files.joinpath("steady.js").read_text("utf-8")
+
 
 _STYLE = (
     ".ia-calc-controls{display:grid;grid-template-columns:repeat(auto-fill,minmax(15em,1fr));"
@@ -359,7 +452,7 @@ _STYLE = (
 _RUNTIME = r"""
 var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
   var spec = JSON.parse(root.querySelector(".ia-calc-spec").textContent);
-  var state = Object.assign({}, spec.state), typed = {}, compiled = {};
+  var state = Object.assign({}, spec.state), typed = {}, compiled = {}, saturations = {};
   function compile(f) {
     if (!f.fn) f.fn = new Function(f.args.join(","), "return (" + f.js + ");");
     return f;
@@ -373,14 +466,19 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
   }
   function calculate() {  // the Scenario's checks in its order, then the report's formulas
     var names = Object.assign({}, spec.options, state);
+    var continuous = state.mode === spec.modes.continuous;
     for (var i = 0; i < spec.controls.length; i++) {
       var c = spec.controls[i];
-      if (c.kind !== "range") continue;
+      if (c.kind !== "range" && c.kind !== "degrees") continue;
       var x = state[c.name];
       if (!(Number.isInteger(x) && x >= c.min && x <= c.max)) {
         return {error: fill(spec.count_message, {name: c.name, low: iaShow(c.min, "integer"),
           upper: " to " + iaShow(c.max, "integer"), value: typed[c.name]})};
       }
+    }
+    var rate = state.requests_per_s;
+    if (continuous && !(isFinite(rate) && rate > 0 && rate <= spec.rate_high)) {
+      return {error: fill(spec.rate_message, {value: typed.requests_per_s})};
     }
     var m = spec.models[state.model], g = spec.gpus[state.gpu];
     // The Scenario's defaults: compute in the weights' format, cache in the compute format.
@@ -392,9 +490,11 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     var v = Object.assign({}, m.sizes, g.figures, spec.options, {
       flop_rate: g.flop_rate[compute], bytes_per_number: spec.dtypes[state.dtype],
       kv_bytes_per_number: spec.dtypes[cache], n_gpus: state.n_gpus, batch: state.batch,
+      replicas: state.replicas,
       seq_len: state.prompt_len, output_len: state.output_len,
       context_window: m.context_window, price_per_hour: g.price_per_hour || 1
     });
+    if (continuous) v.batch = 1;  // one request at a time enters the engine
     for (var j = 0; j < m.checks.length; j++) {
       var check = m.checks[j];
       if (!call(check.holds, v)) {
@@ -405,13 +505,34 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
         return {error: fill(check.message, shown)};
       }
     }
+    if (continuous) return steadyState(m, v, names, rate);
     var r = {};
     for (var k in m.formulas) {
       r[k] = /^cost_/.test(k) && g.price_per_hour === null ? null : call(m.formulas[k], v);
     }
     var note = (g.price_per_hour !== null ? fill(spec.notes.priced, g) : spec.notes.unpriced) +
       "; " + (r.exact ? spec.notes.exact : spec.notes.approximate) + ".";
-    return {values: r, note: note};
+    return {rows: spec.rows, values: r, note: note};
+  }
+  function steadyState(m, v, names, rate) {  // ia.continuous.steady_state_of
+    var engine = iaSteady({prompt_counts: spec.prompt_counts, context: spec.context,
+      capacity: m.continuous.capacity, step: m.continuous.step, steady: spec.steady}, call, v);
+    var key = JSON.stringify([state.model, state.gpu, v]);
+    if (!(key in saturations)) saturations[key] = engine.saturation();
+    // The replicas share the requests evenly: each is one engine at its share of the rate.
+    var top = saturations[key], share = rate / v.replicas;
+    var s = share <= top ? engine.state(share, null) : null;
+    if (s === null || !s.ok) {
+      var kinds = spec.saturated_kinds, gpus = v.replicas === 1 ? state.n_gpus :
+        fill(spec.replicated, {replicas: v.replicas, n_gpus: state.n_gpus});
+      return {error: fill(spec.saturated, {rate: iaShow(rate, kinds.rate), model: state.model,
+        n_gpus: gpus, gpu: state.gpu, saturation: iaShow(v.replicas * top, kinds.saturation),
+        prompt_len: state.prompt_len, output_len: state.output_len})};
+    }
+    return {rows: spec.continuous_rows, note: spec.notes.continuous + ".", values: {
+      ttft: s.ttft, tpot: s.tpot, request_time: s.request_time,
+      concurrency: v.replicas * s.concurrency, throughput: rate * v.output_len,
+      utilization: share / top, saturation_rate: v.replicas * top}};
   }
   function bounds(r, keys) {
     var seen = [];
@@ -432,7 +553,7 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
       return;
     }
     var table = document.createElement("table");
-    spec.rows.forEach(function (row) {
+    r.rows.forEach(function (row) {
       var tr = document.createElement("tr"), name = document.createElement("td");
       var cell = document.createElement("td"), strong = document.createElement("b");
       name.textContent = row.label;
@@ -452,30 +573,57 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     note.textContent = r.note;
     out.appendChild(table); out.appendChild(note);
   }
-  var box = root.querySelector(".ia-calc-controls");
+  var box = root.querySelector(".ia-calc-controls"), rows = {}, degrees = null;
+  function options(select, names) {
+    select.innerHTML = "";
+    names.forEach(function (n) {
+      var o = document.createElement("option");
+      o.value = n; o.textContent = n; select.appendChild(o);
+    });
+  }
+  function offerDegrees() {  // the model's degrees, and the one chosen if it is not one: kept
+    var list = spec.models[state.model].degree_list.slice();
+    if (list.indexOf(state.n_gpus) < 0) list.push(state.n_gpus);
+    options(degrees, list.sort(function (a, b) { return a - b; }));
+    degrees.value = String(state.n_gpus);
+  }
+  function showMode() {  // each mode's own input: the batch, or the rate
+    var continuous = state.mode === spec.modes.continuous;
+    rows.batch.style.display = continuous ? "none" : "";
+    rows.requests_per_s.style.display = continuous ? "" : "none";
+  }
   spec.controls.forEach(function (c) {
     var row = document.createElement("label"), input;
-    row.textContent = c.name + " ";
-    if (c.kind === "range") {  // a number field: what is typed is checked, never clamped
+    row.textContent = c.name + " "; rows[c.name] = row;
+    if (c.kind === "range" || c.kind === "rate") {  // what is typed is checked, never clamped
       input = document.createElement("input");
-      input.type = "number"; input.min = c.min; input.max = c.max; input.step = 1;
+      input.type = "number"; input.step = c.kind === "rate" ? "any" : 1;
+      if (c.kind === "range") { input.min = c.min; input.max = c.max; }
       input.value = state[c.name]; typed[c.name] = String(state[c.name]);
       input.addEventListener("change", function () {
         typed[c.name] = input.value;
         state[c.name] = input.value.trim() === "" ? NaN : Number(input.value); draw();
       });
+    } else if (c.kind === "degrees") {  // the tensor-parallel degrees that split the heads
+      input = degrees = document.createElement("select");
+      input.addEventListener("change", function () {
+        state[c.name] = Number(input.value); draw();
+      });
     } else {
       input = document.createElement("select");
-      c.options.forEach(function (n) {
-        var o = document.createElement("option");
-        o.value = n; o.textContent = n; input.appendChild(o);
-      });
+      options(input, c.options);
       input.value = state[c.name];
-      input.addEventListener("change", function () { state[c.name] = input.value; draw(); });
+      input.addEventListener("change", function () {
+        state[c.name] = input.value;
+        if (c.name === "model") offerDegrees();
+        if (c.name === "mode") showMode();
+        draw();
+      });
     }
     input.name = c.name; input.setAttribute("aria-label", c.name);
     row.appendChild(input); box.appendChild(row);
   });
+  offerDegrees(); showMode();
   draw();
 });
 """

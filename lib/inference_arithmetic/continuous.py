@@ -9,40 +9,82 @@ True
 
 The engine (``formulas.continuous.step``): every step decodes one token of each running
 request and prefills the prompts that arrived during the step before. In the steady state of
-lambda requests a second, with steps of mean length tau:
+lambda requests a second, with steps of mean length tau (chapter 09 derives each relation):
 
-- lambda (O - 1) tau requests decode at once (Little's law: each decodes for O - 1 steps);
-- a step prefills the K prompts that arrived during the step before, K ~ Poisson(lambda tau);
-- tau is the mean over K of the step's time, a fixed point: tau = E_K[step(lambda (O - 1) tau,
-  K T)]. A step with a prompt in it is usually compute-bound, one without bandwidth-bound, so
-  the mean of the steps, not the step of the mean prefill, sets the pace (max is convex).
+- a step prefills the K prompts that arrived during the step before, K ~ Poisson(lambda t)
+  for a step of t: the steps are a Markov chain on K (``_Engine.chain``), and tau is the mean
+  of its stationary distribution, a fixed point since lambda (O - 1) tau requests decode at
+  once (Little's law: each decodes for O - 1 steps);
+- the decoding count B_d is the prompts of the last O - 1 steps, and prompts come in bursts
+  (a step with prompts is long and gathers more): its variance is B_d r / (1 - g), r the
+  chain's long-run variance of K over its mean, g = lambda (O - 1) dtau/dB_d the share of a
+  fluctuation that more decodes feed back (``STEADY``);
+- a request meets steps in proportion to their decodes, so its time per output token is
+  E[B_d t] / E[B_d] = tau + Cov(B_d, t) / B_d, longer than the mean step; an arrival meets
+  the engine in proportion to time, when it is busier: its first token takes the rest of the
+  step under way (E[t^2] / 2 E[t]) and the step that prefills it, at the time-weighted B_d.
 
-The time per output token is tau; the time to first token is the rest of the step under way
-when the request arrives (E[tau^2] / 2 E[tau], the steps being of unequal length) plus the
-step that prefills it; Little's law gives the concurrency. Past the rate at which no fixed
-point exists, or the memory cannot hold the running requests' caches, or a step would need
-more than the token budget, ``steady_state`` raises ``ValueError`` naming the saturation rate.
-``simulate`` runs the same engine with SimPy on Poisson arrivals.
+The chain is solved exactly (linear equations on 64 prompt counts); the fluctuations of B_d
+to first order (``STEADY``, SymPy, printed to JavaScript for the calculator's page). Past the
+rate at which no steady state exists (g reaches 1), or the memory cannot hold the running
+requests' caches, or a step would need more than the token budget, ``steady_state`` raises
+``ValueError`` naming the saturation rate. ``simulate`` runs the same engine with SimPy on
+Poisson arrivals.
 """
 
 from __future__ import annotations
 
 import functools
+from collections import deque
 
 import numpy as np
+import sympy
 
 from inference_arithmetic import cache, checks
+from inference_arithmetic import format as fmt
 from inference_arithmetic.formulas import continuous, latency
 from inference_arithmetic.numeric import numeric
-from inference_arithmetic.scenario import Scenario, deployment_keywords
+from inference_arithmetic.scenario import DEFAULT_TOKEN_BUDGET, Scenario, deployment_keywords
+from inference_arithmetic.symbols import B_d, O, P_t, S
 
-__all__ = ["DEFAULT_TOKEN_BUDGET", "steady_state", "saturation_rate", "plan", "simulate"]
+__all__ = ["DEFAULT_TOKEN_BUDGET", "PROMPT_COUNTS", "STEADY", "SATURATED", "steady_state"]
+__all__ += ["steady_state_of", "saturation_rate", "saturated_message", "plan", "simulate"]
 
-DEFAULT_TOKEN_BUDGET = 8192
-"""Tokens one step may put through the model (vLLM's ``max_num_batched_tokens`` under chunked
-prefill)."""
+PROMPT_COUNTS = 64
+"""Prompts per step the chain keeps, 0 to 63: far past any Poisson mean below saturation (40
+cut the chain's tail before the memory set the saturation)."""
+_K = np.arange(PROMPT_COUNTS)
 
-_K = np.arange(64)  # prompts per step, far past any Poisson mean below saturation
+# The steady state's relations, once: the library evaluates them, the calculator's page prints
+# them to JavaScript. Inputs: the rate, and what the chain gives at the fixed point.
+_rate = sympy.Symbol("requests_per_s", positive=True)
+_tau = sympy.Symbol("mean_step", positive=True)  # tau, seconds
+_slope = sympy.Symbol("step_slope", positive=True)  # dtau/dB_d, seconds per decoding request
+_burst = sympy.Symbol("burst_ratio", positive=True)  # long-run variance of K over its mean
+_cross = sympy.Symbol("burst_covariance", real=True)  # sum over j >= 1 of Cov(K_0, t_j)
+_decoding = _rate * (O - 1) * _tau
+_gain = _rate * (O - 1) * _slope
+_variance = _decoding * _burst / (1 - _gain)
+_covariance = _slope * _variance + _cross
+STEADY = {
+    "decoding": _decoding,  # Little's law: requests decoding in a mean step
+    "gain": _gain,  # the share of a fluctuation of B_d that comes back
+    "variance": _variance,  # of B_d
+    "tpot": _tau + _covariance / _decoding,  # E[B_d t] / E[B_d]
+    "busy": _decoding + _covariance / _tau,  # E[B_d t] / E[t]: B_d an arrival meets
+}
+"""The steady state's relations (module docstring), SymPy expressions of the rate, the output
+length and the chain's ``mean_step``, ``step_slope``, ``burst_ratio``, ``burst_covariance``."""
+
+SATURATED = (
+    "{rate} requests per second saturate {model} on {n_gpus} x {gpu}: it keeps up with at most "
+    "{saturation} requests per second of {prompt_len} + {output_len} tokens"
+)
+"""The message past saturation (the page fills the same template)."""
+SATURATED_KINDS = {"rate": "number", "saturation": "number"}
+"""How ``SATURATED`` prints its two rates (``format.show``'s kinds; the page's ``iaShow``)."""
+REPLICATED = "{replicas} replicas of {n_gpus}"
+"""How ``SATURATED`` names the GPUs of more than one replica."""
 
 
 @functools.lru_cache(maxsize=64)
@@ -50,11 +92,35 @@ def _step(arch):
     return numeric(continuous.step(arch))
 
 
+@functools.cache
+def _steady():
+    return {name: numeric(expr) for name, expr in STEADY.items()}
+
+
+def _stationary(moves):
+    """The stationary distribution of a chain of transition matrix ``moves``: pi (I - P) = 0,
+    its last equation replaced by sum(pi) = 1."""
+    system = np.eye(len(moves)) - moves.T
+    system[-1] = 1.0
+    return np.linalg.solve(system, np.eye(len(moves))[-1])
+
+
+def _poisson(means):
+    """P(K = k) for k in _K, a row per mean (normalized over the range kept)."""
+    means = np.atleast_1d(np.asarray(means, dtype=float))
+    log = _K * np.log(np.maximum(means, 1e-300))[:, None] - means[:, None] - _LOG_FACTORIALS
+    weights = np.exp(log)
+    return weights / weights.sum(axis=1, keepdims=True)
+
+
+_LOG_FACTORIALS = np.cumsum(np.log(np.maximum(_K, 1)))  # log k! for k in _K
+
+
 class _Engine:
     """The steady-state equations of one Scenario, as functions of the arrival rate."""
 
-    def __init__(self, s: Scenario, budget: int):
-        self.s, self.budget = s, budget
+    def __init__(self, s: Scenario):
+        self.s, self.budget = s, s.token_budget
         self.values = s.values()
         self.T, self.O = s.prompt_len, s.output_len
         self.context = float(s.evaluate(latency.mean_context()))
@@ -69,23 +135,21 @@ class _Engine:
                  "prefill_tokens": prompts * self.T}  # fmt: skip
         return _step(self.s.model).from_values(point)
 
-    def chain(self, rate, tau):
+    def chain(self, rate, decodes):
         """The steps as a Markov chain on the prompts K a step prefills: the prompts that
-        arrive during a step of k prompts, Poisson(lambda tau_k), are the next step's. Returns
-        each k's step time and the chain's stationary distribution, at the decodes a mean
-        step of ``tau`` gives."""
-        times = self.steps(rate * (self.O - 1) * tau, _K.astype(float))
-        moves = np.array([_poisson(rate * t) for t in times])  # moves[k, j]: k prompts, then j
-        values, vectors = np.linalg.eig(moves.T)
-        stationary = np.abs(np.real(vectors[:, np.argmin(np.abs(values - 1))]))
-        return times, stationary / stationary.sum()
+        arrive during a step of k prompts, Poisson(lambda t_k), are the next step's. Returns
+        each k's step time, the transition matrix and its stationary distribution."""
+        times = self.steps(decodes, _K.astype(float))
+        moves = _poisson(rate * times)  # moves[k, j]: k prompts, then j
+        return times, moves, _stationary(moves)
 
     def tau(self, rate, start=None):
-        """The fixed point tau = E[step] of the chain, from below (``start``: a step time
-        known to be below it, a lower rate's); None if it runs away."""
+        """The fixed point tau = E[step] of the chain at lambda (O - 1) tau decodes, from
+        below (``start``: a step time known to be below it, a lower rate's); None if it runs
+        away."""
         tau = start or float(self.steps(0.0, np.zeros(1))[0])
         for _ in range(200):  # converges in tens of steps below saturation; creeps at it
-            times, weights = self.chain(rate, tau)
+            times, _, weights = self.chain(rate, rate * (self.O - 1) * tau)
             mean = float(weights @ times)
             if mean > 1e3 or not np.isfinite(mean) or weights[-8:].sum() > 1e-6:
                 return None  # a step's prompts beyond the range kept: it runs away
@@ -94,33 +158,39 @@ class _Engine:
             tau = mean
         return None
 
+    def ttft(self, rate, decodes):
+        """An arrival falls in a step picked by its length, waits for the rest of it, then is
+        prefilled in the next step, with the others that arrived in the same step."""
+        times, moves, weights = self.chain(rate, decodes)
+        picked = weights * times / (weights @ times)
+        after = self.steps(decodes, _K.astype(float) + 1)
+        return float(picked @ (times / 2 + moves @ after))
+
     def state(self, rate, start=None):
         tau = self.tau(rate, start)
         if tau is None:
             return None
-        times, weights = self.chain(rate, tau)
         decodes = rate * (self.O - 1) * tau
-        # An arrival falls in a step picked by its length, waits for the rest of it, then is
-        # prefilled in the next step, with the others that arrived in the same step.
-        picked = weights * times / (weights @ times)
-        after = self.steps(decodes, _K.astype(float) + 1)
-        own = np.array([_poisson(rate * t) @ after for t in times])
-        ttft = float(picked @ (times / 2 + own))
-        request = ttft + (self.O - 1) * tau
+        times, moves, weights = self.chain(rate, decodes)
+        more, _, more_weights = self.chain(rate, decodes + 1)
+        # Sums over the chain's future: Z f = sum_j>=0 P^j f for centred f (Z, the
+        # fundamental matrix (I - P + 1 pi)^-1).
+        fundamental = np.eye(len(_K)) - moves + weights
+        prompts = _K - weights @ _K
+        zk, zt = np.linalg.solve(fundamental, np.stack([prompts, times - tau], 1)).T
+        chain = {"requests_per_s": rate, "output_len": self.O, "mean_step": tau,
+                 "step_slope": max(float(more_weights @ more) - tau, 1e-300),
+                 "burst_ratio": float(weights @ (prompts * (2 * zk - prompts)) / (weights @ _K)),
+                 "burst_covariance": float(weights @ (prompts * (zt - times + tau)))}  # fmt: skip
+        steady = {name: float(f.from_values(chain)) for name, f in _steady().items()}
+        if steady["gain"] >= 1:
+            return None  # more decodes feed back more than they add: no steady state
+        ttft = self.ttft(rate, steady["busy"])
+        request = ttft + (self.O - 1) * steady["tpot"]
         most = decodes + float(weights @ (_K * self.T))
         ok = most <= self.budget and rate * request <= self.capacity
-        return {"ttft": ttft, "tpot": tau, "request_time": request,
-                "concurrency": rate * request, "ok": ok}  # fmt: skip
-
-
-_LOG_FACTORIALS = np.cumsum(np.log(np.maximum(_K, 1)))  # log k! for k in _K
-
-
-def _poisson(mean):
-    """P(K = k) for k in _K (normalized over the range kept)."""
-    log = _K * np.log(max(mean, 1e-300)) - mean - _LOG_FACTORIALS
-    weights = np.exp(log)
-    return weights / weights.sum()
+        return {"ttft": ttft, "tpot": steady["tpot"], "mean_step": tau, "request_time": request,
+                "concurrency": rate * request, "ok": ok, **chain, **steady}  # fmt: skip
 
 
 def _scenario(arch, gpu, prompt_len, output_len, n_gpus, dtype, deployment):
@@ -131,34 +201,45 @@ def _scenario(arch, gpu, prompt_len, output_len, n_gpus, dtype, deployment):
     return s
 
 
-def saturation_rate(s: Scenario, token_budget: int = DEFAULT_TOKEN_BUDGET) -> float:
-    """The highest arrival rate (requests per second) the engine keeps up with."""
-    return _saturation(s, checks.count("token_budget", token_budget))
+def saturation_rate(s: Scenario) -> float:
+    """The highest arrival rate (requests per second) the engine of ``s`` keeps up with."""
+    return _saturation(s)
 
 
 @functools.lru_cache(maxsize=256)
-def _saturation(s: Scenario, token_budget: int) -> float:
-    engine = _Engine(s, token_budget)
-    low, high, below = 0.0, 1.0, None  # below: the step time at ``low``, to start from
+def _saturation(s: Scenario) -> float:
+    engine = _Engine(s)
+    low, high, below = 0.0, 1.0, None  # below: the mean step at ``low``, to start from
     while (state := engine.state(high, below)) is not None and state["ok"]:
-        low, high, below = high, 2 * high, state["tpot"]
+        low, high, below = high, 2 * high, state["mean_step"]
     for _ in range(30):  # to a billionth of the range
         middle = (low + high) / 2
         state = engine.state(middle, below)
         if state is not None and state["ok"]:
-            low, below = middle, state["tpot"]
+            low, below = middle, state["mean_step"]
         else:
             high = middle
     return low
 
 
+def saturated_message(s: Scenario, rate: float, saturation: float) -> str:
+    """``SATURATED`` filled for ``s``: the rate, and the most it keeps up with."""
+    rates = {
+        k: fmt.show(x, SATURATED_KINDS[k]) for k, x in (("rate", rate), ("saturation", saturation))
+    }
+    n_gpus = s.n_gpus if s.replicas == 1 else REPLICATED.format(**vars(s))
+    return SATURATED.format(**rates, model=s.model.name, n_gpus=n_gpus, gpu=s.gpu.name,
+                            prompt_len=s.prompt_len, output_len=s.output_len)  # fmt: skip
+
+
 @deployment_keywords
 def steady_state(
     arch, gpu, requests_per_s, prompt_len=2048, output_len=256, n_gpus=1, dtype="bf16",
-    *, token_budget=DEFAULT_TOKEN_BUDGET, **deployment
+    **deployment
 ) -> dict:  # fmt: skip
     """The steady state of ``requests_per_s`` requests a second, each of ``prompt_len`` and
-    ``output_len`` tokens, on a continuously batching engine (module docstring).
+    ``output_len`` tokens, on a continuously batching engine (module docstring); its token
+    budget per step is the deployment's ``token_budget``.
 
     Returns ``ttft``, ``tpot``, ``request_time`` (seconds), ``throughput`` (output tokens per
     second), ``concurrency`` (requests in the engine), ``utilization`` (the rate over the
@@ -166,23 +247,28 @@ def steady_state(
     """
     rate = checks.amount("requests_per_s", requests_per_s, "requests per second", positive=True)
     s = _scenario(arch, gpu, prompt_len, output_len, n_gpus, dtype, deployment)
-    budget = checks.count("token_budget", token_budget)
-    saturation = saturation_rate(s, budget)
-    state = _Engine(s, budget).state(rate)
-    if rate > saturation or state is None or not state["ok"]:
-        raise checks.ArgumentError(
-            f"{rate:g} requests per second saturate {s.model.name} on {s.n_gpus} x "
-            f"{s.gpu.name}: it keeps up with at most {saturation:.4g} requests per second of "
-            f"{s.prompt_len} + {s.output_len} tokens"
-        )
+    return steady_state_of(s, rate)
+
+
+def steady_state_of(s: Scenario, rate: float) -> dict:
+    """``steady_state`` of a Scenario (made with ``batch=1, in_waves=True``) at ``rate``. Its
+    ``replicas`` share the requests evenly: each is one engine at ``rate / replicas``."""
+    one = s.replace(replicas=1) if s.replicas > 1 else s
+    share, saturation = rate / s.replicas, saturation_rate(one)
+    state = _Engine(one).state(share) if share <= saturation else None
+    if state is None or not state["ok"]:
+        raise checks.ArgumentError(saturated_message(s, rate, s.replicas * saturation))
     return {
         "ttft": state["ttft"],
         "tpot": state["tpot"],
         "request_time": state["request_time"],
         "throughput": rate * s.output_len,
-        "concurrency": state["concurrency"],
-        "utilization": rate / saturation,
-        "saturation_rate": saturation,
+        "concurrency": s.replicas * state["concurrency"],
+        "utilization": share / saturation,
+        "saturation_rate": s.replicas * saturation,
+        "mean_step": state["mean_step"],
+        "decoding": state["decoding"],
+        "decoding_variance": state["variance"],
     }
 
 
@@ -209,9 +295,8 @@ def plan(
     for degree in tensor_parallel_degrees(arch, 8):
         for replicas in range(1, most_gpus // degree + 1):
             try:
-                share = rate / replicas
-                state = steady_state(arch, device, share, prompt_len, output_len,
-                                     n_gpus=degree, **options)  # fmt: skip
+                state = steady_state(arch, device, rate, prompt_len, output_len,
+                                     n_gpus=degree, replicas=replicas, **options)  # fmt: skip
             except ValueError:
                 continue  # does not fit, or saturates: more replicas
             if state["ttft"] <= ttft_target and state["tpot"] <= tpot_target:
@@ -232,63 +317,78 @@ def plan(
 
 def simulate(
     arch, gpu, requests_per_s, prompt_len=2048, output_len=256, n_gpus=1, dtype="bf16", *,
-    requests=400, token_budget=DEFAULT_TOKEN_BUDGET, seed=0, **deployment
+    requests=400, seed=0, **deployment
 ) -> dict:  # fmt: skip
     """The engine step by step with SimPy: Poisson arrivals at ``requests_per_s``; each step
     decodes one token of every running request and prefills, first come first served, the
-    waiting prompts in the tokens left under ``token_budget``; a request is admitted while
-    the memory holds its whole cache; a step takes ``formulas.continuous.step`` for its own
-    decodes, their mean context and its prefill tokens. Returns the mean ``ttft`` and
+    waiting prompts in the tokens left under the deployment's ``token_budget``; a request is
+    admitted while the memory holds its whole cache; a step takes ``formulas.continuous.step``
+    for its own decodes, their mean context and its prefill tokens. Returns the mean ``ttft`` and
     ``tpot`` (seconds) of ``requests`` requests after a warm-up of a fifth as many."""
     import simpy
 
     s = _scenario(arch, gpu, prompt_len, output_len, n_gpus, dtype, deployment)
-    engine = _Engine(s, checks.count("token_budget", token_budget))
-    step = _step(s.model)
+    engine, token_budget, step = _Engine(s), s.token_budget, _scalar_step(s)
     rng = np.random.default_rng(seed)
     warm = requests // 5
     arrivals = np.cumsum(rng.exponential(1 / requests_per_s, requests + warm))
-    env, waiting, running, done, idle = simpy.Environment(), [], [], [], {"wake": None}
+    env, done, idle = simpy.Environment(), [], {"wake": None}
+    # Admitted requests prefill in their order and decode in the order they began, one token
+    # a step each, so they finish in that order too: queues, and a sum of the decodes' contexts.
+    waiting, prefilling, decoding = deque(), deque(), deque()
 
     def arrive():
         for i, at in enumerate(arrivals):
             yield env.timeout(at - env.now)
-            waiting.append({"i": i, "arrived": at, "prefilled": 0, "times": []})
+            waiting.append({"i": i, "arrived": at, "prefilled": 0})
             if idle["wake"] is not None and not idle["wake"].triggered:
                 idle["wake"].succeed()  # an idle engine starts a step at once
 
     def serve():
+        steps, contexts = 0, 0  # steps taken; the decodes' cached tokens, summed
         while len(done) < len(arrivals):
-            while waiting and len(running) < engine.capacity:
-                running.append(waiting.pop(0))
-            decodes = [r for r in running if r["prefilled"] == prompt_len]
-            left, chunks = token_budget - len(decodes), []
-            for r in running:
-                if r["prefilled"] < prompt_len and left > 0:
-                    chunks.append((r, min(prompt_len - r["prefilled"], left)))
-                    left -= chunks[-1][1]
-            if not decodes and not chunks:  # nothing to do until a request arrives
+            while waiting and len(prefilling) + len(decoding) < engine.capacity:
+                prefilling.append(waiting.popleft())
+            left, chunks = token_budget - len(decoding), []
+            for r in prefilling:
+                if left <= 0:
+                    break
+                chunks.append((r, min(prompt_len - r["prefilled"], left)))
+                left -= chunks[-1][1]
+            if not decoding and not chunks:  # nothing to do until a request arrives
                 idle["wake"] = env.event()
                 yield idle["wake"]
                 continue
-            context = np.mean([prompt_len + len(r["times"]) - 1 for r in decodes] or [1.0])
-            point = {**engine.values, "decoding": len(decodes),
-                     "context_len": np.array([context]),
-                     "prefill_tokens": sum(take for _, take in chunks)}  # fmt: skip
-            yield env.timeout(float(step.from_values(point)[0]))
+            context = contexts / len(decoding) if decoding else 1.0
+            yield env.timeout(step(len(decoding), context, sum(take for _, take in chunks)))
+            steps, contexts = steps + 1, contexts + len(decoding)
             for r, take in chunks:
                 r["prefilled"] += take
-            first = [r for r, take in chunks if r["prefilled"] == prompt_len]
-            for r in decodes + first:
-                r["times"].append(env.now)
-            for r in [r for r in running if len(r["times"]) >= output_len]:
-                running.remove(r)
+                if r["prefilled"] == prompt_len:  # its first token
+                    prefilling.popleft()
+                    r["first"], r["first_step"] = env.now, steps
+                    decoding.append(r)
+                    contexts += prompt_len
+            while decoding and steps - decoding[0]["first_step"] + 1 >= output_len:
+                r = decoding.popleft()  # its last token
+                r["last"] = env.now
+                contexts -= prompt_len + output_len - 1
                 done.append(r)
 
     env.process(arrive())
     env.process(serve())
     env.run()
     kept = [r for r in done if r["i"] >= warm]
-    ttft = np.mean([r["times"][0] - r["arrived"] for r in kept])
-    tpot = np.mean([np.mean(np.diff(r["times"])) for r in kept if len(r["times"]) > 1])
-    return {"ttft": float(ttft), "tpot": float(tpot)}
+    ttft = np.mean([r["first"] - r["arrived"] for r in kept])
+    tpot = np.mean([(r["last"] - r["first"]) / (output_len - 1) for r in kept])
+    return {"ttft": float(ttft), "tpot": float(tpot) if output_len > 1 else float("nan")}
+
+
+def _scalar_step(s: Scenario):
+    """The step of ``s``'s model with its values put in, as a plain function of the decodes,
+    their mean context and the prompt tokens: the simulation calls it once a step, where the
+    checked array function would cost a hundred times as much."""
+    expr = continuous.step(s.model)
+    values = s.values()
+    known = {x: sympy.sympify(values[x.name]) for x in expr.free_symbols if x.name in values}
+    return sympy.lambdify((B_d, S, P_t), expr.xreplace(known), "math")

@@ -3,19 +3,19 @@
 Every step decodes one token of each of the B_d running requests (S tokens cached each, on
 average) and prefills P_t prompt tokens of the requests that arrived (chunked prefill, under
 a token budget). Its time is the roofline of its compute and memory, plus tensor
-parallelism's messages; ``ia.continuous`` puts the steady state of an arrival rate into it.
-Derived in chapter 09, whose static batches it extends to a stream of requests (a chapter of
-its own is still to be written).
+parallelism's messages, by the serving conventions of ``formulas.latency``; ``ia.continuous``
+puts the steady state of an arrival rate into it. Derived in chapter 09, whose static
+batches it extends to a stream of requests.
 
 >>> from inference_arithmetic.models import model
 >>> sorted(s.name for s in step(model("llama-3.1-8b")).free_symbols)[:4]
-['bandwidth', 'bandwidth_efficiency', 'bytes_per_number', 'compute_efficiency']
+['attention_efficiency', 'bandwidth', 'bandwidth_efficiency', 'bytes_per_number']
 """
 
 from __future__ import annotations
 
 from inference_arithmetic.formulas import latency, roofline, transformer
-from inference_arithmetic.symbols import B, B_d, D, P_t, S, T, V, b, n_gpus
+from inference_arithmetic.symbols import B, B_d, D, P_t, S, T, V, n_gpus
 
 __all__ = ["step_sides", "step"]
 
@@ -25,17 +25,21 @@ def step_sides(arch):
     and message time.
 
     Compute: every token through the weights (k experts of an MoE layer), each decoding
-    request's attention over its S cached tokens, each prompt token's over the half of its
-    prompt of T tokens before it, logits for the decodes. Memory: all weights (at serving
-    concurrency a MoE layer reads nearly every expert) and every decoding request's cache.
+    request's attention over its S cached tokens, each prompt token's over the tokens of its
+    prompt of T before it (causal: P_t (T + 1) / 2 pairs), logits for the decodes; attention
+    at its own rate (``latency.serving_compute_time``). Memory: the weights the step's tokens
+    read (``latency.weight_bytes_read``) and every decoding request's cache, split over the
+    GPUs as ``latency.kv_split`` says. Without a prompt it is ``latency.decode_step_time``.
     """
     per_token = 2 * transformer.over_layers(arch, transformer.matmul_weights(arch, "absorbed"))
-    pair = transformer.attention_flops(arch, mla="absorbed").subs({B: 1, S: 0, T: 1})
-    flops = per_token * (B_d + P_t) + pair * (B_d * (S + 1) + P_t * (T + 1) / 2)
-    flops += 2 * D * V * B_d
-    compute = roofline.compute_time(flops) / n_gpus  # tensor parallelism: 1/n each
-    cache = latency.cache_bytes(arch).subs(B, B_d)
-    memory = roofline.memory_time(b * transformer.params(arch) + cache) / n_gpus
+    decoding = transformer.attention_flops(arch, mla="absorbed").subs({B: B_d, T: 1})
+    prompts = transformer.attention_flops(arch, causal=True, mla="absorbed").subs(S, 0)
+    attention = decoding + prompts.subs(B, P_t / T)  # P_t / T prompts of T tokens
+    flops = per_token * (B_d + P_t) + attention + 2 * D * V * B_d
+    compute = latency.serving_compute_time(flops, attention) / n_gpus  # 1/n each
+    weights = latency.weight_bytes_read(arch, B_d + P_t) / n_gpus
+    cache = latency.cache_bytes(arch).subs(B, B_d) / latency.kv_split(arch)
+    memory = roofline.memory_time(weights + cache)
     return compute, memory, latency.communication_time(arch, B_d + P_t)
 
 
