@@ -1,0 +1,845 @@
+"""The book's schematic diagrams, drawn from the library's numbers so they stay right.
+
+>>> d = memory_hierarchy("h100-sxm", "llama-3.1-8b")
+>>> "3.35 TB/s" in d.texts  # the registry's bandwidth, formatted as the prose prints it
+True
+>>> d.png()[:4]
+b'\\x89PNG'
+
+Each function returns a ``Diagram``: a matplotlib figure that a notebook shows as a PNG at
+twice its size (sharp on high-density screens) and whose ``texts`` the tests read. The figures
+are made without pyplot, so none is left open and none is shown twice. Sizes come from a
+``ModelConfig``, hardware figures from the GPU registry, labels from the book's notation
+(``symbols.NOTATION``); the colours are the widgets' (``controls.PALETTE``). Dark text on a
+white card reads in both of the book's colour modes (the theme puts figures on a light card).
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+
+from matplotlib.figure import Figure
+from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
+from matplotlib.text import Text
+
+from inference_arithmetic import checks, timing
+from inference_arithmetic import format as fmt
+from inference_arithmetic.controls import PALETTE
+from inference_arithmetic.counts import decode_flops, forward_flops, kv_cache_bytes, param_count
+from inference_arithmetic.dtypes import bytes_per_number
+from inference_arithmetic.formulas import mlp, parallel
+from inference_arithmetic.hardware import ON_CHIP, gpu_names
+from inference_arithmetic.hardware import gpu as registry_gpu
+from inference_arithmetic.models import model as registry_model
+from inference_arithmetic.numeric import evaluate
+from inference_arithmetic.symbols import NOTATION
+
+__all__ = [
+    "Diagram",
+    "two_layer_network",
+    "transformer_block",
+    "kv_cache_steps",
+    "memory_hierarchy",
+    "prefill_decode_timeline",
+    "batching_timeline",
+    "parallelism",
+]
+
+BLUE, VERMILION, GREEN, PURPLE, ORANGE, SKY = PALETTE[:6]
+INK = "#222222"  # the text: dark on the white card of both colour modes
+GREY = "#666666"
+DPI = 100  # the figure's size in the page, in CSS pixels per inch; the PNG has twice as many
+
+
+class Diagram:
+    """A drawn figure: ``texts`` lists its words, ``png()`` renders it, a notebook shows it."""
+
+    def __init__(self, figure: Figure):
+        self.figure = figure
+
+    @property
+    def texts(self) -> list[str]:
+        """Every text of the figure (labels, ticks, titles), in drawing order."""
+        found = self.figure.findobj(lambda artist: isinstance(artist, Text))
+        return [t.get_text() for t in found if t.get_text() and t.get_visible()]
+
+    def png(self, scale: int = 2) -> bytes:
+        """The figure as a PNG at ``scale`` times its size in the page."""
+        buffer = io.BytesIO()
+        self.figure.savefig(
+            buffer,
+            format="png",
+            dpi=DPI * scale,
+            facecolor="white",
+            bbox_inches="tight",
+            pad_inches=0.08,
+        )
+        return buffer.getvalue()
+
+    def _repr_png_(self):
+        data = self.png()
+        width, height = struct.unpack(">II", data[16:24])  # the PNG header's IHDR size
+        return data, {"width": width // 2, "height": height // 2}
+
+
+def _sym(name: str) -> str:
+    """The book's letter for a symbol, as mathtext: ``_sym("d_head")`` is ``d_h``."""
+    return NOTATION[name].latex
+
+
+def _math(*parts: str) -> str:
+    return "$" + " ".join(parts) + "$"
+
+
+def _shape(rows: str, cols: str) -> str:
+    return rf"{rows} \times {cols}".replace(" ", r"\,").replace(r"\,\times\,", r" \times ")
+
+
+def _canvas(width: float, height: float, scale: float = 0.62) -> tuple[Figure, object]:
+    """A blank drawing area of ``width`` by ``height`` units, ``scale`` inches a unit."""
+    figure = Figure(figsize=(width * scale, height * scale), dpi=DPI)
+    ax = figure.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, width)
+    ax.set_ylim(0, height)
+    ax.set_axis_off()
+    return figure, ax
+
+
+def _tint(color: str, amount: float = 0.22) -> tuple[float, float, float]:
+    """``color`` mixed with white: ``amount`` of the colour, the rest white."""
+    r, g, b = (int(color[i : i + 2], 16) / 255 for i in (1, 3, 5))
+    return tuple(1 - amount * (1 - c) for c in (r, g, b))
+
+
+def _box(ax, x, y, w, h, text="", color=BLUE, size=9, fill=0.22, **kw):
+    """A rounded box with its lower-left corner at (x, y) and ``text`` in its middle."""
+    ax.add_patch(
+        FancyBboxPatch(
+            (x, y),
+            w,
+            h,
+            boxstyle="round,pad=0,rounding_size=0.08",
+            linewidth=1.2,
+            edgecolor=color,
+            facecolor=_tint(color, fill),
+            **kw,
+        )
+    )
+    if text:
+        ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=size, color=INK)
+
+
+def _arrow(ax, start, end, color=INK, width=1.2, style="-|>", **kw):
+    ax.add_patch(
+        FancyArrowPatch(
+            start,
+            end,
+            arrowstyle=style,
+            mutation_scale=11,
+            color=color,
+            linewidth=width,
+            shrinkA=0,
+            shrinkB=0,
+            **kw,
+        )
+    )
+
+
+def _dense(arch):
+    """A registry model (or a ``ModelConfig``) whose layers the block diagram can draw."""
+    m = registry_model(arch)
+    if m.n_experts or m.q_lora_rank or m.kv_lora_rank:
+        raise ValueError(
+            f"{m.name} has mixture-of-experts or latent-attention layers; the diagram draws a "
+            "dense layer with multi-head or grouped-query attention"
+        )
+    return m
+
+
+def two_layer_network(d_1: int = 2, d_2: int = 3, d_3: int = 2) -> Diagram:
+    """Chapter 02's network: ``d_1`` inputs, ``d_2`` hidden numbers, ``d_3`` outputs; every
+    line is one weight, ``d_1 d_2 + d_2 d_3`` of them (12 for the default 2-3-2)."""
+    widths = [checks.count(name, v, 1, 8) for name, v in (("d_1", d_1), ("d_2", d_2), ("d_3", d_3))]
+    n_weights = int(evaluate(mlp.params(), d_1=widths[0], d_2=widths[1], d_3=widths[2]))
+    figure, ax = _canvas(8.6, 5.4)
+    xs, top, gap = [1.4, 4.3, 7.2], 4.1, 0.78
+    nodes = []
+    for x, n in zip(xs, widths, strict=True):
+        middle = top - (max(widths) - 1) * gap / 2
+        nodes.append([(x, middle + (n - 1) * gap / 2 - i * gap) for i in range(n)])
+    for layer, color in ((0, BLUE), (1, VERMILION)):
+        for a in nodes[layer]:
+            for c in nodes[layer + 1]:
+                ax.plot([a[0], c[0]], [a[1], c[1]], color=color, linewidth=1.3, zorder=1)
+    for column, color in zip(nodes, (SKY, PURPLE, GREEN), strict=True):
+        for x, y in column:
+            ax.add_patch(
+                Circle(
+                    (x, y),
+                    0.24,
+                    facecolor=_tint(color, 0.5),
+                    edgecolor=color,
+                    linewidth=1.4,
+                    zorder=2,
+                )
+            )
+    low = min(y for column in nodes for _, y in column) - 0.55
+    names = ("input", "hidden", "output")
+    for x, name, symbol, n in zip(xs, names, ("d_1", "d_2", "d_3"), widths, strict=True):
+        ax.text(
+            x,
+            low,
+            f"{name}\n{_math(_sym(symbol), '=', str(n))}",
+            ha="center",
+            va="top",
+            fontsize=9,
+            color=INK,
+        )
+    high = max(y for column in nodes for _, y in column) + 0.45
+    for i, (color, w) in enumerate(((BLUE, "W_1"), (VERMILION, "W_2"))):
+        rows, cols = _sym(f"d_{i + 1}"), _sym(f"d_{i + 2}")
+        count = widths[i] * widths[i + 1]
+        ax.text(
+            (xs[i] + xs[i + 1]) / 2,
+            high,
+            f"{_math(w)}: {_math(_shape(rows, cols))}\n{count} weights",
+            ha="center",
+            va="bottom",
+            fontsize=9,
+            color=color,
+        )
+    ax.text(
+        4.3, 0.15, f"{n_weights} weights in all", ha="center", va="bottom", fontsize=9, color=INK
+    )
+    return Diagram(figure)
+
+
+def transformer_block(arch="llama-3.1-8b") -> Diagram:
+    """One layer of a dense decoder-only transformer, with the shapes of each of its products
+    in the book's letters and the weight matrices' sizes for ``arch`` (a registry name or a
+    ``ModelConfig``); ``ValueError`` for a mixture-of-experts or latent-attention model."""
+    m = _dense(arch)
+    B, T, D, F = (_sym(n) for n in ("batch", "seq_len", "d_model", "d_ff"))
+    H, Hkv, dh = _sym("n_heads"), _sym("n_kv_heads"), _sym("d_head")
+    rows = B + " " + T
+    gated = m.ffn == "gated"
+    hd, hkvd = m.n_heads * m.d_head, m.n_kv_heads * m.d_head
+    figure, ax = _canvas(12.4, 12.2, scale=0.56)
+    left, width, mid = 0.9, 4.2, 3.0
+    right = 5.9
+
+    def product(y, text, numbers=None):
+        ax.text(
+            right, y + (0.17 if numbers else 0), text, ha="left", va="center", fontsize=9, color=INK
+        )
+        if numbers:
+            ax.text(right, y - 0.27, numbers, ha="left", va="center", fontsize=7.5, color=GREY)
+
+    def down(y0, y1):
+        _arrow(ax, (mid, y0), (mid, y1))
+
+    ax.text(
+        mid, 11.75, f"in: {_math(_shape(rows, D))}", ha="center", va="center", fontsize=9, color=INK
+    )
+    ax.text(
+        right,
+        11.75,
+        f"products of one layer ({m.name}: {m.n_layers} layers)",
+        ha="left",
+        va="center",
+        fontsize=9,
+        color=INK,
+        fontweight="bold",
+    )
+    down(11.5, 10.95)
+    _box(ax, left + 1.1, 10.45, 2.0, 0.5, "norm", color=GREY, size=8.5, fill=0.12)
+    down(10.45, 9.75)
+    w3 = (width - 0.3) / 3
+    names = (("W_Q", H), ("W_K", Hkv), ("W_V", Hkv))
+    for i, (name, _) in enumerate(names):
+        _box(ax, left + i * (w3 + 0.15), 9.0, w3, 0.75, _math(name), color=BLUE)
+    product(
+        10.05,
+        _math(
+            rf"Q: ({_shape(rows, D)})\,({_shape(D, H + ' ' + dh)}) \to "
+            + _shape(rows, H + " " + dh)
+        ),
+        f"{_shape_text(m.d_model, hd)} weights",
+    )
+    product(
+        9.2,
+        _math(
+            rf"K, V: ({_shape(rows, D)})\,({_shape(D, Hkv + ' ' + dh)}) \to "
+            + _shape(rows, Hkv + " " + dh)
+        ),
+        f"{_shape_text(m.d_model, hkvd)} weights each",
+    )
+    down(9.0, 8.35)
+    _box(
+        ax,
+        left,
+        7.45,
+        width,
+        0.9,
+        "attention, per head\n" + _math(r"\mathrm{softmax}(Q K^\top / \sqrt{" + dh + r"})\, V"),
+        color=VERMILION,
+    )
+    product(
+        8.05, _math(rf"Q K^\top: ({_shape(T, dh)})\,({_shape(dh, T)}) \to {_shape(T, T)}"), None
+    )
+    product(
+        7.6,
+        _math(rf"\cdot V: ({_shape(T, T)})\,({_shape(T, dh)}) \to {_shape(T, dh)}"),
+        f"{_math(B, H)} times (each sequence, each head); no weights",
+    )
+    down(7.45, 6.85)
+    _box(ax, left + 1.1, 6.1, 2.0, 0.75, _math("W_O"), color=BLUE)
+    product(
+        6.48,
+        _math(
+            rf"({_shape(rows, H + ' ' + dh)})\,({_shape(H + ' ' + dh, D)}) \to " + _shape(rows, D)
+        ),
+        f"{_shape_text(hd, m.d_model)} weights",
+    )
+    down(6.1, 5.6)
+    _add(ax, mid, 5.35)
+    ax.plot([mid, 0.35, 0.35], [11.15, 11.15, 5.35], color=GREY, linewidth=1.1)
+    _arrow(ax, (0.35, 5.35), (mid - 0.25, 5.35), color=GREY, width=1.1)
+    down(5.1, 4.6)
+    _box(ax, left + 1.1, 4.1, 2.0, 0.5, "norm", color=GREY, size=8.5, fill=0.12)
+    down(4.1, 3.55)
+    ffn_in = (("gate", "W_{gate}"), ("up", "W_{up}")) if gated else (("up", "W_{up}"),)
+    w2 = (width - 0.2) / 2 if gated else 2.0
+    x0 = left if gated else left + 1.1
+    for i, (_, name) in enumerate(ffn_in):
+        _box(ax, x0 + i * (w2 + 0.2), 2.8, w2, 0.75, _math(name), color=GREEN)
+    times = ", twice" if gated else ""
+    product(
+        3.18,
+        _math(rf"({_shape(rows, D)})\,({_shape(D, F)}) \to {_shape(rows, F)}") + times,
+        f"{_shape_text(m.d_model, m.d_ff)} weights" + (" each" if gated else ""),
+    )
+    down(2.8, 2.2)
+    if gated:
+        ax.text(mid + 0.15, 2.5, "gate ⊙ up", ha="left", va="center", fontsize=7.5, color=GREY)
+    _box(ax, left + 1.1, 1.45, 2.0, 0.75, _math("W_{down}"), color=GREEN)
+    product(
+        1.83,
+        _math(rf"({_shape(rows, F)})\,({_shape(F, D)}) \to {_shape(rows, D)}"),
+        f"{_shape_text(m.d_ff, m.d_model)} weights",
+    )
+    down(1.45, 0.95)
+    _add(ax, mid, 0.7)
+    ax.plot([mid, 0.35, 0.35], [4.85, 4.85, 0.7], color=GREY, linewidth=1.1)
+    _arrow(ax, (0.35, 0.7), (mid - 0.25, 0.7), color=GREY, width=1.1)
+    ax.text(
+        mid + 0.4,
+        0.7,
+        f"out: {_math(_shape(rows, D))}",
+        ha="left",
+        va="center",
+        fontsize=9,
+        color=INK,
+    )
+    return Diagram(figure)
+
+
+def _shape_text(rows: int, cols: int) -> str:
+    return f"{fmt.integer(rows)} × {fmt.integer(cols)}"
+
+
+def _add(ax, x, y):
+    """The residual connection's sum: a circled plus."""
+    ax.add_patch(Circle((x, y), 0.25, facecolor="white", edgecolor=INK, linewidth=1.2))
+    ax.text(x, y, "+", ha="center", va="center", fontsize=11, color=INK)
+
+
+def kv_cache_steps(arch="llama-3.1-8b", steps: int = 4, dtype: str = "bf16") -> Diagram:
+    """The KV cache over the first ``steps`` decode steps: each step keeps one more token's key
+    and value and its new query reads all of them; the bytes are ``arch``'s in ``dtype``."""
+    m = registry_model(arch)
+    steps = checks.count("steps", steps, 1, 8)
+    cell, gap, height = 0.62, 0.08, 0.42
+    width = 2.2 + steps * (cell + gap) + 4.6
+    figure, ax = _canvas(width, 1.25 * steps + 1.0)
+    per_token = kv_cache_bytes(m, batch=1, context_len=1, dtype=dtype)
+    ax.text(
+        0.1,
+        1.25 * steps + 0.55,
+        f"{m.name}, {dtype}: each token adds {fmt.nbytes(per_token)} of keys and values",
+        ha="left",
+        va="center",
+        fontsize=9,
+        color=INK,
+    )
+    ax.text(
+        0.1,
+        1.25 * steps + 0.15,
+        "orange: written this step;  blue: kept from earlier steps",
+        ha="left",
+        va="center",
+        fontsize=8,
+        color=GREY,
+    )
+    for t in range(1, steps + 1):
+        y = 1.25 * (steps - t) + 0.35
+        ax.text(0.1, y + height, f"step {t}", ha="left", va="center", fontsize=9, color=INK)
+        ax.text(
+            1.55, y + height * 1.5 + 0.02, "K", ha="center", va="center", fontsize=8, color=GREY
+        )
+        ax.text(1.55, y + height * 0.5, "V", ha="center", va="center", fontsize=8, color=GREY)
+        for i in range(t):
+            new = i == t - 1
+            color = VERMILION if new else BLUE
+            x = 1.9 + i * (cell + gap)
+            for row in (0, 1):
+                ax.add_patch(
+                    FancyBboxPatch(
+                        (x, y + row * height + 0.02),
+                        cell,
+                        height - 0.04,
+                        boxstyle="round,pad=0,rounding_size=0.05",
+                        linewidth=1.0,
+                        edgecolor=color,
+                        facecolor=_tint(color, 0.45 if new else 0.2),
+                    )
+                )
+            ax.text(
+                x + cell / 2,
+                y - 0.14,
+                str(i + 1),
+                ha="center",
+                va="center",
+                fontsize=7.5,
+                color=GREY,
+            )
+        x_end = 1.9 + t * (cell + gap) + 0.15
+        cached = kv_cache_bytes(m, batch=1, context_len=t, dtype=dtype)
+        reads = "its own key" if t == 1 else f"all {t} keys"
+        tokens = "1 token" if t == 1 else f"{t} tokens"
+        ax.text(
+            x_end,
+            y + height,
+            f"new token's query reads {reads};\ncache: {tokens}, {fmt.nbytes(cached)}",
+            ha="left",
+            va="center",
+            fontsize=8.5,
+            color=INK,
+        )
+    return Diagram(figure)
+
+
+def memory_hierarchy(gpu="h100-sxm", arch="llama-3.1-8b", dtype: str = "bf16") -> Diagram:
+    """Where the weights live: off-chip HBM, the on-chip L2 and SM shared memory, the tensor
+    cores, with ``gpu``'s registry figures, and the bytes of ``arch``'s weights against each
+    memory. ``ValueError`` for a GPU whose on-chip figures the registry does not hold."""
+    g = registry_gpu(gpu)
+    missing = [name for name in ON_CHIP if getattr(g, name) is None]
+    if missing:
+        have = [name for name in gpu_names() if _has_on_chip(name)]
+        raise ValueError(
+            f"the registry has no {', '.join(missing)} for {g.name}; "
+            f"GPUs with on-chip figures: {', '.join(have)}"
+        )
+    m = registry_model(arch)
+    weights = param_count(m) * bytes_per_number(dtype)
+    shared = g.sm_count * g.shared_memory_per_sm
+    figure = Figure(figsize=(6.9, 4.7), dpi=DPI)
+    ax = figure.add_axes((0, 0.42, 1, 0.58))
+    ax.set_xlim(0, 12)
+    ax.set_ylim(0, 4.6)
+    ax.set_axis_off()
+    _box(ax, 0.2, 0.9, 2.9, 2.9, "", color=BLUE, fill=0.12)
+    ax.text(
+        1.65,
+        3.45,
+        f"HBM, off the chip\n{fmt.nbytes(g.memory_bytes)}",
+        ha="center",
+        va="center",
+        fontsize=9,
+        color=INK,
+    )
+    fill = min(weights / g.memory_bytes, 1.0)
+    _box(ax, 0.45, 1.1, 2.4, 1.75 * fill, "", color=BLUE, fill=0.5)
+    ax.text(
+        1.65,
+        1.25 + 1.75 * fill,
+        f"weights {fmt.nbytes(weights)}",
+        ha="center",
+        va="bottom",
+        fontsize=8.5,
+        color=INK,
+    )
+    ax.add_patch(
+        FancyBboxPatch(
+            (4.88, 0.35),
+            6.97,
+            3.9,
+            boxstyle="round,pad=0,rounding_size=0.1",
+            linewidth=1.2,
+            edgecolor=GREY,
+            facecolor="none",
+            linestyle=(0, (4, 2)),
+        )
+    )
+    ax.text(11.65, 4.05, "the GPU chip", ha="right", va="center", fontsize=8.5, color=GREY)
+    _arrow(ax, (3.15, 2.35), (5.0, 2.35), color=BLUE, width=2.2)
+    ax.text(
+        3.95,
+        2.55,
+        fmt.bandwidth(g.memory_bandwidth),
+        ha="center",
+        va="bottom",
+        fontsize=9,
+        color=INK,
+        fontweight="bold",
+    )
+    ax.text(3.95, 2.15, "all weights,\nevery step", ha="center", va="top", fontsize=7.5, color=GREY)
+    _box(
+        ax,
+        5.0,
+        1.3,
+        1.8,
+        2.1,
+        f"L2 cache\n{fmt.nbytes(g.l2_cache_bytes, binary=True)}",
+        color=GREEN,
+    )
+    _arrow(ax, (6.85, 2.35), (7.55, 2.35))
+    sm_text = (
+        f"{g.sm_count} SMs\nshared memory\n{g.sm_count} × "
+        f"{fmt.nbytes(g.shared_memory_per_sm, binary=True)}"
+    )
+    _box(ax, 7.6, 1.3, 2.1, 2.1, sm_text, color=ORANGE, size=8.5)
+    _arrow(ax, (9.75, 2.35), (10.2, 2.35))
+    _box(
+        ax,
+        10.25,
+        1.3,
+        1.4,
+        2.1,
+        f"tensor\ncores\n{fmt.flop_rate(g.flop_rate(dtype))}",
+        color=VERMILION,
+        size=8.5,
+    )
+    ax.text(
+        0.2,
+        0.45,
+        f"{g.name}, {m.name} in {dtype}",
+        ha="left",
+        va="center",
+        fontsize=8.5,
+        color=GREY,
+    )
+    bars = figure.add_axes((0.25, 0.08, 0.7, 0.28))
+    sizes = {
+        f"weights of {m.name}": (weights, BLUE),
+        "HBM": (g.memory_bytes, BLUE),
+        "L2 cache": (g.l2_cache_bytes, GREEN),
+        "shared memory, all SMs": (shared, ORANGE),
+    }
+    labels = list(sizes)
+    for i, (value, color) in enumerate(sizes.values()):
+        bars.barh(i, value, color=_tint(color, 0.6), edgecolor=color, height=0.6)
+        text = fmt.nbytes(value, binary=color != BLUE)
+        bars.text(value * 1.3, i, text, ha="left", va="center", fontsize=8, color=INK)
+    bars.set_xscale("log")
+    bars.set_xlim(1e6, 1e12)
+    bars.set_yticks(range(len(labels)), labels, fontsize=8, color=INK)
+    bars.invert_yaxis()
+    bars.set_xlabel("bytes (log scale)", fontsize=8, color=INK)
+    bars.tick_params(axis="x", labelsize=7.5, colors=INK)
+    bars.spines[["top", "right"]].set_visible(False)
+    return Diagram(figure)
+
+
+def _has_on_chip(name: str) -> bool:
+    return all(getattr(registry_gpu(name), f) is not None for f in ON_CHIP)
+
+
+def prefill_decode_timeline(
+    arch="llama-3.1-8b",
+    gpu="h100-sxm",
+    prompt_len: int = 2048,
+    output_len: int = 8,
+    dtype: str = "bf16",
+    **deployment,
+) -> Diagram:
+    """One request on a time axis: the prefill of its ``prompt_len`` tokens, which ends with
+    the first output token, then one decode step per further token, each timed by the library
+    (``ia.prefill_time``, ``ia.decode_step_time``; ``deployment`` as they take it)."""
+    m, g = registry_model(arch), registry_gpu(gpu)
+    prompt_len = checks.count("prompt_len", prompt_len)
+    output_len = checks.count("output_len", output_len, 2, 16)
+    ttft = timing.prefill_time(m, g, 1, prompt_len, dtype=dtype, **deployment)
+    steps = [
+        timing.decode_step_time(m, g, 1, prompt_len + i, dtype=dtype, **deployment)
+        for i in range(output_len - 1)
+    ]
+    # Which side of the ideal roofline each phase is on: its FLOPs at peak against its bytes
+    # (weights and cache) at full bandwidth.
+    weights = param_count(m) * bytes_per_number(dtype)
+    cache = kv_cache_bytes(m, batch=1, context_len=prompt_len, dtype=dtype)
+    prefill_bound = _bound(forward_flops(m, 1, prompt_len), weights + cache, g, dtype)
+    decode_bound = _bound(decode_flops(m, 1, prompt_len), weights + cache, g, dtype)
+    scale = 1e3  # milliseconds
+    total = (ttft + sum(steps)) * scale
+    figure = Figure(figsize=(6.9, 2.6), dpi=DPI)
+    ax = figure.add_axes((0.03, 0.3, 0.94, 0.6))
+    ax.barh(0, ttft * scale, left=0, height=0.5, color=_tint(BLUE, 0.45), edgecolor=BLUE)
+    ax.text(
+        ttft * scale / 2,
+        0,
+        f"prefill: {fmt.integer(prompt_len)} tokens at once\n{prefill_bound}",
+        ha="center",
+        va="center",
+        fontsize=8.5,
+        color=INK,
+    )
+    start = ttft * scale
+    for i, step in enumerate(steps):
+        ax.barh(
+            0,
+            step * scale,
+            left=start,
+            height=0.5,
+            edgecolor=VERMILION,
+            color=_tint(VERMILION, 0.45 if i % 2 else 0.25),
+        )
+        start += step * scale
+    ax.text(
+        total,
+        -0.38,
+        f"decode: one token a step, every weight read again;\n{decode_bound}",
+        ha="right",
+        va="top",
+        fontsize=8.5,
+        color=INK,
+    )
+    ends = [ttft * scale]
+    for step in steps:
+        ends.append(ends[-1] + step * scale)
+    ax.plot(ends, [0.33] * len(ends), "v", color=INK, markersize=5)
+    ax.text(ends[0], 0.45, "1st token", ha="center", va="bottom", fontsize=8, color=INK)
+    ax.text(ends[-1], 0.45, f"token {output_len}", ha="center", va="bottom", fontsize=8, color=INK)
+    ax.annotate(
+        "",
+        (0, 0.78),
+        (ttft * scale, 0.78),
+        arrowprops=dict(arrowstyle="<->", color=GREY, linewidth=1),
+    )
+    ax.text(
+        ttft * scale / 2,
+        0.84,
+        f"time to first token {fmt.seconds(ttft)}",
+        ha="center",
+        va="bottom",
+        fontsize=8.5,
+        color=INK,
+    )
+    ax.annotate(
+        "",
+        (ends[0], 0.78),
+        (ends[1], 0.78),
+        arrowprops=dict(arrowstyle="<->", color=GREY, linewidth=1),
+    )
+    ax.text(
+        ends[1] + 0.01 * total,
+        0.84,
+        f"time per output token {fmt.seconds(steps[0])}",
+        ha="left",
+        va="bottom",
+        fontsize=8.5,
+        color=INK,
+    )
+    ax.set_xlim(0, total * 1.02)
+    ax.set_ylim(-0.9, 1.15)
+    ax.set_yticks([])
+    ax.set_xlabel(
+        f"time (ms): {m.name} on one {g.name}, {dtype}, one request", fontsize=8.5, color=INK
+    )
+    ax.tick_params(axis="x", labelsize=8, colors=INK)
+    ax.spines[["top", "right", "left"]].set_visible(False)
+    return Diagram(figure)
+
+
+def _bound(flops, nbytes, g, dtype) -> str:
+    compute = flops / g.flop_rate(dtype) > nbytes / g.memory_bandwidth
+    return "compute-bound" if compute else "memory-bound"
+
+
+def _schedule(lengths, slots, continuous):
+    """The runs (request, slot, start, end) in decode steps, and the idle stretches (slot,
+    start, end): a static batch's slots wait for its slowest request; a continuous engine
+    gives a free slot to the next request at once."""
+    runs, idle, free = [], [], [0] * slots
+    if continuous:
+        for r, n in enumerate(lengths):
+            slot = min(range(slots), key=lambda s: free[s])
+            runs.append((r, slot, free[slot], free[slot] + n))
+            free[slot] += n
+        return runs, idle
+    start = 0
+    for first in range(0, len(lengths), slots):
+        batch = lengths[first : first + slots]
+        end = start + max(batch)
+        runs += [(first + s, s, start, start + n) for s, n in enumerate(batch)]
+        idle += [(s, start + n, end) for s, n in enumerate(batch) if start + n < end]
+        start = end
+    return runs, idle
+
+
+def batching_timeline(lengths=(6, 2, 4, 3, 2, 5, 3, 2, 4, 2), slots: int = 4) -> Diagram:
+    """Static against continuous batching of requests that want ``lengths`` output tokens,
+    on ``slots`` batch slots, one decode step a column; the titles give each schedule's steps
+    and the share of slot-steps that decode a token."""
+    slots = checks.count("slots", slots, 1, 8)
+    lengths = [checks.count("a request's length", n, 1, 50) for n in lengths]
+    if not lengths or len(lengths) > 26:
+        raise ValueError(f"draw 1 to 26 requests, got {len(lengths)}")
+    figure = Figure(figsize=(6.9, 1.1 + 0.55 * slots * 2), dpi=DPI)
+    schedules = {"static": _schedule(lengths, slots, False)}
+    schedules["continuous"] = _schedule(lengths, slots, True)
+    span = max(end for runs, _ in schedules.values() for *_, end in runs)
+    axes = figure.subplots(2, 1, sharex=True)
+    figure.subplots_adjust(left=0.1, right=0.98, top=0.92, bottom=0.12, hspace=0.4)
+    for ax, (name, (runs, idle)) in zip(axes, schedules.items(), strict=True):
+        end = max(e for *_, e in runs)
+        busy = sum(lengths) / (end * slots)
+        for r, slot, s, e in runs:
+            color = PALETTE[r % 6]
+            ax.barh(slot, e - s, left=s, height=0.7, color=_tint(color, 0.35), edgecolor=color)
+            ax.text(
+                (s + e) / 2,
+                slot,
+                chr(ord("A") + r),
+                ha="center",
+                va="center",
+                fontsize=8,
+                color=INK,
+            )
+        for slot, s, e in idle:
+            ax.barh(
+                slot,
+                e - s,
+                left=s,
+                height=0.7,
+                color="white",
+                edgecolor=GREY,
+                hatch="////",
+                linewidth=0.6,
+            )
+        ax.set_title(
+            f"{name} batching: {end} steps, {busy:.0%} of slot-steps decode a token",
+            fontsize=9,
+            color=INK,
+            loc="left",
+        )
+        ax.set_yticks(range(slots), [f"slot {s + 1}" for s in range(slots)], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xlim(0, span + 0.5)
+        ax.tick_params(colors=INK, labelsize=8)
+        ax.spines[["top", "right"]].set_visible(False)
+    axes[-1].set_xlabel(
+        "time (decode steps); hatched: a slot that waits for its batch's slowest request",
+        fontsize=8.5,
+        color=INK,
+    )
+    return Diagram(figure)
+
+
+def parallelism(arch="llama-3.1-70b", n_gpus: int = 4, batch: int = 1, dtype="bf16") -> Diagram:
+    """Pipeline against tensor parallelism of ``arch`` over ``n_gpus`` GPUs: what each GPU
+    holds and the messages of one decode step of ``batch`` tokens (activations of D numbers
+    each, ``b`` bytes a number)."""
+    m = registry_model(arch)
+    n = checks.count("n_gpus", n_gpus, 2, 8)
+    batch = checks.count("batch", batch)
+    message = batch * m.d_model * bytes_per_number(dtype)
+    per_gpu = timing.weights_per_gpu(m, n, dtype)
+    B, D, b = _sym("batch"), _sym("d_model"), _sym("bytes_per_number")
+    size = _math(rf"{B}\,{D}\,{b}") + f" = {fmt.nbytes(message)}"
+    figure, ax = _canvas(12.0, 7.4, scale=0.58)
+    w, gap = (11.4 - (n - 1) * 0.5) / n, 0.5
+    xs = [0.3 + i * (w + gap) for i in range(n)]
+    ax.text(
+        0.3,
+        7.05,
+        f"pipeline: each GPU holds {m.n_layers // n if m.n_layers % n == 0 else '~'}"
+        f" whole layers, {fmt.nbytes(per_gpu)} of weights",
+        ha="left",
+        va="center",
+        fontsize=9.5,
+        color=INK,
+        fontweight="bold",
+    )
+    bounds = [round(i * m.n_layers / n) for i in range(n + 1)]
+    for i, x in enumerate(xs):
+        _box(
+            ax,
+            x,
+            5.1,
+            w,
+            1.4,
+            f"GPU {i + 1}\nlayers {bounds[i] + 1}–{bounds[i + 1]}",
+            color=BLUE,
+            size=9,
+        )
+        if i:
+            _arrow(ax, (x - gap + 0.04, 5.8), (x - 0.04, 5.8), color=PURPLE, width=1.8)
+    ax.text(
+        6.0,
+        4.6,
+        f"{n - 1} hand-offs a step, each {size}; one GPU works while the others wait",
+        ha="center",
+        va="center",
+        fontsize=8.5,
+        color=INK,
+    )
+    per_layer = parallel.ALL_REDUCES_PER_LAYER
+    ax.text(
+        0.3,
+        3.75,
+        f"tensor: each GPU holds 1/{n} of every matrix, {fmt.nbytes(per_gpu)} of weights",
+        ha="left",
+        va="center",
+        fontsize=9.5,
+        color=INK,
+        fontweight="bold",
+    )
+    heads = (
+        f"{m.n_heads // n} of {m.n_heads} heads" if m.n_heads % n == 0 else f"1/{n} of the heads"
+    )
+    for i, x in enumerate(xs):
+        _box(
+            ax,
+            x,
+            1.75,
+            w,
+            1.45,
+            f"GPU {i + 1}\nall {m.n_layers} layers\n{heads}\n1/{n} of the FFN",
+            color=GREEN,
+            size=8.5,
+        )
+        if i:
+            _arrow(ax, (x - gap + 0.04, 2.47), (x - 0.04, 2.47), color=PURPLE, width=1.8)
+    # The ring closes: the last GPU sends to the first, under the row.
+    _arrow(
+        ax,
+        (xs[-1] + w / 2, 1.7),
+        (xs[0] + w / 2, 1.7),
+        color=PURPLE,
+        width=1.5,
+        connectionstyle="arc3,rad=-0.12",
+    )
+    ax.text(
+        6.0,
+        0.55,
+        f"ring all-reduce after attention and after the FFN: {per_layer} a layer, "
+        f"{per_layer * m.n_layers} a step, each of {size}",
+        ha="center",
+        va="center",
+        fontsize=8.5,
+        color=INK,
+    )
+    return Diagram(figure)
