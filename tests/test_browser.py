@@ -128,7 +128,7 @@ def _low_contrast(page, selector):
 def _check_readout(page, widget, spec):
     values = page.evaluate(
         "([w]) => { const v = {}; w.querySelectorAll('input, select').forEach(e => {"
-        " v[e.name] = e.value; }); return v; }",
+        " v[e.name] = e.dataset.value ?? e.value; }); return v; }",
         [widget],
     )
     shown = widget.eval_on_selector_all(
@@ -150,6 +150,142 @@ def _check_readout(page, widget, spec):
         assert math.isclose(value, expected, rel_tol=1e-9), (curve["label"], value, expected)
 
 
+# --- Widgets a reader can use: what each live widget must show ------------------------------
+
+# The problems of one widget as a reader meets it: a control not labelled in words (a code
+# identifier's underscore, no word), an axis with fewer than 3 tick labels, a control's value
+# printed without separators (a bare 7 digits or more).
+WIDGET_PROBLEMS = r"""(root) => {
+  const problems = [];
+  root.querySelectorAll(".ia-live-name").forEach((e) => {
+    const text = e.textContent.trim();
+    if (text.includes("_")) problems.push("label with an underscore: " + text);
+    if (!/[A-Za-z]{3,}/.test(text)) problems.push("label without a word: " + text);
+  });
+  for (const axis of ["x", "y"]) {
+    const ticks = [...root.querySelectorAll(".ia-live-" + axis + "tick")]
+      .map((t) => t.textContent.trim()).filter((t) => t);
+    if (ticks.length < 3) problems.push(axis + " axis with " + ticks.length + " tick labels");
+  }
+  root.querySelectorAll(".ia-live-control output").forEach((e) => {
+    if (/\d{7,}/.test(e.textContent)) problems.push("a value without separators: " + e.textContent);
+  });
+  return problems;
+}"""
+
+
+def _widget_problems(widget):
+    return widget.evaluate(WIDGET_PROBLEMS)
+
+
+def _check_regions(widget, spec):
+    """Each named region (past the context window, beyond memory) shaded and named where it
+    lies in the plot, and the readout's note when the marker is in it."""
+    texts = widget.eval_on_selector_all("svg.ia-live-plot text", "ts => ts.map(t => t.textContent)")
+    regions = widget.eval_on_selector_all("rect.ia-live-region", "rs => rs.length")
+    notes = widget.eval_on_selector(".ia-live-notes", "n => n.textContent")
+    for bound in spec["bounds"]:
+        if bound["region"] in notes:  # the marker is in the region: it must be drawn and named
+            assert regions >= 1 and bound["region"] in texts, bound["region"]
+
+
+def test_the_widget_checks_can_fail(browser):
+    page = browser.new_page()
+    page.set_content(
+        '<div class="ia-live"><span class="ia-live-name">n_params</span>'
+        '<label class="ia-live-control"><output>70000000000</output></label>'
+        '<svg class="ia-live-plot"><text class="ia-live-tick ia-live-xtick">1000000000</text>'
+        '<text class="ia-live-tick ia-live-xtick">100000000(</text>'
+        '<text class="ia-live-tick ia-live-ytick">0 µs</text></svg></div>'
+    )
+    problems = _widget_problems(page.locator(".ia-live").element_handle())
+    assert "label with an underscore: n_params" in problems
+    assert "x axis with 2 tick labels" in problems and "y axis with 1 tick labels" in problems
+    assert "a value without separators: 70000000000" in problems
+    page.close()
+
+
+def _library_widget():
+    """A widget built here, from the library (no book build needed): Llama 2's KV cache against
+    a context that runs past its 4,096-token window."""
+    from inference_arithmetic.formulas import kv_cache
+
+    names = ["llama-2-7b", "llama-3.1-8b"]
+    sizes = {n: ia.model(n).sizes() | {"context_window": ia.model(n).context_window} for n in names}
+    return ia.widgets.formula_widget(
+        {
+            "cache": kv_cache.kv_cache_bytes(ia.model(names[1])),
+            "twice": 2 * kv_cache.kv_cache_bytes(ia.model(names[1])),
+        },
+        x="context_len",
+        controls={
+            "context_len": ia.widgets.Range(256, 2**18, 8192, step=256, log=True),
+            "batch": ia.widgets.Range(1, 64, 1, log=True),
+            "bytes_per_number": ia.widgets.Choice(ia.DTYPE_BYTES, "bf16"),
+            "model": ia.widgets.Preset(sizes, "llama-2-7b"),
+        },
+        beyond={"past the context window": SYMBOLS["context_window"]},
+        value_format=ia.format.nbytes,
+        logx=True,
+        logy=True,
+    )
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_a_widget_reads_as_the_library_describes_it(browser, width):
+    import json
+
+    w = _library_widget()
+    page = browser.new_page(viewport={"width": width, "height": 900})
+    errors = []
+    page.on("pageerror", lambda error: errors.append(str(error)))
+    page.set_content("<!doctype html><meta charset=utf-8><body>" + ia.live.live_html(w))
+    root = page.locator(".ia-live").element_handle()
+    spec = json.loads(root.eval_on_selector(".ia-live-spec", "s => s.textContent"))
+    assert not _widget_problems(root)
+    names = root.eval_on_selector_all(".ia-live-name", "ns => ns.map(n => n.textContent)")
+    assert names == list(w.control_labels.values())
+    outputs = root.eval_on_selector_all(
+        ".ia-live-control output", "os => os.map(o => o.textContent)"
+    )
+    assert outputs[0] == "8,192" and outputs[1] == "1"
+    # The marker (8,192 tokens) is past Llama 2's window: shaded, named, and said.
+    assert root.eval_on_selector_all("rect.ia-live-region", "rs => rs.length") == 1
+    notes = root.eval_on_selector(".ia-live-notes", "n => n.textContent")
+    assert notes == w.notes()[0]
+    _check_regions(root, spec)
+    # One step of the log slider moves the value by a ratio, not by a fixed increment.
+    slider = root.query_selector('input[name="context_len"]')
+    stops = spec["controls"][0]["stops"]
+    seen = []
+    for index in (0, 1, len(stops) - 2, len(stops) - 1):
+        page.evaluate(
+            "([e, v]) => { e.value = v; e.dispatchEvent(new Event('input')); }", [slider, index]
+        )
+        seen.append(float(slider.get_attribute("data-value")))
+    assert seen == [stops[0], stops[1], stops[-2], stops[-1]]
+    assert seen[3] - seen[2] > 100 * (seen[1] - seen[0])  # steps grow with the value
+    assert 1 < seen[1] / seen[0] <= 2 and 1 < seen[3] / seen[2] <= 2
+    _check_readout(page, root, spec)
+    # Choosing Llama 3.1 (131,072 tokens) moves the region; at 256 tokens no note is left.
+    page.evaluate("([e]) => { e.value = 0; e.dispatchEvent(new Event('input')); }", [slider])
+    root.query_selector('select[name="model"]').select_option("llama-3.1-8b")
+    assert root.eval_on_selector(".ia-live-notes", "n => n.textContent") == ""
+    # The crosshair: hovering reads every curve at the x under the pointer.
+    box = root.eval_on_selector(
+        "svg.ia-live-plot",
+        "s => { const r = s.getBoundingClientRect(); return [r.x, r.y, r.width, r.height]; }",
+    )
+    page.mouse.move(box[0] + box[2] * 0.6, box[1] + box[3] * 0.5)
+    tip = root.eval_on_selector_all(".ia-live-hover text", "ts => ts.map(t => t.textContent)")
+    assert tip and tip[0].startswith(w.control_labels["context_len"] + " = ")
+    assert [line.split(": ")[0] for line in tip[1:3]] == ["cache", "twice"]
+    page.mouse.move(0, 0)
+    assert root.eval_on_selector_all(".ia-live-hover text", "ts => ts.length") == 0
+    assert not errors, errors
+    page.close()
+
+
 @pytest.mark.parametrize("doc", CHAPTERS)
 def test_page_renders_offline_and_its_widgets_recompute_what_the_library_computes(browser, doc):
     import json
@@ -166,11 +302,16 @@ def test_page_renders_offline_and_its_widgets_recompute_what_the_library_compute
         keys = widget.eval_on_selector_all("line.ia-live-key", style)
         assert keys == widget.eval_on_selector_all("polyline", style)
         assert len(set(map(tuple, keys))) == len(keys) == len(spec["curves"])
+        assert not _widget_problems(widget), (doc, _widget_problems(widget))
         moved = False
         for control in spec["controls"]:
             handle = widget.query_selector(f'[name="{control["name"]}"]')
             if control["kind"] == "range":
                 target = control["min"] + (control["max"] - control["min"]) * 0.37
+                if abs(target - control["value"]) < (control.get("step") or 1):
+                    target = control["max"]  # 37% of the way rounds to the default: move on
+                if "stops" in control:  # a log slider: the index of a stop
+                    target = int(0.37 * (len(control["stops"]) - 1))
                 page.evaluate(
                     "([e, v]) => { e.value = v; e.dispatchEvent(new Event('input')); }",
                     [handle, target],
@@ -182,9 +323,12 @@ def test_page_renders_offline_and_its_widgets_recompute_what_the_library_compute
         assert moved
         before = spec["values"][spec["x"]]
         _check_readout(page, widget, spec)  # every control moved to a non-default value
+        x_label = next(c["label"] for c in spec["controls"] if c["name"] == spec["x"])
         assert widget.eval_on_selector(".ia-live-readout caption", "c => c.textContent") != (
-            f"at {spec['x']} = {before}"
+            f"at {x_label} = {ia.controls.show(spec['x'], before)}"
         )
+        assert not _widget_problems(widget), (doc, _widget_problems(widget))
+        _check_regions(widget, spec)
     assert not errors, f"console errors: {errors}"
     page.close()
 
@@ -295,7 +439,7 @@ def _calculator_agrees(page, root):
         "r => { const v = {}; r.querySelectorAll('[name]').forEach(e => { v[e.name] = e.value; });"
         " return v; }"
     )
-    for name in ("n_gpus", "batch", "prompt_len", "output_len"):
+    for name in (*ia.calculator.ranges(), "requests_per_s"):  # the form's numbers
         number = float(state[name])
         state[name] = int(number) if number.is_integer() else number
     library = Calculator(**state)
@@ -310,7 +454,7 @@ def _calculator_agrees(page, root):
         "r => [...r.querySelectorAll('.ia-calc-value')].map(c => "
         "[c.dataset.key, c.dataset.value ?? null, c.dataset.text ?? null, c.textContent])"
     )
-    assert len(cells) > 10
+    assert len(cells) >= 7  # the continuous mode has 7 rows, the static more
     shown = library.text()
     for key, value, text, words in cells:
         assert words in shown, (key, words)  # the same text as format.show gives
@@ -319,7 +463,9 @@ def _calculator_agrees(page, root):
         elif value is None:
             assert library.values[key] is None, key
         else:
-            assert math.isclose(float(value), library.values[key], rel_tol=1e-9), key
+            # The continuous mode's steady state is a fixed point the page solves itself.
+            tolerance = 1e-6 if "saturation_rate" in library.values else 1e-9
+            assert math.isclose(float(value), library.values[key], rel_tol=tolerance), key
     return state, library.result
 
 
@@ -330,7 +476,7 @@ def test_the_calculator_recomputes_what_calculate_gives(browser):
     assert first is not None, "the calculator's defaults should fit"
 
     def choose(name, value):
-        root.locator(f'select[name="{name}"]').select_option(value)
+        root.locator(f'select[name="{name}"]').select_option(str(value))
         return _calculator_agrees(page, root)
 
     def enter(name, value):
@@ -341,16 +487,19 @@ def test_the_calculator_recomputes_what_calculate_gives(browser):
 
     for name, value in (("gpu", "h100-sxm"), ("dtype", "bf16"), ("model", "llama-3.1-8b")):
         choose(name, value)
-    _, small = enter("n_gpus", 1)
+    _, small = choose("n_gpus", 1)
     assert small is not None
     _, moved = choose("model", "llama-3.1-70b")
     assert moved is None  # 70B in bf16 on one 80 GB GPU: the message, not numbers
-    _, moved = enter("n_gpus", 4)
+    _, moved = choose("n_gpus", 4)
     assert moved is not None and moved["ttft"] != small["ttft"]
     for name, value in (("gpu", "h200"), ("dtype", "fp8"), ("cache_dtype", "bf16")):
         _, after = choose(name, value)
         assert after is not None and after != moved
         moved = after
+    _, twice = enter("replicas", 2)  # a second copy: twice the tokens, each as fast
+    assert twice["throughput"] == 2 * moved["throughput"] and twice["tpot"] == moved["tpot"]
+    enter("replicas", 1)
     for name, value in (("batch", 48), ("prompt_len", 777), ("output_len", 333)):
         _, after = enter(name, value)
         assert after[name] == value and after["tpot"] != moved["tpot"]
@@ -359,9 +508,14 @@ def test_the_calculator_recomputes_what_calculate_gives(browser):
     assert state["batch"] == -7 and out is None
     assert "batch must be a whole number from 1 to 4,096, got -7" in root.inner_text()
     enter("batch", 48)
-    _, out = enter("n_gpus", 3)  # 64 heads and 8 KV heads cannot be split over 3 GPUs
+    offered = root.locator('select[name="n_gpus"] option').all_text_contents()
+    assert offered == ["1", "2", "4", "8", "16", "32", "64"]  # the degrees that split 70B's heads
+    choose("model", "gpt2")
+    choose("n_gpus", 3)  # 12 heads: 3 GPUs split them
+    _, out = choose("model", "llama-3.1-70b")  # 64 heads and 8 KV heads: 3 is kept, refused
     assert out is None and "it may be 1, 2, 4, 8" in root.inner_text()
-    enter("n_gpus", 4)
+    assert root.locator('select[name="n_gpus"]').input_value() == "3"  # never clamped
+    choose("n_gpus", 4)
     _, out = enter("prompt_len", 131_000)  # + 333 output tokens: past the 131,072-token window
     assert out is None and "context window" in root.inner_text()
     enter("prompt_len", 777)
@@ -374,6 +528,24 @@ def test_the_calculator_recomputes_what_calculate_gives(browser):
     _, impossible = choose("model", "llama-3.1-405b")
     assert impossible is None and "does not fit" in root.inner_text()
     assert not _low_contrast(page, ".ia-calc"), "the message must be readable"
+    choose("model", "llama-3.1-70b")
+    _, steady = choose("mode", "continuous serving")  # a stream at requests_per_s
+    assert steady is not None and "saturation_rate" in steady
+    assert not root.locator('input[name="batch"]').is_visible()
+    _, slow = enter("requests_per_s", 0.5)
+    _, steady = enter("requests_per_s", 2)
+    assert steady["tpot"] > slow["tpot"] and steady["ttft"] > slow["ttft"]  # busier, slower
+    top = steady["saturation_rate"]
+    _, past = enter("requests_per_s", round(2 * top, 3))  # past saturation: the message
+    assert past is None and "keeps up with at most" in root.inner_text()
+    _, past = enter("requests_per_s", -1)  # never clamped
+    assert past is None and "requests_per_s must be a positive number" in root.inner_text()
+    enter("requests_per_s", 1)
+    for name, value in (("gpu", "h200"), ("prompt_len", 500), ("output_len", 300)):
+        _, after = (choose if name == "gpu" else enter)(name, value)
+        assert after is not None and after["ttft"] != steady["ttft"]
+    _, static = choose("mode", "static batch")
+    assert static is not None and "saturation_rate" not in static
     assert not errors, f"console errors: {errors}"
     page.close()
 

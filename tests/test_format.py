@@ -281,3 +281,18 @@ def test_the_javascript_runtime_ships_with_the_package():
     assert runtime.startswith("// inference_arithmetic.format in the page")
     assert "window.iaShow = window.iaShow ||" in runtime
     assert fmt.js_runtime() is runtime  # read once
+
+
+def test_a_long_sum_is_broken_into_lines_at_its_own_signs_only():
+    import sympy
+
+    x = sympy.symbols("x_0:30")
+    tex = sympy.latex(sum(x) + sympy.Max(x[0] + x[1], x[2]))
+    broken = fmt.latex_lines(tex, width=40)
+    assert broken.startswith(r"\begin{aligned}&") and broken.endswith(r"\end{aligned}")
+    lines = broken.removeprefix(r"\begin{aligned}&").removesuffix(r"\end{aligned}").split(r" \\ &")
+    assert len(lines) > 3 and all(len(line) <= 40 + 8 for line in lines)
+    # Nothing lost, and the sum inside max( ... ) stays on one line.
+    assert "".join(lines).replace(" ", "") == tex.replace(" ", "")
+    assert any(r"\max\left(x_{2}, x_{0} + x_{1}\right)" in line for line in lines)
+    assert fmt.latex_lines("a + b", width=40) == "a + b"

@@ -287,7 +287,13 @@ def test_a_curve_that_does_not_depend_on_x_is_drawn_flat():
 def _parts(w):
     box = w.widget()
     controls_box, image, readout = box.children
-    return box, {c.description: c for c in controls_box.children}, image, readout
+    # A slider's row is the slider and its value, printed with its unit.
+    rows = [
+        row.children[0] if isinstance(row, ipywidgets.HBox) else row
+        for row in controls_box.children
+    ]
+    by_label = {c.description: c for c in rows}
+    return box, {name: by_label[w.control_html[name]] for name in w.specs}, image, readout
 
 
 def test_widget_is_a_vbox_of_controls_image_and_readout():
@@ -302,7 +308,7 @@ def test_widget_is_a_vbox_of_controls_image_and_readout():
         assert f"<td>{label}</td><td><b>{fmt.si(_expected(expr, w.values), 'B')}</b>" in (
             readout.value
         )
-    assert "batch = 32" in readout.value
+    assert "at batch B (sequences) = 32" in readout.value
     assert w.widget() is box  # built once
 
 
@@ -346,7 +352,7 @@ def test_moving_a_control_redraws_with_the_librarys_values():
     assert bytes(image.value).startswith(b"\x89PNG")
 
     controls["batch"].value = 100  # the marker moves along the curves
-    assert "batch = 100" in readout.value
+    assert "batch B (sequences) = 100" in readout.value
     assert fmt.si(_expected(TRAINING, w.values), "B") in readout.value
 
 
@@ -356,7 +362,7 @@ def test_update_moves_the_ipywidgets_controls_too():
     current = w.update(batch=10**9, bytes_per_number=2)
     assert controls["batch"].value == 1024
     assert controls["bytes_per_number"].value == "bf16"
-    assert "batch = 1,024" in readout.value
+    assert "batch B (sequences) = 1,024" in readout.value
     assert fmt.si(current["inference"], "B") in readout.value
 
 
@@ -438,3 +444,204 @@ def test_a_preset_and_a_control_may_not_set_the_same_symbol():
     }
     with pytest.raises(ValueError, match=r"set twice \['n_layers'\]"):
         ia.widgets.formula_widget({"cache": expr}, x="context_len", controls=controls)
+
+
+# --- Widgets a reader can use: labels in words, log sliders by ratio, ticks, regions ----------
+
+
+def label_problems(text: str) -> list[str]:
+    """What keeps a control's label from reading as words: a code identifier's underscore, or
+    no word of three letters or more."""
+    problems = []
+    if "_" in text:
+        problems.append(f"{text!r} has an underscore (a code identifier)")
+    if not any(len(word) >= 3 and word.isalpha() for word in text.replace("/", " ").split()):
+        problems.append(f"{text!r} has no word")
+    return problems
+
+
+def test_the_label_check_can_fail():
+    assert label_problems("n_params") and label_problems("B") and label_problems("eta_c (s)")
+    assert not label_problems("model size N (parameters)")
+
+
+def test_every_symbol_and_every_control_is_labelled_in_words():
+    from inference_arithmetic.controls import label, label_html
+    from inference_arithmetic.symbols import NOTATION
+
+    for name in NOTATION:
+        assert not label_problems(label(name)), name
+        assert "_" not in label_html(name), name
+    assert label("batch") == "batch B (sequences)"
+    assert label("n_params") == "model size N (parameters)"
+    assert label("bandwidth") == "memory bandwidth β"  # its value prints the unit: 3 TB/s
+    assert label("seq_len", "prompt length") == "prompt length T (tokens)"
+    assert label("gpu and link") == "GPU and link"
+    w = _widget()
+    page = ia.live.spec(w)
+    for control in page["controls"]:
+        assert not label_problems(control["label"]), control["name"]
+    _, parts, _, _ = _parts(w)
+    for name, control in parts.items():
+        assert "_" not in control.description and control.description_allow_html, name
+
+
+@pytest.mark.parametrize(
+    "name, value, text",
+    [
+        ("n_params", 70e9, "70 billion"),
+        ("bandwidth", 3e12, "3 TB/s"),
+        ("batch", 8192, "8,192"),
+        ("compute_efficiency", 0.35, "35%"),
+        ("link_latency", 5e-6, "5 µs"),
+        ("price_per_hour", 2.5, "$2.5 per GPU-hour"),
+        ("flop_rate", 9.89e14, "989 TFLOP/s"),
+    ],
+)
+def test_control_values_print_with_units_and_separators(name, value, text):
+    assert ia.controls.show(name, value) == text
+    kind, suffix = ia.controls.display(name)
+    assert fmt.show(value, kind) + suffix == text  # what the page prints with iaShow
+
+
+def ratio_problems(stops) -> list[str]:
+    """What keeps a slider's stops from moving by a ratio: a step of more than twice the value
+    or under 3%, or (over three decades) steps at the top not far larger than at the bottom."""
+    stops = np.asarray(stops, dtype=float)
+    ratios = stops[1:] / stops[:-1]
+    problems = [f"a step of x{r:.3g}" for r in ratios if not 1.03 <= r <= 2.0 + 1e-12]
+    steps = np.diff(stops)
+    if stops[-1] / stops[0] >= 1000 and steps.max() < 100 * steps.min():
+        problems.append("the steps are a fixed increment, not a ratio")
+    return problems
+
+
+def test_the_ratio_check_can_fail():
+    assert ratio_problems(np.linspace(1, 8192, 256))  # ch 07's slider, as it was: 1, 33, 65...
+    assert ratio_problems([1, 3, 4])  # a step of x3
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        Range(1, 8192, 64, log=True),
+        Range(1e9, 1e12, 70e9, step=1e8, log=True),
+        Range(256, 2**18, 8192, step=256, log=True),
+        Range(128, 131072, 2048, log=True),
+        Range(1, 20000, 32, log=True),
+        Range(0.01, 1, 0.2, step=0.01, log=True),
+    ],
+)
+def test_a_log_slider_steps_through_nice_values_by_a_ratio(spec):
+    stops = spec.stops()
+    assert not ratio_problems(stops)
+    assert stops[0] == spec.min and stops[-1] == spec.max and spec.value in stops
+    assert all(spec.clamp(v) == v for v in stops)  # every stop is a value the control takes
+    assert 15 <= len(stops) <= 12 * math.log10(spec.max / spec.min) + 3
+
+
+def test_a_log_slider_is_a_selection_of_its_stops_in_jupyter_and_on_the_page():
+    controls = {**_controls(), "batch": Range(1, 8192, 64, log=True)}
+    w = formula_widget({"inference": INFERENCE}, x="batch", controls=controls, unit="B")
+    _, parts, _, readout = _parts(w)
+    slider = parts["batch"]
+    assert isinstance(slider, ipywidgets.SelectionSlider)
+    assert [v for _, v in slider.options] == controls["batch"].stops()
+    assert ("8,192", 8192) in slider.options  # each stop shown with separators
+    index = [v for _, v in slider.options].index(64)
+    slider.value = slider.options[index + 1][1]  # one step to the right: x1.25, not +1
+    assert w.values["batch"] == 80 and "batch B (sequences) = 80" in readout.value
+    page = next(c for c in ia.live.spec(w)["controls"] if c["name"] == "batch")
+    assert page["stops"] == controls["batch"].stops()
+    assert w.update(batch=310)["inference"] == _expected(INFERENCE, {**w.values, "batch": 300})
+
+
+def test_a_log_range_default_must_be_on_its_step_grid():
+    with pytest.raises(ValueError, match="step grid"):
+        Range(1e9, 1e12, 70.5e9, step=1e9, log=True)
+
+
+def test_the_python_plot_has_ticks_labelled_with_units_on_both_axes():
+    w = _widget(logx=True, logy=True)
+    w.widget()
+    w.figure.canvas.draw()
+    for axis in (w.axes.xaxis, w.axes.yaxis):
+        low, high = axis.get_view_interval()
+        at = 0 if axis is w.axes.xaxis else 1
+        shown = [
+            t.get_text()
+            for t in axis.get_ticklabels()
+            if t.get_text() and low <= t.get_position()[at] <= high
+        ]
+        assert len(shown) >= 3, shown
+    assert any(text.endswith("B") for text in (t.get_text() for t in w.axes.get_yticklabels()))
+
+
+def _window_widget(**options):
+    from inference_arithmetic.formulas import kv_cache
+    from inference_arithmetic.symbols import S_max
+
+    names = ["llama-2-7b", "llama-3.1-8b"]
+    sizes = {n: ia.model(n).sizes() | {"context_window": ia.model(n).context_window} for n in names}
+    return formula_widget(
+        {"cache": kv_cache.kv_cache_bytes(ia.model(names[1]))},
+        x="context_len",
+        controls={
+            "context_len": Range(256, 2**18, 8192, step=256, log=True),
+            "batch": Range(1, 64, 1),
+            "bytes_per_number": Choice(ia.DTYPE_BYTES, "bf16"),
+            "model": ia.widgets.Preset(sizes, "llama-2-7b"),
+        },
+        beyond={"past the context window": S_max},
+        **options,
+    )
+
+
+def test_x_past_the_context_window_is_shaded_named_and_said():
+    w = _window_widget()
+    _, parts, _, readout = _parts(w)
+    assert w.limits() == {"past the context window": 4096}
+    band, text = w.regions["past the context window"]
+    x0, x1 = band.get_x(), band.get_x() + band.get_width()
+    assert (x0, x1) == (4096, 2**18) and text.get_visible()
+    assert text.get_text() == "past the context window"
+    # The marker at 8,192 tokens is past Llama 2's 4,096: the readout says so, and the limit.
+    assert "context length S (tokens) = 8,192 is past the context window: the limit is 4,096" in (
+        readout.value
+    )
+    parts["model"].value = "llama-3.1-8b"  # 131,072 tokens: the marker is inside again
+    assert w.limits()["past the context window"] == 131072
+    assert "past the context window" not in readout.value
+    assert w.regions["past the context window"][0].get_x() == 131072
+    spec = ia.live.spec(w)
+    assert [(b["region"], b["side"], b["js"]) for b in spec["bounds"]] == [
+        ("past the context window", "above", "context_window")
+    ]
+
+
+def test_a_region_below_a_bound_and_a_bound_that_is_not_a_number():
+    from inference_arithmetic.symbols import S_max
+
+    with pytest.raises(ValueError, match=r"missing \['context_window'\]"):
+        formula_widget(
+            {"inference": INFERENCE}, x="batch", controls=_controls(), below={"small": S_max}
+        )
+    w = formula_widget(
+        {"inference": INFERENCE},
+        x="batch",
+        controls=_controls(),
+        below={"below the hidden width / 64": ia.symbols.by_name("d_2") / 64},
+        labels={"batch": "rows"},
+        unit="B",
+    )
+    assert w.control_labels["batch"] == "rows B (sequences)"
+    assert w.limits() == {"below the hidden width / 64": 64}
+    assert w.notes() == ["rows B (sequences) = 32 is below the hidden width / 64: the limit is 64."]
+    band, _ = w.regions["below the hidden width / 64"]
+    w.redraw()
+    assert (band.get_x(), band.get_x() + band.get_width()) == (1, 64)
+    assert w.update(batch=100) and w.notes() == []
+    assert ia.widgets.in_region(5, float("nan"), "above")  # no bound to read: shaded
+    assert ia.widgets.in_region(5, float("nan"), "below")
+    with pytest.raises(ValueError, match="labels for no control"):
+        formula_widget({"inference": INFERENCE}, x="batch", controls=_controls(), labels={"b": "x"})

@@ -2,6 +2,12 @@
 
 >>> Range(1, 8192, 512, log=True).grid(5).tolist()
 [1.0, 10.0, 91.0, 861.0, 8192.0]
+>>> Range(1, 30, 10, log=True).stops()  # a log slider steps through nice values
+[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0, 10.0, 12.0, 15.0, 20.0, 25.0, 30.0]
+>>> label("bandwidth"), show("bandwidth", 3e12)
+('memory bandwidth β', '3 TB/s')
+>>> label("n_params"), show("n_params", 70e9)
+('model size N (parameters)', '70 billion')
 
 ``widgets`` builds the ipywidgets view from them and ``live`` the page's; both import them
 from here, so neither imports the other's internals.
@@ -9,6 +15,7 @@ from here, so neither imports the other's internals.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -17,6 +24,10 @@ import numpy as np
 from inference_arithmetic import format as fmt
 
 __all__ = [
+    "label",
+    "label_html",
+    "display",
+    "show",
     "Range",
     "Choice",
     "Preset",
@@ -34,9 +45,100 @@ PALETTE = ["#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#0
 DASHES = [(), (3, 1.5), (3, 1.5, 1, 1.5), (1, 1.5)]
 
 
+# How a control's value prints, by the unit of its symbol (symbols.NOTATION): a kind of
+# ia.format.show and the words after it. Counts print in full ("8,192"), their unit in the label.
+_DISPLAY = {
+    "parameters": ("count", ""),
+    "bytes": ("nbytes", ""),
+    "FLOP/s": ("flop_rate", ""),
+    "B/s": ("bandwidth", ""),
+    "s": ("seconds", ""),
+    "fraction": ("percent", ""),
+    "$/GPU-hour": ("usd", " per GPU-hour"),
+    "$": ("usd", " per million tokens"),
+}
+_SUBSCRIPT = dict(zip("aehijklmnoprstuvx0123456789", "ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ₀₁₂₃₄₅₆₇₈₉", strict=True))
+_GREEK = {r"\pi": "π", r"\beta": "β", r"\eta": "η", r"\mu": "μ", r"\alpha": "α", r"\gamma": "γ"}
+
+
+def display(name: str) -> tuple[str, str]:
+    """How the value of the control ``name`` prints: (a kind of ``format.show``, a suffix)."""
+    from inference_arithmetic.symbols import NOTATION
+
+    row = NOTATION.get(name)
+    return _DISPLAY.get(row.unit, ("number", "")) if row else ("number", "")
+
+
+def show(name: str, value: float) -> str:
+    """The value of the control ``name`` as the widgets print it: ``show("batch", 8192)`` is
+    ``'8,192'``; the page prints the same with ``iaShow`` and ``display(name)``."""
+    kind, suffix = display(name)
+    return fmt.show(value, kind) + suffix
+
+
+def _symbol(name: str) -> tuple[str, str] | None:
+    """The book's letter for ``name``: (its base, its subscript), from its LaTeX."""
+    from inference_arithmetic.symbols import NOTATION
+
+    row = NOTATION.get(name)
+    if row is None:
+        return None
+    text = row.latex
+    for command, letter in _GREEK.items():
+        text = text.replace(command, letter)
+    base, _, sub = text.replace("{", "").replace("}", "").partition("_")
+    return base.strip(), sub.strip()
+
+
+def _words(name: str, words: str | None = None) -> tuple[str, str]:
+    """The control's words and the unit its label names (when its value does not print it)."""
+    from inference_arithmetic.symbols import LABELS, NOTATION
+
+    row = NOTATION.get(name)
+    if row is None:
+        # A preset is named by its words, GPU in capitals: "gpu and link" is "GPU and link".
+        named = " ".join("GPU" if w == "gpu" else w for w in name.replace("_", " ").split(" "))
+        return words or named, ""
+    words = words or LABELS.get(name) or row.meaning.split(":")[0].split("(")[0].strip()
+    kind, _ = display(name)
+    # The unit when the value does not print it, and the words do not already say it ("GPUs n").
+    named = kind in ("number", "count") and row.unit.lower() not in words.lower()
+    return words, (row.unit if named else "")
+
+
+def label(name: str, words: str | None = None) -> str:
+    """A control's label in words, with the book's symbol and the unit: ``'batch B
+    (sequences)'``; ``words`` replaces the words (a chapter's own name for the quantity)."""
+    words, unit = _words(name, words)
+    symbol = _symbol(name)
+    if symbol is not None:
+        base, sub = symbol
+        # Unicode's subscript letters where it has them all (Sₘₐₓ, Hₖᵥ), else the letters.
+        if all(c in _SUBSCRIPT for c in sub):
+            sub = "".join(_SUBSCRIPT[c] for c in sub)
+        words += f" {base}{sub}"
+    return f"{words} ({unit})" if unit else words
+
+
+def label_html(name: str, words: str | None = None) -> str:
+    """``label`` in HTML: the symbol in italics, its subscript lowered (``η<sub>c</sub>``)."""
+    import html
+
+    words, unit = _words(name, words)
+    symbol = _symbol(name)
+    text = html.escape(words)
+    if symbol is not None:
+        base, sub = symbol
+        text += f" <i>{html.escape(base)}</i>" + (f"<sub>{html.escape(sub)}</sub>" if sub else "")
+    return f"{text} ({html.escape(unit)})" if unit else text
+
+
 def curve_style(i: int) -> tuple[str, tuple[float, ...]]:
     """The colour and dash pattern of a widget's i-th curve (the live page draws the same)."""
     return PALETTE[i % len(PALETTE)], DASHES[i % len(DASHES)]
+
+
+_MANTISSAS = (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8)
 
 
 @dataclass(frozen=True)
@@ -58,16 +160,39 @@ class Range:
             raise ValueError(f"a log Range needs min > 0, got {self.min}")
         if not self.min <= self.value <= self.max:
             raise ValueError(f"Range value {self.value} is outside [{self.min}, {self.max}]")
+        if self.log and self._snap(self.value) != self.value:
+            raise ValueError(f"a log Range's value {self.value} must lie on its step grid")
 
     def clamp(self, value: float) -> float:
+        """The nearest value the control can take: a step of the grid, or a log slider's stop."""
+        if self.log:
+            stops = np.asarray(self.stops())
+            return float(stops[np.argmin(np.abs(np.log(stops / max(float(value), 1e-300))))])
+        return self._snap(value)
+
+    def _snap(self, value: float) -> float:
         value = min(max(float(value), self.min), self.max)
         value = self.min + round((value - self.min) / self.step) * self.step
         # 12 significant digits drop float noise: 0.1 * 3 is 0.3, not 0.30000000000000004.
         return float(f"{min(value, self.max):.12g}")
 
+    def stops(self) -> list[float]:
+        """The values a log slider steps through: 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 times a
+        power of ten (on the step grid), and ``min``, ``max`` and the default; a step moves the
+        value by a ratio (at most 2, where the step grid is coarse), not by a fixed amount."""
+        if not self.log:
+            raise ValueError("only a log Range has stops; a linear one moves by its step")
+        low, high = math.floor(math.log10(self.min)), math.ceil(math.log10(self.max))
+        nice = [m * 10.0**e for e in range(low, high + 1) for m in _MANTISSAS]
+        kept = [self.min, self.max, self.value]
+        # A nice value within 10% of one kept is left out: no step of x1.02 (8,000 to 8,192).
+        inside = [v for v in nice if all(not 1 / 1.1 < v / k < 1.1 for k in kept)]
+        inside = [v for v in inside if self.min < v < self.max]
+        return sorted({self._snap(v) for v in [*kept, *inside]})
+
     def grid(self, points: int = 200) -> np.ndarray:
         space = np.geomspace if self.log else np.linspace
-        return np.unique([self.clamp(v) for v in space(self.min, self.max, points)])
+        return np.unique([self._snap(v) for v in space(self.min, self.max, points)])
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 // inference_arithmetic.format in the page: window.iaShow(value, kind, unit) prints what
 // format.show(value, kind, unit) prints in Python, character for character, for every kind of
-// format.KINDS (nbytes, seconds, flops, flop_rate, bandwidth, count, integer, number, usd, si,
-// text). Python is the definition; this is a transcription of its functions, one for one, and
+// format.KINDS (nbytes, seconds, flops, flop_rate, bandwidth, count, integer, number, usd,
+// percent, si, text). Python is the definition; this is a transcription of its functions, one for one, and
 // tests/format_cases.json holds the two to the same table (test_format.py, test_browser.py).
 //
 // The one difference: a value that is not a finite number (NaN, Infinity) makes Python raise
@@ -18,7 +18,7 @@ window.iaShow = window.iaShow || (function () {
   var WORDS = ["", "thousand", "million", "billion", "trillion", "quadrillion"];
   var UNITS = {nbytes: "B", flops: "FLOPs", flop_rate: "FLOP/s", bandwidth: "B/s"};
   var KINDS = ["nbytes", "seconds", "flops", "flop_rate", "bandwidth", "count", "integer",
-               "number", "usd", "si", "text"];
+               "number", "usd", "percent", "si", "text"];
   var SUPERSCRIPT = {"-": "\u207b", "0": "\u2070", "1": "\u00b9", "2": "\u00b2", "3": "\u00b3",
                      "4": "\u2074", "5": "\u2075", "6": "\u2076", "7": "\u2077", "8": "\u2078",
                      "9": "\u2079"};
@@ -127,6 +127,7 @@ window.iaShow = window.iaShow || (function () {
     if (kind === "seconds") return seconds(v);
     if (kind === "count") return (scaled(v, WORDS, 3).join(" ")).trimEnd();
     if (kind === "number") return number(v, 3);
+    if (kind === "percent") return number(100 * v, 3) + "%";
     if (kind === "usd") {
       var text = number(v, 3);
       return text[0] === "-" ? "-$" + text.slice(1) : "$" + text;

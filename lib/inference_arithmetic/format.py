@@ -42,11 +42,13 @@ __all__ = [
     "integer",
     "number",
     "usd",
+    "percent",
     "scientific",
     "show",
     "KINDS",
     "js_runtime",
     "formula_table",
+    "latex_lines",
 ]
 
 _DECIMAL = ["", "k", "M", "G", "T", "P", "E", "Z", "Y"]
@@ -202,6 +204,17 @@ def usd(value: float, digits: int = 3) -> str:
     return "-$" + text[1:] if text.startswith("-") else "$" + text
 
 
+def percent(value: float, digits: int = 3) -> str:
+    """A fraction as a percentage: ``number(100 * value)`` and ``'%'``.
+
+    >>> percent(0.35)
+    '35%'
+    >>> percent(0.0125)
+    '1.25%'
+    """
+    return number(100 * float(value), digits) + "%"
+
+
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 
@@ -227,6 +240,7 @@ KINDS = (
     "integer",
     "number",
     "usd",
+    "percent",
     "si",
     "text",
 )
@@ -241,6 +255,7 @@ _BY_KIND = {
     "integer": integer,
     "number": number,
     "usd": usd,
+    "percent": percent,
 }
 
 
@@ -291,5 +306,43 @@ def formula_table(rows) -> str:
     | weights | $b N$ | `basics.weight_bytes()` |
     """
     lines = ["| quantity | formula | in the library |", "|---|---|---|"]
-    lines += [f"| {what} | ${sympy.latex(expr)}$ | `{name}` |" for what, expr, name in rows]
+    lines += [
+        f"| {what} | ${latex_lines(sympy.latex(expr), TABLE_LINE)}$ | `{name}` |"
+        for what, expr, name in rows
+    ]
     return "\n".join(lines)
+
+
+TABLE_LINE = 40
+"""Characters of LaTeX on one line of a formula in a table's cell (a third of the column)."""
+
+
+def latex_lines(latex: str, width: int = 80) -> str:
+    """``latex`` broken before its top-level + and - signs into lines of about ``width``
+    characters, as an ``aligned`` block: a long sum fits the column instead of running past
+    it. Signs inside braces or \\left ... \\right pairs stay where they are."""
+    if len(latex) <= width:
+        return latex
+    terms, depth, start = [], 0, 0
+    i = 0
+    while i < len(latex):
+        if latex.startswith(r"\left", i):
+            depth, i = depth + 1, i + 5
+        elif latex.startswith(r"\right", i):
+            depth, i = depth - 1, i + 6
+        else:
+            char = latex[i]
+            depth += {"{": 1, "}": -1}.get(char, 0)
+            if depth == 0 and char in "+-" and i > start and latex[i - 1] == " ":
+                terms.append(latex[start:i].rstrip())
+                start = i
+            i += 1
+    terms.append(latex[start:])
+    lines = [""]
+    for term in terms:
+        if lines[-1] and len(lines[-1]) + len(term) > width:
+            lines.append("")
+        lines[-1] = f"{lines[-1]} {term}".strip()
+    if len(lines) == 1:
+        return latex
+    return r"\begin{aligned}&" + r" \\ &".join(lines) + r"\end{aligned}"

@@ -39,25 +39,36 @@ from inference_arithmetic.controls import (  # noqa: F401  (re-exported: ia.widg
     Range,
     curve_style,
     gpu_preset,
+    label_html,
     model_preset,
+    show,
 )
-from inference_arithmetic.live import CAPTION, live_html
+from inference_arithmetic.controls import label as control_label
+from inference_arithmetic.live import CAPTION, NOTE, live_html
 from inference_arithmetic.numeric import numeric
 
 # Range, Choice, Preset, curve_style, model_preset and gpu_preset are ``controls``'s, used here
 # and by the chapters as ``ia.widgets.Range``; they are documented there.
-__all__ = ["FormulaWidget", "formula_widget"]
+__all__ = ["FormulaWidget", "formula_widget", "in_region"]
 
 
 class FormulaWidget:
     """Controls, a plot that updates in place, and a readout; see ``formula_widget``."""
 
     def __init__(self, curves, x, controls, unit="", value_format=None, title="",
-                 xlabel=None, ylabel=None, logx=False, logy=False):  # fmt: skip
+                 xlabel=None, ylabel=None, logx=False, logy=False, labels=None,
+                 beyond=None, below=None):  # fmt: skip
         self.curves = {label: sympy.sympify(expr) for label, expr in curves.items()}
+        # Named regions of x: above a bound (beyond=) or below one (below=).
+        regions = [(r, e, "above") for r, e in (beyond or {}).items()]
+        regions += [(r, e, "below") for r, e in (below or {}).items()]
+        self.bounds = {region: sympy.sympify(expr) for region, expr, _ in regions}
+        self.sides = {region: side for region, _, side in regions}
         self.x = x
         self.specs = dict(controls)
-        needed = set().union(*(e.free_symbols for e in self.curves.values()))
+        needed = set().union(
+            *(e.free_symbols for e in [*self.curves.values(), *self.bounds.values()])
+        )
         needed_names = {s.name for s in needed}
         self.presets = {
             name: spec.names(needed_names)
@@ -76,7 +87,16 @@ class FormulaWidget:
             )
         if x not in direct:
             raise ValueError(f"x={x!r} must be one of the controls: {sorted(direct)}")
+        if any(x in {s.name for s in e.free_symbols} for e in self.bounds.values()):
+            raise ValueError(f"a bound on {x!r} may not depend on {x!r} itself")
+        words = dict(labels or {})
+        if set(words) - set(self.specs):
+            raise ValueError(f"labels for no control: {sorted(set(words) - set(self.specs))}")
+        # Each control's label in words, with its symbol and unit (controls.label).
+        self.control_labels = {n: control_label(n, words.get(n)) for n in self.specs}
+        self.control_html = {n: label_html(n, words.get(n)) for n in self.specs}
         self.functions = {label: numeric(expr) for label, expr in self.curves.items()}
+        self.bound_functions = {r: numeric(expr) for r, expr in self.bounds.items()}
         self.unit = unit
         self.format = value_format or (lambda v: fmt.si(v, unit))
         self.values = {name: self.specs[name].value for name in direct}
@@ -85,9 +105,15 @@ class FormulaWidget:
         for name in self.presets:
             self._set(name, self.labels[name])
         self._grid = self.specs[x].grid()
-        self._build_figure(title, xlabel or x, ylabel or unit, logx, logy)
+        self._build_figure(title, xlabel or self.control_labels[x], ylabel or unit, logx, logy)
         self._widgets = None
         self._syncing = False
+
+    def show_control(self, name: str, value=None) -> str:
+        """A control's value as the widgets print it (its label for a choice or a preset)."""
+        if name in self.labels:
+            return self.labels[name]
+        return show(name, self.values[name] if value is None else value)
 
     def _build_figure(self, title, xlabel, ylabel, logx, logy):
         from matplotlib.figure import Figure
@@ -96,27 +122,54 @@ class FormulaWidget:
         # Fixed margins, not a layout engine: constrained layout draws the figure twice per
         # frame, and a slider redraw must stay well under 100 ms.
         self.figure = Figure(figsize=(6.4, 3.6), dpi=100)
-        self.figure.subplots_adjust(left=0.16, right=0.97, bottom=0.14, top=0.9)
+        self.figure.subplots_adjust(left=0.16, right=0.95, bottom=0.14, top=0.9)
         ax = self.axes = self.figure.add_subplot()
         ax.set_xscale("log" if logx else "linear")
         ax.set_yscale("log" if logy else "linear")
         ax.set_xlabel(xlabel)
         ax.set_ylabel(ylabel)
         ax.set_title(title)
+        ax.set_xlim(self._grid[0], self._grid[-1])
         ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: self.format(v) if v else "0"))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: show(self.x, v)))
+        ax.xaxis.set_major_locator(_locator(logx, self._grid[0], self._grid[-1]))
         ax.grid(True, alpha=0.3)
-        self.lines, self.markers = {}, {}
+        self.lines, self.markers, self.regions = {}, {}, {}
         for i, label in enumerate(self.curves):
             color, dashes = curve_style(i)
             style = (0, dashes) if dashes else "-"
             (self.lines[label],) = ax.plot([], [], color=color, ls=style, lw=2, label=label)
             (self.markers[label],) = ax.plot([], [], "o", color=color)
+        for region in self.bounds:
+            # x past the bound: shaded grey and named (a blended transform: x in data, y in
+            # the axes' own 0-1, so the band spans the height whatever the y range).
+            band = ax.axvspan(self._grid[-1], self._grid[-1], color="0.5", alpha=0.2, lw=0)
+            text = ax.text(0, 0.97, region, transform=ax.get_xaxis_transform(), ha="right",
+                           va="top", fontsize=9, color="0.25")  # fmt: skip
+            self.regions[region] = (band, text)
         ax.legend(loc="upper left")
 
     def evaluate(self, values: Mapping[str, float] | None = None) -> dict[str, float]:
         """Each curve's value at the current (or given) control values."""
         values = self.values if values is None else values
         return {label: float(f.from_values(values)) for label, f in self.functions.items()}
+
+    def limits(self, values: Mapping[str, float] | None = None) -> dict[str, float]:
+        """Each named region's bound on x at the current (or given) values: x above it is in
+        the region (past the context window, more than fits in memory)."""
+        values = self.values if values is None else values
+        return {r: float(f.from_values(values)) for r, f in self.bound_functions.items()}
+
+    def notes(self, limits: Mapping[str, float] | None = None) -> list[str]:
+        """The readout's notes: one for each region the marked x lies in (``NOTE``)."""
+        limits = self.limits() if limits is None else limits
+        here = self.values[self.x]
+        return [
+            NOTE.format(x=self.control_labels[self.x], value=show(self.x, here), region=region,
+                        bound=show(self.x, bound) if np.isfinite(bound) else str(bound))
+            for region, bound in limits.items()
+            if in_region(here, bound, self.sides[region])
+        ]  # fmt: skip
 
     def update(self, **changes) -> dict[str, float]:
         """Set controls (clamped to their ranges), redraw, and return the readout values."""
@@ -129,6 +182,8 @@ class FormulaWidget:
             try:
                 for name, widget in self._widgets.items():
                     widget.value = self.labels[name] if name in self.labels else self.values[name]
+                    if name in self._outputs:
+                        self._outputs[name].value = self.show_control(name)
             finally:
                 self._syncing = False
         return self.redraw()
@@ -155,11 +210,25 @@ class FormulaWidget:
             y = np.broadcast_to(f.from_values(sweep), self._grid.shape)
             self.lines[label].set_data(self._grid, y)
             self.markers[label].set_data([self.values[self.x]], [current[label]])
+        limits = self.limits()
+        low, high = self._grid[0], self._grid[-1]
+        for region, bound in limits.items():
+            band, text = self.regions[region]
+            edge = min(max(bound, low), high) if np.isfinite(bound) else high
+            start, end = (edge, high) if self.sides[region] == "above" else (low, edge)
+            if not np.isfinite(bound) and self.sides[region] == "above":
+                start = low  # no bound to read: every x is shaded, none silently answered
+            band.set_x(start)
+            band.set_width(end - start)
+            text.set_x(end)
+            text.set_visible(start < end)
         self.axes.relim()
-        self.axes.autoscale_view()
+        self.axes.autoscale_view(scalex=False)
+        if self.axes.get_yscale() == "log":
+            self.axes.yaxis.set_major_locator(_locator(True, *self.axes.get_ylim()))
         if self._widgets is not None:
             self._image.value = self.png()
-            self._readout.value = self.readout_html(current)
+            self._readout.value = self.readout_html(current, limits)
         return current
 
     def png(self) -> bytes:
@@ -168,47 +237,56 @@ class FormulaWidget:
         self.figure.savefig(buffer, format="png", pil_kwargs={"compress_level": 1})
         return buffer.getvalue()
 
-    def readout_html(self, current: Mapping[str, float]) -> str:
-        value = self.labels.get(self.x) or fmt.number(self.values[self.x])
-        caption = CAPTION.format(x=self.x, value=value)
+    def readout_html(self, current: Mapping[str, float], limits=None) -> str:
+        caption = CAPTION.format(x=self.control_labels[self.x], value=self.show_control(self.x))
         rows = "".join(
             f"<tr><td>{label}</td><td><b>{self.format(value)}</b></td></tr>"
             for label, value in current.items()
         )
-        return f"<table><caption>{caption}</caption>{rows}</table>"
+        notes = "".join(f"<p>{note}</p>" for note in self.notes(limits))
+        return f"<table><caption>{caption}</caption>{rows}</table>{notes}"
 
     def widget(self):
         """The ipywidgets box (built once): controls, the plot as an image, the readout."""
         if self._widgets is None:
             import ipywidgets as w
 
-            self._widgets = {}
+            self._widgets, self._outputs, rows = {}, {}, []
             for name, spec in self.specs.items():
-                if isinstance(spec, Range):
+                if isinstance(spec, Range) and spec.log:
+                    # A log slider steps through nice values, each shown with its unit.
+                    options = [(show(name, v), v) for v in spec.stops()]
+                    control = w.SelectionSlider(options=options, value=self.values[name])
+                elif isinstance(spec, Range):
                     cls = w.IntSlider if float(spec.step).is_integer() else w.FloatSlider
-                    control = cls(min=spec.min, max=spec.max, step=spec.step, value=spec.value)
-                    if spec.max >= 1e5:  # d3-format SI prefixes: 7e10 reads "70.0G"
-                        control.readout_format = ".3s"
+                    control = cls(min=spec.min, max=spec.max, step=spec.step,
+                                  value=self.values[name], readout=False)  # fmt: skip
+                    self._outputs[name] = w.HTML(self.show_control(name))
                 elif isinstance(spec, Preset):
                     control = w.Dropdown(options=list(spec.options), value=spec.label)
                 elif isinstance(spec.options, Mapping):
                     control = w.ToggleButtons(options=list(spec.labels), value=spec.label)
                 else:
                     control = w.SelectionSlider(options=list(spec.labels), value=spec.label)
-                control.description = name
+                control.description = self.control_html[name]
+                control.description_allow_html = True
                 control.style = {"description_width": "initial"}
                 control.observe(self._on_change(name), names="value")
                 self._widgets[name] = control
+                output = self._outputs.get(name)
+                rows.append(w.HBox([control, output]) if output else control)
             self._image = w.Image(format="png")
             self._readout = w.HTML()
             self.redraw()
-            self._box = w.VBox([w.VBox(list(self._widgets.values())), self._image, self._readout])
+            self._box = w.VBox([w.VBox(rows), self._image, self._readout])
         return self._box
 
     def _on_change(self, name: str) -> Callable:
         def handler(change):
             if not self._syncing:
                 self._set(name, change["new"])
+                if name in self._outputs:
+                    self._outputs[name].value = self.show_control(name)
                 self.redraw()
 
         return handler
@@ -223,12 +301,36 @@ class FormulaWidget:
         return bundle
 
 
+def in_region(x: float, bound: float, side: str) -> bool:
+    """Whether x lies in a region ``side`` ("above" or "below") of ``bound``; a bound that is
+    not a number (NaN) puts every x in the region."""
+    return not x <= bound if side == "above" else not x >= bound
+
+
+def _locator(log: bool, low: float, high: float):
+    """Ticks for an axis from ``low`` to ``high``: 4 to 8 of them; on a log axis decades, and
+    1-2-5 within them when the axis spans under three decades."""
+    from matplotlib.ticker import LogLocator, MaxNLocator
+
+    if not log:
+        return MaxNLocator(nbins=6, steps=[1, 2, 2.5, 5, 10])
+    decades = np.log10(high / low) if low > 0 and high > low else 0
+    if decades < 1:
+        return LogLocator(subs=(1.0, 1.5, 2.0, 3.0, 4.0, 5.0, 6.0, 8.0))
+    return LogLocator(subs=(1.0, 2.0, 5.0) if decades < 3 else (1.0,), numticks=8)
+
+
 def formula_widget(curves, x, controls, **options) -> FormulaWidget:
     """A plot of ``curves`` (label -> SymPy formula) against the symbol ``x``, one control per
     symbol (``Range`` or ``Choice``), that redraws in place when a control moves.
 
-    Options: ``unit`` or ``value_format`` (how values print), ``title``, ``xlabel``,
-    ``ylabel``, ``logx``, ``logy``. Every symbol of every formula needs a control, and every
-    control a symbol: a mismatch raises ``ValueError`` naming it.
+    Options: ``unit`` or ``value_format`` (how values print), ``title``, ``xlabel`` (by
+    default the x control's label), ``ylabel``, ``logx``, ``logy``; ``labels``, a control's
+    name in words where the chapter has its own (``{"seq_len": "prompt length"}``: the symbol
+    and unit are added, ``controls.label``); ``beyond``, regions of x to shade and name: region
+    -> SymPy bound, x above the bound being in the region (``{"past the context window":
+    S_max}``), and the readout says so when the marker is there; ``below``, the same for x
+    below a bound (``{"does not fit": least_gpus}``). Every symbol of every formula
+    and bound needs a control, and every control a symbol: a mismatch raises ``ValueError``.
     """
     return FormulaWidget(curves, x, controls, **options)
