@@ -43,6 +43,18 @@ def test_the_instructor_notebook_is_the_chapter(doc):
     assert _code(_edition(doc, "instructor")) == _code(chapter), f"older than {doc}.md"
 
 
+@pytest.mark.parametrize("edition", ["instructor", "student"])
+def test_code_the_book_hides_is_folded_in_jupyterlab(edition):
+    folded = shown = 0
+    for doc in PAGES:
+        for cell in _edition(doc, edition).cells:
+            hidden = "hide-input" in cell.metadata.get("tags", [])
+            is_folded = cell.metadata.get("jupyter", {}).get("source_hidden", False)
+            assert is_folded == (hidden and cell.cell_type == "code"), cell.source[:80]
+            folded, shown = folded + is_folded, shown + (not is_folded)
+    assert folded and shown  # the book hides some cells (its widgets' set-up), not all
+
+
 def _solutions(doc):
     """Each solution of a chapter: its label and its text (prose and code)."""
     return [(m.group(1), m.group(0)) for m in SOLUTION.finditer((ROOT / f"{doc}.md").read_text())]

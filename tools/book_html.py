@@ -6,6 +6,9 @@ browser test can demand a console free of errors.
 - pydata-sphinx-theme starts from an empty colour mode unless one is configured, and says so
   on the console; the book starts from "auto" (light or dark, as the reader's system is).
 
+It adds the book's stylesheet (``tools/static/ia-book.css``: glued numbers in the body's
+weight, figures that shrink with the column, wide math and code scrolling in their own box).
+
 It also typesets the math of the boxes marked ``ia-lazy-math`` (the formula reference's
 collapsed per-architecture forms) when a reader first opens one, not while the page loads:
 MathJax blocks the page while it typesets, and there are over a hundred such forms.
@@ -30,6 +33,7 @@ from pathlib import Path
 import notebooks  # tools/notebooks.py: Jupyter Book puts tools/ on the path for this extension
 
 HOSTS = {"github.com", "gitlab.com", "bitbucket.org"}
+STATIC = Path(__file__).resolve().parent / "static"  # not a root _static/: see DESIGN.md
 
 # Runs before MathJax (whose script is deferred): on page ready, math inside a lazy box is
 # hidden from MathJax (a process class would override the ignore class, so it is
@@ -159,8 +163,14 @@ def _write_notebooks(app, exception):
             notebooks.write(Path(app.env.doc2path(docname)), target)
 
 
+def _static_path(app, config):
+    config.html_static_path = [*config.html_static_path, str(STATIC)]
+
+
 def setup(app):
     app.connect("config-inited", _repository_buttons)
+    app.connect("config-inited", _static_path)
+    app.add_css_file("ia-book.css", priority=900)  # after the theme's and myst-nb's (500)
     # Before the theme's buttons (priority 501) read it; the files are written at the end, over
     # the executed copy that the theme's launch buttons put in the same place.
     app.connect("html-page-context", _notebook_download, priority=500)

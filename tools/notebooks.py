@@ -75,6 +75,14 @@ def _answer(exercises, label):
         return nbformat.v4.new_markdown_cell(WORDS)
 
 
+def fold(notebook) -> None:
+    """Fold the code of cells the book hides (``hide-input``): JupyterLab reads
+    ``jupyter.source_hidden``, not the book's tags, so a reader meets the widget first."""
+    for cell in notebook.cells:
+        if cell.cell_type == "code" and "hide-input" in cell.metadata.get("tags", []):
+            cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
+
+
 def write(source: Path, target: Path, edition: str = "student") -> None:
     """The class notebook of one chapter in ``edition``: its cells, no outputs."""
     if edition not in EDITIONS:
@@ -82,6 +90,7 @@ def write(source: Path, target: Path, edition: str = "student") -> None:
     notebook = jupytext.read(source)
     if edition == "student":
         notebook = student(notebook)
+    fold(notebook)
     target.parent.mkdir(parents=True, exist_ok=True)
     jupytext.write(notebook, target, fmt="ipynb")
 

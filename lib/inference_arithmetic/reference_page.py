@@ -30,6 +30,7 @@ from pathlib import Path
 
 import sympy
 
+from inference_arithmetic import format as fmt
 from inference_arithmetic import formulas
 from inference_arithmetic.models import model, model_names
 
@@ -276,7 +277,8 @@ def entries(modules: list[str] | None = None) -> list[Entry]:
 
 
 def _math(tex):
-    return ["$$", tex, "$$", ""]
+    """A display equation; a long sum on several lines (``format.latex_lines``)."""
+    return ["$$", tex if tex.startswith(r"\begin") else fmt.latex_lines(tex), "$$", ""]
 
 
 def _entry_markdown(entry):

@@ -1,0 +1,159 @@
+"""Every page of the built book fits its text column, on a laptop and on a phone.
+
+The rule tested, at 1280 px and at 390 px wide, with every collapsed input and solution opened:
+
+- no display equation, table or code block sticks out of the text column, and none is cut off
+  by a box that hides what does not fit;
+- at 1280 px, the display equations of the text fit the column as they are, with no
+  scrolling; tables (the chapters' summaries of the library's formulas), code blocks and the
+  formulas a code cell prints may scroll sideways inside their own box, as the issue allows;
+- at 390 px (a phone), equations, tables and code may all scroll inside their own box;
+- the formula reference (generated, hundreds of formulas) breaks long sums into lines; what
+  still does not fit (a long fraction) may scroll inside its own box at 1280 px too;
+- every figure has at least twice the pixels it is displayed at (sharp on high-density
+  screens).
+
+Reads the book built in _build/html (``make book``), or the folder named by $IA_LAYOUT_HTML,
+for example a single page built with
+``jupyter-book build book/03-transformer-params.md --config _config.yml --path-output DIR``
+(then ``IA_LAYOUT_HTML=DIR/_build/_page/03-transformer-params/html``).
+"""
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.test_book import HTML
+from tests.test_browser import browser  # noqa: F401  (the Chromium fixture, launched once)
+
+ROOT = Path(os.environ.get("IA_LAYOUT_HTML") or HTML)
+NOT_PAGES = {"genindex.html", "search.html", "index.html", "py-modindex.html"}
+PAGES = sorted(
+    path.relative_to(ROOT).as_posix()
+    for path in ROOT.rglob("*.html")
+    if path.name not in NOT_PAGES and not path.relative_to(ROOT).parts[0].startswith("_")
+)
+WIDTHS = {"laptop": 1280, "phone": 390}
+
+# Opens what a reader can open: hidden code (details), solutions (togglebutton) and the
+# formula reference's per-architecture boxes, whose math is typeset on first click.
+OPEN_EVERYTHING = """async () => {
+  document.querySelectorAll("details").forEach((d) => { d.open = true; });
+  document.querySelectorAll(".toggle-hidden").forEach((e) => e.classList.remove("toggle-hidden"));
+  document.querySelectorAll(".admonition.ia-lazy-math").forEach((box) => box.click());
+  if (window.MathJax && MathJax.typesetPromise) await MathJax.typesetPromise();
+}"""
+
+# [problem, kind, what] for each display equation, table and code block of the article.
+# ``strict``: the text's display equations may not scroll either.
+CHECK = r"""(strict) => {
+  const article = document.querySelector("article.bd-article");
+  const column = article.getBoundingClientRect();
+  const targets = [
+    ["equation", 'mjx-container[display="true"]'],
+    ["table", "table"],
+    ["code", "div.highlight pre"],
+  ];
+  const problems = [];
+  const name = (e) => (e.textContent || "").replace(/\s+/g, " ").trim().slice(0, 70);
+  for (const [kind, selector] of targets) {
+    for (const e of article.querySelectorAll(selector)) {
+      if (!e.getClientRects().length) continue;  // not displayed
+      let box = null;  // the nearest box that scrolls sideways: e itself or an ancestor
+      for (let p = e; p && p !== article; p = p.parentElement) {
+        const overflow = getComputedStyle(p).overflowX;
+        if ((overflow === "hidden" || overflow === "clip") && p.scrollWidth > p.clientWidth + 1) {
+          problems.push(["cut off", kind, name(e)]);
+          break;
+        }
+        if (!box && (overflow === "auto" || overflow === "scroll")) box = p;
+      }
+      const outer = (box || e).getBoundingClientRect();
+      if (outer.right > column.right + 1 || outer.left < column.left - 1) {
+        problems.push(["outside the column", kind, name(e)]);
+      } else if (strict && kind === "equation" && !e.closest(".cell_output")
+                 && box && box.scrollWidth > box.clientWidth + 1) {
+        problems.push(["scrolls", kind, name(e)]);
+      }
+    }
+  }
+  return problems;
+}"""
+
+# [src, natural width, displayed width] of each figure with fewer than twice the pixels shown.
+BLURRED = """() => [...document.querySelectorAll("article.bd-article .cell_output img")]
+  .filter((i) => i.getClientRects().length && i.naturalWidth < 1.95 * i.clientWidth)
+  .map((i) => [i.src.split("/").pop(), i.naturalWidth, i.clientWidth])"""
+
+
+def _open_page(browser, path):  # noqa: F811
+    page = browser.new_page(viewport={"width": WIDTHS["laptop"], "height": 900})
+    page.set_default_timeout(180_000)  # MathJax on a busy 2-core machine
+    page.goto((ROOT / path).as_uri(), wait_until="load")
+    # A page without math (the bibliography) loads no MathJax.
+    if page.query_selector("script[src*='mathjax'], script[src*='MathJax']"):
+        page.wait_for_function("() => window.MathJax && MathJax.startup && MathJax.startup.promise")
+        page.evaluate("() => MathJax.startup.promise")
+    page.evaluate(OPEN_EVERYTHING)
+    return page
+
+
+GENERATED = "book/appendix-formulas.html"  # may scroll its longest formulas at 1280 px too
+
+
+def _problems(page, strict=True):
+    """The layout problems of the open page at each width, by width."""
+    found = {}
+    for device, width in WIDTHS.items():
+        page.set_viewport_size({"width": width, "height": 900})
+        page.wait_for_timeout(200)  # the theme moves its sidebars on resize
+        found[device] = page.evaluate(CHECK, strict and width == WIDTHS["laptop"])
+    page.set_viewport_size({"width": WIDTHS["laptop"], "height": 900})
+    return {device: rows for device, rows in found.items() if rows}
+
+
+@pytest.mark.parametrize("path", PAGES or ["(no pages)"])
+def test_nothing_overflows_the_text_column_and_figures_are_sharp(browser, path):  # noqa: F811
+    if not PAGES:
+        pytest.fail(f"no built pages under {ROOT}: build the book first (make book)")
+    page = _open_page(browser, path)
+    assert not _problems(page, strict=path != GENERATED)
+    assert not page.evaluate(BLURRED)
+    page.close()
+
+
+# A wide table and a long equation, put into a real page: the check must catch the equation
+# that scrolls, and the table once it has no box of its own to scroll in.
+BROKEN = r"""async () => {
+  const article = document.querySelector("article.bd-article");
+  const wrap = document.createElement("div");
+  wrap.className = "pst-scrollable-table-container";
+  const cells = Array.from({length: 14}, (_, i) => `<td>column_number_${i}</td>`).join("");
+  wrap.innerHTML = `<table class="table"><tbody><tr>${cells}</tr></tbody></table>`;
+  const math = document.createElement("div");
+  math.className = "math notranslate nohighlight";
+  math.textContent = "\\[" + Array.from({length: 40}, (_, i) => `x_{${i}}`).join(" + ") + "\\]";
+  article.prepend(wrap, math);
+  await MathJax.typesetPromise([math]);
+}"""
+
+
+def test_the_check_finds_a_wide_table_and_a_long_equation(browser):  # noqa: F811
+    if not PAGES:
+        pytest.fail(f"no built pages under {ROOT}: build the book first (make book)")
+    page = _open_page(browser, PAGES[0])
+    before = _problems(page)
+    page.evaluate(BROKEN)
+    after = _problems(page)
+    added = [row for row in after["laptop"] if row not in before.get("laptop", [])]
+    assert [(problem, kind) for problem, kind, _ in added] == [("scrolls", "equation")]
+    # A raw wide block, with no box of its own to scroll in, sticks out of the column.
+    page.evaluate(
+        "() => { const t = document.querySelector('article.bd-article table');"
+        " t.parentElement.style.overflowX = 'visible'; }"
+    )
+    assert ["outside the column", "table", "column_number_0column_number_1"] in [
+        [p, k, w[:30]] for p, k, w in _problems(page)["laptop"]
+    ]
+    page.close()
