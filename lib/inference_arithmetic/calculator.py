@@ -414,6 +414,7 @@ def _page_data() -> dict:
         ],
         "context": _js(latency.mean_context()),
         "steady": {k: _js(e) for k, e in continuous.STEADY.items()},
+        "replicas": {k: _js(e) for k, e in continuous.REPLICAS.items()},
         "prompt_counts": continuous.PROMPT_COUNTS,
         "saturated": continuous.SATURATED,
         "saturated_kinds": continuous.SATURATED_KINDS,
@@ -519,20 +520,25 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
       capacity: m.continuous.capacity, step: m.continuous.step, steady: spec.steady}, call, v);
     var key = JSON.stringify([state.model, state.gpu, v]);
     if (!(key in saturations)) saturations[key] = engine.saturation();
-    // The replicas share the requests evenly: each is one engine at its share of the rate.
-    var top = saturations[key], share = rate / v.replicas;
-    var s = share <= top ? engine.state(share, null) : null;
+    // The replicas share the requests: each is one engine at its share (continuous.REPLICAS).
+    var one = {requests_per_s: rate, replicas: v.replicas, replica_saturation: saturations[key]};
+    var share = call(spec.replicas.share, one);
+    var s = share <= one.replica_saturation ? engine.state(share, null) : null;
     if (s === null || !s.ok) {
       var kinds = spec.saturated_kinds, gpus = v.replicas === 1 ? state.n_gpus :
         fill(spec.replicated, {replicas: v.replicas, n_gpus: state.n_gpus});
+      var whole = call(spec.replicas.saturation_rate, one);
       return {error: fill(spec.saturated, {rate: iaShow(rate, kinds.rate), model: state.model,
-        n_gpus: gpus, gpu: state.gpu, saturation: iaShow(v.replicas * top, kinds.saturation),
+        n_gpus: gpus, gpu: state.gpu, saturation: iaShow(whole, kinds.saturation),
         prompt_len: state.prompt_len, output_len: state.output_len})};
     }
+    one.replica_concurrency = s.concurrency;
     return {rows: spec.continuous_rows, note: spec.notes.continuous + ".", values: {
       ttft: s.ttft, tpot: s.tpot, request_time: s.request_time,
-      concurrency: v.replicas * s.concurrency, throughput: rate * v.output_len,
-      utilization: share / top, saturation_rate: v.replicas * top}};
+      concurrency: call(spec.replicas.concurrency, one),
+      throughput: call(spec.replicas.throughput, Object.assign({output_len: v.output_len}, one)),
+      utilization: call(spec.replicas.utilization, one),
+      saturation_rate: call(spec.replicas.saturation_rate, one)}};
   }
   function bounds(r, keys) {
     var seen = [];

@@ -45,9 +45,10 @@ from inference_arithmetic import format as fmt
 from inference_arithmetic.formulas import continuous, latency
 from inference_arithmetic.numeric import numeric
 from inference_arithmetic.scenario import DEFAULT_TOKEN_BUDGET, Scenario, deployment_keywords
-from inference_arithmetic.symbols import B_d, O, P_t, S
+from inference_arithmetic.symbols import B_d, O, P_t, R, S
 
-__all__ = ["DEFAULT_TOKEN_BUDGET", "PROMPT_COUNTS", "STEADY", "SATURATED", "steady_state"]
+__all__ = ["DEFAULT_TOKEN_BUDGET", "PROMPT_COUNTS", "STEADY", "REPLICAS", "SATURATED"]
+__all__ += ["steady_state"]
 __all__ += ["steady_state_of", "saturation_rate", "saturated_message", "plan", "simulate"]
 
 PROMPT_COUNTS = 64
@@ -75,6 +76,19 @@ STEADY = {
 }
 """The steady state's relations (module docstring), SymPy expressions of the rate, the output
 length and the chain's ``mean_step``, ``step_slope``, ``burst_ratio``, ``burst_covariance``."""
+
+_one_saturation = sympy.Symbol("replica_saturation", positive=True)
+_one_concurrency = sympy.Symbol("replica_concurrency", positive=True)
+REPLICAS = {
+    "share": _rate / R,  # each of R replicas serves an equal share of the requests
+    "concurrency": R * _one_concurrency,
+    "saturation_rate": R * _one_saturation,
+    "utilization": _rate / (R * _one_saturation),
+    "throughput": _rate * O,  # output tokens per second: every request's O tokens
+}
+"""R replicas of one engine: the rate each serves, and the whole deployment's concurrency,
+saturation rate, utilization and throughput from one replica's (``replica_concurrency``,
+``replica_saturation``). The library evaluates them; the calculator's page prints them."""
 
 SATURATED = (
     "{rate} requests per second saturate {model} on {n_gpus} x {gpu}: it keeps up with at most "
@@ -250,22 +264,35 @@ def steady_state(
     return steady_state_of(s, rate)
 
 
+@functools.cache
+def _replica(key):
+    return numeric(REPLICAS[key])
+
+
+def _replicas(key, values) -> float:
+    """``REPLICAS[key]`` at ``values``."""
+    return float(_replica(key).from_values(values))
+
+
 def steady_state_of(s: Scenario, rate: float) -> dict:
     """``steady_state`` of a Scenario (made with ``batch=1, in_waves=True``) at ``rate``. Its
     ``replicas`` share the requests evenly: each is one engine at ``rate / replicas``."""
     one = s.replace(replicas=1) if s.replicas > 1 else s
-    share, saturation = rate / s.replicas, saturation_rate(one)
+    values = {"requests_per_s": rate, "replicas": s.replicas}
+    values["replica_saturation"] = saturation = saturation_rate(one)
+    share = _replicas("share", values)
     state = _Engine(one).state(share) if share <= saturation else None
     if state is None or not state["ok"]:
-        raise checks.ArgumentError(saturated_message(s, rate, s.replicas * saturation))
+        whole = _replicas("saturation_rate", values)
+        raise checks.ArgumentError(saturated_message(s, rate, whole))
+    values["replica_concurrency"] = state["concurrency"]
     return {
         "ttft": state["ttft"],
         "tpot": state["tpot"],
         "request_time": state["request_time"],
-        "throughput": rate * s.output_len,
-        "concurrency": s.replicas * state["concurrency"],
-        "utilization": share / saturation,
-        "saturation_rate": s.replicas * saturation,
+        "throughput": _replicas("throughput", {**values, "output_len": s.output_len}),
+        **{key: _replicas(key, values) for key in ("concurrency", "utilization")},
+        "saturation_rate": _replicas("saturation_rate", values),
         "mean_step": state["mean_step"],
         "decoding": state["decoding"],
         "decoding_variance": state["variance"],
