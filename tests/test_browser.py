@@ -474,6 +474,8 @@ def test_the_calculator_recomputes_what_calculate_gives(browser):
     root = page.locator(".ia-calc").first
     _, first = _calculator_agrees(page, root)
     assert first is not None, "the calculator's defaults should fit"
+    words = root.locator(".ia-calc-controls label").all_inner_texts()
+    assert len(words) >= 10 and not any("_" in text for text in words), words
 
     def choose(name, value):
         root.locator(f'select[name="{name}"]').select_option(str(value))

@@ -137,3 +137,15 @@ def test_replicas_are_a_control_in_both_modes():
     assert double.values["ttft"] == pytest.approx(single.values["ttft"])
     assert double.values["saturation_rate"] == pytest.approx(2 * single.values["saturation_rate"])
     assert calculator.widget(replicas=0).message.startswith("replicas must be")
+
+
+def test_every_control_of_the_form_is_labelled_in_words():
+    controls = calculator.widget().spec()["controls"]
+    assert {c["name"] for c in controls} >= {"n_gpus", "requests_per_s", "prompt_len"}
+    for control in controls:
+        assert "_" not in control["label"], control
+    assert calculator.label("prompt_len") == "prompt length T (tokens)"
+    # The same words in Jupyter's form.
+    form = calculator.widget().widget()
+    descriptions = [child.description for child in form.children[0].children]
+    assert "GPUs n" in descriptions and not any("_" in d for d in descriptions)

@@ -37,7 +37,7 @@ from inference_arithmetic.models import model as registry_model
 from inference_arithmetic.models import model_names
 
 __all__ = ["Calculator", "widget", "ranges", "cell", "readout_html", "ROWS", "SAME", "COMPUTED"]
-__all__ += ["NOTES", "MODES", "STATIC", "CONTINUOUS", "CONTINUOUS_ROWS"]
+__all__ += ["NOTES", "MODES", "STATIC", "CONTINUOUS", "CONTINUOUS_ROWS", "label"]
 
 STATIC, CONTINUOUS = "static batch", "continuous serving"
 MODES = [STATIC, CONTINUOUS]
@@ -122,6 +122,29 @@ NOTES = {
     "at the library's default efficiencies and token budget",
 }
 """The sentence under the readout, in two parts joined by "; "."""
+
+
+# The form's controls that are not one of the book's symbols, in words (the keyword in code is
+# the control's name, which the messages use).
+_WORDS = {
+    "mode": "mode",
+    "model": "model",
+    "gpu": "GPU",
+    "dtype": "weights' number format",
+    "compute_dtype": "compute format",
+    "cache_dtype": "KV cache format",
+    "requests_per_s": "request rate (requests/s)",
+}
+
+
+def label(name: str) -> str:
+    """A control's label in words: the book's symbol and unit where it is one of the book's
+    quantities (``controls.label``), else its words."""
+    from inference_arithmetic import controls
+
+    if name == "prompt_len":
+        return controls.label("seq_len", "prompt length")
+    return _WORDS.get(name) or controls.label(name)
 
 
 def cell(row, values) -> str:
@@ -277,7 +300,7 @@ class Calculator:
                     control = w.FloatText(value=self.state[name])
                 else:
                     control = w.Dropdown(options=self.choices[name], value=self.state[name])
-                control.description = name
+                control.description = label(name)
                 control.style = {"description_width": "initial"}
                 control.observe(self._on_change(name), names="value")
                 self._widgets[name] = control
@@ -390,6 +413,8 @@ def _page_data() -> dict:
     controls += [{"name": "requests_per_s", "kind": "rate"}]
     choices = Calculator.__new__(Calculator).choices
     controls += [{"name": n, "kind": "choice", "options": o} for n, o in choices.items()]
+    for control in controls:
+        control["label"] = label(control["name"])
     order = ["mode", "model", "gpu", "n_gpus", "replicas", "dtype", "compute_dtype", "cache_dtype"]
     order += ["batch"]
     order += ["requests_per_s", "prompt_len", "output_len"]
@@ -600,7 +625,7 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
   }
   spec.controls.forEach(function (c) {
     var row = document.createElement("label"), input;
-    row.textContent = c.name + " "; rows[c.name] = row;
+    row.textContent = c.label + " "; rows[c.name] = row;
     if (c.kind === "range" || c.kind === "rate") {  // what is typed is checked, never clamped
       input = document.createElement("input");
       input.type = "number"; input.step = c.kind === "rate" ? "any" : 1;
@@ -626,7 +651,7 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
         draw();
       });
     }
-    input.name = c.name; input.setAttribute("aria-label", c.name);
+    input.name = c.name; input.setAttribute("aria-label", c.label);
     row.appendChild(input); box.appendChild(row);
   });
   offerDegrees(); showMode();

@@ -188,6 +188,11 @@ LABELS = {
     "d_1": "input width",
     "d_2": "hidden width",
     "d_3": "output width",
+    "attention_efficiency": "attention efficiency",
+    "network_bandwidth": "network bandwidth",
+    "link_domain": "GPUs per NVLink domain",
+    "token_budget": "token budget",
+    "replicas": "replicas",
 }
 """Short words for each symbol's control: ``LABELS["bandwidth"] == "memory bandwidth"``."""
 
