@@ -645,3 +645,13 @@ def test_a_region_below_a_bound_and_a_bound_that_is_not_a_number():
     assert ia.widgets.in_region(5, float("nan"), "below")
     with pytest.raises(ValueError, match="labels for no control"):
         formula_widget({"inference": INFERENCE}, x="batch", controls=_controls(), labels={"b": "x"})
+
+
+def test_the_memory_limit_of_a_widget_is_the_librarys_max_batch():
+    m = ia.model("llama-3.1-70b")
+    limit = ia.numeric(ia.widgets.memory_limit(m, kv_bytes_per_number=ia.symbols.b))
+    values = {**m.sizes(), **ia.gpu("h100-sxm").figures("bf16"), "bytes_per_number": 2}
+    for n, context in ((1, 4096), (2, 4096), (4, 4096), (8, 32768)):
+        at = {**values, "n_gpus": n, "context_len": context}
+        assert limit.from_values(at) == ia.max_batch(m, "h100-sxm", context, n_gpus=n)
+    assert limit.from_values({**values, "n_gpus": 1, "context_len": 4096}) == 0  # never below

@@ -49,7 +49,7 @@ from inference_arithmetic.numeric import numeric
 
 # Range, Choice, Preset, curve_style, model_preset and gpu_preset are ``controls``'s, used here
 # and by the chapters as ``ia.widgets.Range``; they are documented there.
-__all__ = ["FormulaWidget", "formula_widget", "in_region"]
+__all__ = ["FormulaWidget", "formula_widget", "in_region", "memory_budget", "memory_limit"]
 
 
 class FormulaWidget:
@@ -299,6 +299,26 @@ class FormulaWidget:
         # The plot at the defaults, for outputs that can show neither (the PDF).
         bundle["image/png"] = base64.b64encode(self.png()).decode("ascii")
         return bundle
+
+
+def memory_budget() -> dict:
+    """The library's memory budget by symbol, for a widget's bounds: the memory utilization
+    and the token budget (which sizes the activations' reserve) at their defaults."""
+    from inference_arithmetic.scenario import DEFAULT_MEMORY_UTILIZATION, DEFAULT_TOKEN_BUDGET
+    from inference_arithmetic.symbols import P_max, mu
+
+    return {mu: DEFAULT_MEMORY_UTILIZATION, P_max: DEFAULT_TOKEN_BUDGET}
+
+
+def memory_limit(arch, **values):
+    """The most requests whose caches fit beside the weights and the activations' reserve, at
+    the library's memory budget (``latency.max_concurrency``, never below 0): a bound for
+    ``beyond=``. ``values`` put in more, by keyword name, e.g. ``kv_bytes_per_number=b``."""
+    from inference_arithmetic.formulas import latency
+    from inference_arithmetic.symbols import by_name
+
+    limit = latency.max_concurrency(arch).subs(memory_budget())
+    return sympy.Max(0, limit.subs({by_name(name): v for name, v in values.items()}))
 
 
 def in_region(x: float, bound: float, side: str) -> bool:
