@@ -32,11 +32,11 @@ help:
 	@echo "make clean      remove _build/, .venv/ and tests/reference/.venv/"
 
 # Then the calculator's formulas of every registry model are compiled into the disk cache
-# (inference_arithmetic.cache), so that a model's first calculation in a process is fast.
+# (inference_arithmetic.serving.cache), so that a model's first calculation in a process is fast.
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
-	$(BIN)/python -c "import inference_arithmetic as ia; ia.cache.warm()"
+	$(BIN)/python -c "import inference_arithmetic as ia; ia.serving.warm()"
 	touch $@
 
 # The execution cache is keyed on each chapter's text, not on the library it imports: drop it
@@ -131,7 +131,7 @@ $(REF_STAMP): $(REF)/requirements.txt
 reference: $(REF_STAMP)
 	$(REF_BIN)/python $(REF)/make_reference.py
 	$(REF_BIN)/python $(REF)/families.py
-	@echo "Reference: $(CURDIR)/lib/inference_arithmetic/reference/measured.json"
+	@echo "Reference: $(CURDIR)/lib/inference_arithmetic/models/reference/measured.json"
 
 clean:
 	rm -rf _build $(VENV) $(REF)/.venv

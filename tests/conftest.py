@@ -11,7 +11,7 @@ os.environ.setdefault(
     os.path.join(tempfile.gettempdir(), "inference-arithmetic-hypothesis"),
 )
 
-# Compiled formulas are cached on disk (inference_arithmetic.cache): the tests start from an
+# Compiled formulas are cached on disk (inference_arithmetic.serving.cache): the tests start from an
 # empty cache of their own, so they compile what they check and leave the user's cache alone.
 os.environ.setdefault("IA_CACHE_DIR", tempfile.mkdtemp(prefix="inference-arithmetic-cache-"))
 

@@ -92,7 +92,7 @@ def test_every_image_has_alt_text_not_a_file_name(doc):
 @pytest.mark.parametrize("doc", CHAPTERS)
 def test_widgets_are_live_html_not_kernel_widgets(doc):
     html = _page_path(doc).read_text()
-    # Each widget is the HTML form generated from its formulas (inference_arithmetic.live),
+    # Each widget is the HTML form generated from its formulas (inference_arithmetic.page.live),
     # which recomputes in the page; an ipywidgets view would need a kernel and a CDN.
     assert 'class="ia-live"' in html, f"{doc} has no live widget"
     assert 'class="ia-live-spec"' in html

@@ -365,7 +365,7 @@ def test_the_page_formats_every_case_as_the_library_does(browser):
     import random
     from pathlib import Path
 
-    from inference_arithmetic import format as fmt
+    from inference_arithmetic.core import format as fmt
 
     table = (Path(__file__).parent / "format_cases.json").read_text("utf-8")
     page = browser.new_page()
@@ -433,7 +433,7 @@ def test_the_built_book_is_there():
 def _calculator_agrees(page, root):
     """The page's readout (or message) is what the library gives for its controls: the
     Calculator's values, or its message, word for word."""
-    from inference_arithmetic.calculator import Calculator
+    from inference_arithmetic.page.calculator import Calculator
 
     state = root.evaluate(
         "r => { const v = {}; r.querySelectorAll('[name]').forEach(e => { v[e.name] = e.value; });"

@@ -8,8 +8,9 @@ import sys
 import pytest
 
 import inference_arithmetic as ia
-from inference_arithmetic import cache, serving
-from inference_arithmetic.numeric import CompiledFormulas
+from inference_arithmetic import serving
+from inference_arithmetic.core.numeric import CompiledFormulas
+from inference_arithmetic.serving import cache
 
 MODELS = ["llama-3.1-8b", "mixtral-8x7b", "mistral-7b-v0.1", "deepseek-v3"]
 

@@ -8,8 +8,10 @@ import pytest
 import sympy
 
 import inference_arithmetic as ia
-from inference_arithmetic import calculator, scenario, serving, timing
-from inference_arithmetic.serving import calculate
+from inference_arithmetic import serving
+from inference_arithmetic.page import calculator
+from inference_arithmetic.serving import scenario, timing
+from inference_arithmetic.serving.report import calculate
 
 M = ia.model("llama-3.1-8b")
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from inference_arithmetic.widgets import PALETTE
+from inference_arithmetic.page.widgets import PALETTE
 
 ROOT = Path(__file__).resolve().parents[1]
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())

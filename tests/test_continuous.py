@@ -6,7 +6,7 @@ import pytest
 import sympy
 
 import inference_arithmetic as ia
-from inference_arithmetic import continuous
+from inference_arithmetic.serving import continuous
 
 CASES = [("llama-3.1-8b", 1, 1024, 128), ("llama-3.1-70b", 4, 1024, 128)]
 CASES += [("mixtral-8x7b", 2, 512, 256)]

@@ -1,6 +1,6 @@
 """The library's counts against the reference implementation, model by model.
 
-ia.measured() is lib/inference_arithmetic/reference/measured.json, made by
+ia.measured() is lib/inference_arithmetic/models/reference/measured.json, made by
 tests/reference/make_reference.py (`make reference`):
 every registry model built with Hugging Face transformers on PyTorch's meta device, its unique
 parameters counted, its forward passes run under torch.utils.flop_counter.FlopCounterMode, and

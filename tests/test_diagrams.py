@@ -12,8 +12,8 @@ import matplotlib.pyplot as plt
 import pytest
 
 import inference_arithmetic as ia
-from inference_arithmetic import diagrams
-from inference_arithmetic import format as fmt
+from inference_arithmetic.core import format as fmt
+from inference_arithmetic.page import diagrams
 
 ROOT = Path(__file__).resolve().parents[1]
 

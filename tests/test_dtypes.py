@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 
 import inference_arithmetic as ia
-from inference_arithmetic.dtypes import DTYPE_BYTES, bytes_per_number
-from inference_arithmetic.symbols import D, b
+from inference_arithmetic.core.dtypes import DTYPE_BYTES, bytes_per_number
+from inference_arithmetic.core.symbols import D, b
 
 EXPECTED = {"fp32": 4, "bf16": 2, "fp16": 2, "fp8": 1, "int8": 1, "int4": 0.5}
 

@@ -8,9 +8,9 @@ import pytest
 import sympy
 
 import inference_arithmetic as ia
-from inference_arithmetic import economics, timing
+from inference_arithmetic.core.symbols import B, T, n_gpus
 from inference_arithmetic.formulas import economics as formulas
-from inference_arithmetic.symbols import B, T, n_gpus
+from inference_arithmetic.serving import economics, timing
 
 H100 = ia.gpu("h100-sxm")
 SMALL = ia.model("llama-3.1-8b")

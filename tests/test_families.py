@@ -1,5 +1,5 @@
 """Every config family, exact against the reference implementation on small synthetic configs
-(lib/inference_arithmetic/reference/families.json, made by tests/reference/families.py): the
+(lib/inference_arithmetic/models/reference/families.json, made by tests/reference/families.py): the
 parameters, the KV cache, and the FLOP counter's prefill and decode."""
 
 import json
@@ -8,11 +8,11 @@ from importlib import resources
 import pytest
 
 import inference_arithmetic as ia
-from inference_arithmetic.models import MODEL_TYPES, ModelConfig
+from inference_arithmetic.models.config import MODEL_TYPES, ModelConfig
 from tests.test_counts import every_expert
 
 FAMILIES = json.loads(
-    resources.files("inference_arithmetic.reference").joinpath("families.json").read_text()
+    resources.files("inference_arithmetic.models.reference").joinpath("families.json").read_text()
 )["families"]
 
 

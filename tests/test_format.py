@@ -12,9 +12,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import inference_arithmetic as ia
-from inference_arithmetic import format as fmt
+from inference_arithmetic.core import format as fmt
+from inference_arithmetic.core.symbols import N, b
 from inference_arithmetic.formulas import mlp
-from inference_arithmetic.symbols import N, b
 
 DECIMAL = ["", "k", "M", "G", "T", "P", "E", "Z", "Y"]
 BINARY = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "Zi", "Yi"]
@@ -278,7 +278,7 @@ def test_number_never_prints_an_exponent(value, negative):
 
 def test_the_javascript_runtime_ships_with_the_package():
     runtime = fmt.js_runtime()
-    assert runtime.startswith("// inference_arithmetic.format in the page")
+    assert runtime.startswith("// inference_arithmetic.core.format in the page")
     assert "window.iaShow = window.iaShow ||" in runtime
     assert fmt.js_runtime() is runtime  # read once
 

@@ -5,7 +5,7 @@ import math
 import pytest
 
 import inference_arithmetic as ia
-from inference_arithmetic.hardware import FIGURES, FLOP_DTYPES, GPU, gpu, gpu_names
+from inference_arithmetic.hardware.gpus import FIGURES, FLOP_DTYPES, GPU, gpu, gpu_names
 
 EXPECTED = {
     "a100-40gb",

@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import inference_arithmetic as ia
+from inference_arithmetic.core.symbols import B, S, W, b
 from inference_arithmetic.formulas import kv_cache
-from inference_arithmetic.symbols import B, S, W, b
 
 STANDARD = ["llama-2-7b", "llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b", "mixtral-8x7b"]
 

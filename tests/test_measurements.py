@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import inference_arithmetic as ia
-from inference_arithmetic import measurements, timing
+from inference_arithmetic.serving import timing
+from inference_arithmetic.validation import measurements
 
 RUNS = measurements.serving_runs()
 

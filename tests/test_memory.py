@@ -3,8 +3,8 @@
 import sympy
 
 import inference_arithmetic as ia
+from inference_arithmetic.core.symbols import B, D, L, N, T, b
 from inference_arithmetic.formulas import kv_cache, memory
-from inference_arithmetic.symbols import B, D, L, N, T, b
 
 
 def test_mixed_precision_adam_is_sixteen_bytes_per_parameter():

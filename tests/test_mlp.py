@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import inference_arithmetic as ia
+from inference_arithmetic.core.symbols import B, d_1, d_2, d_3
 from inference_arithmetic.formulas import mlp
-from inference_arithmetic.symbols import B, d_1, d_2, d_3
 
 # Every public formula of the module, with and without biases where it takes the option.
 FORMULAS = {

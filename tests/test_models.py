@@ -3,7 +3,7 @@
 import pytest
 
 import inference_arithmetic as ia
-from inference_arithmetic.models import MODEL_TYPES, ModelConfig, model, model_names
+from inference_arithmetic.models.config import MODEL_TYPES, ModelConfig, model, model_names
 
 LLAMA = {
     "model_type": "llama",
@@ -221,7 +221,7 @@ def _fields(m):
 
 
 def test_every_family_lists_the_fields_it_reads():
-    from inference_arithmetic.models import FIELDS
+    from inference_arithmetic.models.config import FIELDS
 
     assert set(FIELDS) | set(ia.models.WRAPPERS) == set(MODEL_TYPES)
     assert "mlp_only_layers" in FIELDS["qwen3_moe"] and "decoder_sparse_step" in FIELDS["qwen3_moe"]

@@ -13,12 +13,12 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import inference_arithmetic as ia
+from inference_arithmetic.core.numeric import ArgumentError, CompiledFormula, evaluate, numeric
+from inference_arithmetic.core.symbols import NOTATION, B, D, L, L_w, N, O, S, T, W, b, d_1, d_2
 from inference_arithmetic.formulas import basics, mlp
-from inference_arithmetic.numeric import ArgumentError, CompiledFormula, evaluate, numeric
-from inference_arithmetic.symbols import NOTATION, B, D, L, L_w, N, O, S, T, W, b, d_1, d_2
 
-# The module itself: ``inference_arithmetic.numeric`` as an attribute is the function.
-NUMERIC = importlib.import_module("inference_arithmetic.numeric")
+# The module itself: ``inference_arithmetic.core.numeric`` as an attribute is the function.
+NUMERIC = importlib.import_module("inference_arithmetic.core.numeric")
 
 FORWARD = mlp.forward_flops()
 TRAINING_MEMORY = mlp.training_memory()

@@ -28,7 +28,7 @@ from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 
 import inference_arithmetic as ia
-from inference_arithmetic.scenario import MAX_TOKENS, tensor_parallel_degrees
+from inference_arithmetic.serving.scenario import MAX_TOKENS, tensor_parallel_degrees
 
 MODELS = tuple(ia.model_names())
 GPUS = tuple(ia.gpu_names())

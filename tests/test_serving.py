@@ -7,9 +7,10 @@ import re
 import pytest
 
 import inference_arithmetic as ia
-from inference_arithmetic import serving, timing
-from inference_arithmetic.economics import token_costs
-from inference_arithmetic.serving import calculate
+from inference_arithmetic import serving
+from inference_arithmetic.serving import timing
+from inference_arithmetic.serving.economics import token_costs
+from inference_arithmetic.serving.report import calculate
 
 M, G = ia.model("llama-3.1-8b"), ia.gpu("h100-sxm")
 

@@ -7,8 +7,8 @@ import sympy
 from hypothesis import given
 from hypothesis import strategies as st
 
-from inference_arithmetic import symbols
-from inference_arithmetic.symbols import NOTATION, B, D, Sym, b, by_name
+from inference_arithmetic.core import symbols
+from inference_arithmetic.core.symbols import NOTATION, B, D, Sym, b, by_name
 
 ROWS = list(NOTATION.values())
 # Quantities that are not counts: bytes per number (int4 is 0.5), rates and efficiencies.
@@ -99,7 +99,7 @@ def test_every_exported_symbol_is_in_the_notation():
     assert {s.name for s in syms} | {"context_len"} == set(NOTATION)
     assert "S" not in symbols.__all__ and symbols.S.name == "context_len"
     namespace = {}
-    exec("from sympy import *\nfrom inference_arithmetic.symbols import *", namespace)
+    exec("from sympy import *\nfrom inference_arithmetic.core.symbols import *", namespace)
     assert namespace["S"] is sympy.S
     for s in syms:
         assert NOTATION[s.name].symbol is s

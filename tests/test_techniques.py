@@ -4,9 +4,9 @@ import pytest
 import sympy
 
 import inference_arithmetic as ia
+from inference_arithmetic.core.symbols import B, T, b, b_kv, d_h
 from inference_arithmetic.formulas import latency, techniques
 from inference_arithmetic.formulas.techniques import P_s, a, c_d, gamma
-from inference_arithmetic.symbols import B, T, b, b_kv, d_h
 
 
 def test_no_accepted_draft_token_still_yields_the_target_token():

@@ -12,9 +12,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import inference_arithmetic as ia
-from inference_arithmetic import timing
+from inference_arithmetic.core.symbols import B, D, F, S, T, b, n_gpus
 from inference_arithmetic.formulas import latency, parallel, roofline, transformer
-from inference_arithmetic.symbols import B, D, F, S, T, b, n_gpus
+from inference_arithmetic.serving import timing
 
 GPU = ia.GPU(
     name="round-gpu",

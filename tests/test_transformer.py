@@ -5,9 +5,9 @@ import sympy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from inference_arithmetic.core.symbols import B, D, F, H, H_kv, L, S, T, V, d_h
 from inference_arithmetic.formulas import transformer as tf
-from inference_arithmetic.models import ModelConfig, model, model_names
-from inference_arithmetic.symbols import B, D, F, H, H_kv, L, S, T, V, d_h
+from inference_arithmetic.models.config import ModelConfig, model, model_names
 
 CLASSIC = ModelConfig(
     name="classic", vocab_size=50000, d_model=768, n_layers=12, n_heads=12, d_ff=3072,

@@ -9,9 +9,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 import inference_arithmetic as ia
-from inference_arithmetic import format as fmt
+from inference_arithmetic.core import format as fmt
 from inference_arithmetic.formulas import mlp
-from inference_arithmetic.widgets import Choice, FormulaWidget, Range, formula_widget
+from inference_arithmetic.page.widgets import Choice, FormulaWidget, Range, formula_widget
 
 INFERENCE = mlp.inference_memory()
 TRAINING = mlp.training_memory()
@@ -466,8 +466,8 @@ def test_the_label_check_can_fail():
 
 
 def test_every_symbol_and_every_control_is_labelled_in_words():
-    from inference_arithmetic.controls import label, label_html
-    from inference_arithmetic.symbols import NOTATION
+    from inference_arithmetic.core.symbols import NOTATION
+    from inference_arithmetic.page.controls import label, label_html
 
     for name in NOTATION:
         assert not label_problems(label(name)), name
@@ -578,8 +578,8 @@ def test_the_python_plot_has_ticks_labelled_with_units_on_both_axes():
 
 
 def _window_widget(**options):
+    from inference_arithmetic.core.symbols import S_max
     from inference_arithmetic.formulas import kv_cache
-    from inference_arithmetic.symbols import S_max
 
     names = ["llama-2-7b", "llama-3.1-8b"]
     sizes = {n: ia.model(n).sizes() | {"context_window": ia.model(n).context_window} for n in names}
@@ -620,7 +620,7 @@ def test_x_past_the_context_window_is_shaded_named_and_said():
 
 
 def test_a_region_below_a_bound_and_a_bound_that_is_not_a_number():
-    from inference_arithmetic.symbols import S_max
+    from inference_arithmetic.core.symbols import S_max
 
     with pytest.raises(ValueError, match=r"missing \['context_window'\]"):
         formula_widget(

@@ -9,27 +9,32 @@ Every formula is a SymPy expression in ``inference_arithmetic.formulas``, derive
 of the book; ``numeric`` compiles any of them into a vectorized numpy function.
 """
 
-from inference_arithmetic import (
-    cache,
-    checks,
-    continuous,
-    format,
-    formulas,
-    measurements,
-    scenario,
-    serving,
-    symbols,
+# The layers, bottom up (README.md and tests/test_layers.py): core < formulas < models, hardware <
+# serving < validation, page; this file sits on top, and exercises, the answer key written
+# against the public API as the chapters are, above it.
+from inference_arithmetic import formulas, hardware, models, serving
+from inference_arithmetic.core import checks, dtypes, format, registry, symbols
+from inference_arithmetic.core.dtypes import DTYPE_BYTES, bytes_per_number
+from inference_arithmetic.core.numeric import ArgumentError, evaluate, numeric
+from inference_arithmetic.hardware.gpus import GPU, gpu, gpu_names
+from inference_arithmetic.models import counts
+from inference_arithmetic.models.config import ModelConfig, measured, model, model_names
+from inference_arithmetic.models.counts import (
+    decode_flops,
+    forward_flops,
+    kv_cache_bytes,
+    param_count,
 )
-from inference_arithmetic.continuous import plan, steady_state
-from inference_arithmetic.counts import decode_flops, forward_flops, kv_cache_bytes, param_count
-from inference_arithmetic.dtypes import DTYPE_BYTES, bytes_per_number
-from inference_arithmetic.economics import api_prices, break_even_utilization, token_costs
-from inference_arithmetic.hardware import GPU, gpu, gpu_names
-from inference_arithmetic.models import ModelConfig, measured, model, model_names
-from inference_arithmetic.numeric import ArgumentError, evaluate, numeric
-from inference_arithmetic.scenario import Scenario
-from inference_arithmetic.serving import calculate
-from inference_arithmetic.timing import (
+from inference_arithmetic.serving import cache, continuous, economics, scenario, timing
+from inference_arithmetic.serving.continuous import plan, steady_state
+from inference_arithmetic.serving.economics import (
+    api_prices,
+    break_even_utilization,
+    token_costs,
+)
+from inference_arithmetic.serving.report import calculate
+from inference_arithmetic.serving.scenario import Scenario
+from inference_arithmetic.serving.timing import (
     compute_bound_batch,
     decode_step_time,
     generation,
@@ -37,6 +42,7 @@ from inference_arithmetic.timing import (
     prefill_time,
     serve,
 )
+from inference_arithmetic.validation import measurements
 
 __all__ = [
     "ArgumentError",
@@ -81,12 +87,29 @@ __all__ = [
     "widgets",
     "exercises",
     "diagrams",
+    "hardware",
+    "models",
+    "dtypes",
+    "registry",
+    "counts",
+    "economics",
+    "timing",
 ]
 
 __version__ = "0.1.0"
 
 
-_PRESENTATION = ("widgets", "live", "calculator", "exercises", "diagrams")
+# The page layer and the exercises, by the name ``ia`` gives them: loaded on first use.
+_LAZY = {
+    "page": "inference_arithmetic.page",
+    "widgets": "inference_arithmetic.page.widgets",
+    "live": "inference_arithmetic.page.live",
+    "controls": "inference_arithmetic.page.controls",
+    "calculator": "inference_arithmetic.page.calculator",
+    "diagrams": "inference_arithmetic.page.diagrams",
+    "reference_page": "inference_arithmetic.page.reference_page",
+    "exercises": "inference_arithmetic.exercises",
+}
 
 
 def _sharp_notebook_figures():
@@ -115,8 +138,8 @@ _sharp_notebook_figures()
 def __getattr__(name):
     # The presentation layer (matplotlib and ipywidgets cost about 0.3 s to import) loads on
     # first use: only chapters with widgets pay it.
-    if name in _PRESENTATION:
+    if name in _LAZY:
         import importlib
 
-        return importlib.import_module(f"inference_arithmetic.{name}")
+        return importlib.import_module(_LAZY[name])
     raise AttributeError(f"module 'inference_arithmetic' has no attribute {name!r}")

@@ -2,7 +2,7 @@
 synthetic configs of each model_type, built by `transformers` on the meta device and measured
 like the registry models (tests/reference/make_reference.py).
 
-Written to lib/inference_arithmetic/reference/families.json: unique parameters, the bytes of
+Written to lib/inference_arithmetic/models/reference/families.json: unique parameters, the bytes of
 the KV cache after a prefill of 40 tokens (bf16), and the FLOP counter's totals of a prefill of
 32 tokens and of one decode step with those 32 cached. Small sizes keep it to seconds and make
 every structural choice (a window of 16, a layer of each kind) show in the numbers.

@@ -1,6 +1,6 @@
 """Ground truth for the library: parameters, FLOPs and KV-cache bytes of the registry models.
 
-Every model in lib/inference_arithmetic/model_configs/ is built from its Hugging Face config with
+Every model in lib/inference_arithmetic/models/configs/ is built from its Hugging Face config with
 `transformers` on PyTorch's meta device (shapes only: no weights, no memory, no arithmetic), in
 bfloat16, with eager attention, and measured:
 
@@ -10,8 +10,9 @@ bfloat16, with eager attention, and measured:
   every position and at the last one only, and for one decode step with 2048 tokens in the cache;
 - kv_cache: the bytes of every tensor the returned cache holds after a prefill (B=1).
 
-The result is written to lib/inference_arithmetic/reference/measured.json. The library's tests
-compare their formulas to that file without needing torch. Run it with `make reference`.
+The result is written to lib/inference_arithmetic/models/reference/measured.json. The
+library's tests compare their formulas to that file without needing torch. Run it with
+`make reference`.
 """
 
 from __future__ import annotations
@@ -33,9 +34,9 @@ from transformers import AutoConfig, AutoModelForCausalLM
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
-CONFIG_DIR = REPO / "lib" / "inference_arithmetic" / "model_configs"
+CONFIG_DIR = REPO / "lib" / "inference_arithmetic" / "models" / "configs"
 # Shipped with the library, so that chapters and readers can compare with it too.
-OUTPUT = HERE.parents[1] / "lib" / "inference_arithmetic" / "reference" / "measured.json"
+OUTPUT = HERE.parents[1] / "lib" / "inference_arithmetic" / "models" / "reference" / "measured.json"
 
 BATCH = 1
 DTYPE = torch.bfloat16

@@ -6,11 +6,12 @@ README says how it was made. Neither peer is a dependency of the book: the impor
 ``llm_analysis`` and ``GenZ`` are inside the functions that use them, so the main environment
 can lint this file without them.
 
-Every peer gets the same inputs: the rows of ``lib/inference_arithmetic/data/vllm_llama_h100.csv``
-(batch B, prompt T and output O tokens, GPUs), the model's Hugging Face ``config.json`` from
-``lib/inference_arithmetic/model_configs/`` and the H100 SXM figures of
-``lib/inference_arithmetic/gpu_specs/h100-sxm.json``, in the units the peer expects. Each peer
-predicts a run's seconds; the predicted throughput is B * O over them, as for the measurement.
+Every peer gets the same inputs: the rows of
+``lib/inference_arithmetic/validation/data/vllm_llama_h100.csv`` (batch B, prompt T and
+output O tokens, GPUs), the model's Hugging Face ``config.json`` from
+``lib/inference_arithmetic/models/configs/`` and the H100 SXM figures of
+``lib/inference_arithmetic/hardware/specs/h100-sxm.json``, in the units the peer expects. Each
+peer predicts a run's seconds; the predicted throughput is B * O over them, as for the measurement.
 """
 
 from __future__ import annotations
@@ -44,16 +45,16 @@ class Refused(Exception):
 
 
 def runs() -> list[dict]:
-    with open(DATA / "data" / "vllm_llama_h100.csv") as f:
+    with open(DATA / "validation" / "data" / "vllm_llama_h100.csv") as f:
         return list(csv.DictReader(f))
 
 
 def hf_config(name: str) -> dict:
-    return json.loads((DATA / "model_configs" / f"{name}.json").read_text())["config"]
+    return json.loads((DATA / "models" / "configs" / f"{name}.json").read_text())["config"]
 
 
 def h100() -> dict:
-    spec = json.loads((DATA / "gpu_specs" / "h100-sxm.json").read_text())
+    spec = json.loads((DATA / "hardware" / "specs" / "h100-sxm.json").read_text())
     assert spec["name"] == "h100-sxm"
     return {
         "flop_rate": spec["peak_flop_rate"]["bf16"],  # FLOP/s, dense

@@ -4,9 +4,9 @@ The inputs are the chapter's example: a 70-billion-parameter model on a GPU that
 3 TB/s. A token of one conversation reads every weight once: N b / beta seconds.
 """
 
+from inference_arithmetic.core.numeric import numeric
 from inference_arithmetic.exercises import Part, register
 from inference_arithmetic.formulas.basics import memory_time, weight_bytes
-from inference_arithmetic.numeric import numeric
 
 N_PARAMS, BANDWIDTH = 70e9, 3e12
 _time = numeric(memory_time(weight_bytes()))

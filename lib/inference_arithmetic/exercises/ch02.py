@@ -8,9 +8,9 @@ Counts of parameters and FLOPs are exact: a near miss there is a missing term, n
 import sympy
 
 import inference_arithmetic as ia
+from inference_arithmetic.core.symbols import B
 from inference_arithmetic.exercises import Part, register
 from inference_arithmetic.formulas import mlp
-from inference_arithmetic.symbols import B
 
 EXAMPLE = dict(d_1=1024, d_2=4096, d_3=1024)  # the chapter's running example
 DIGITS = dict(d_1=28 * 28, d_2=512, d_3=10)  # exercise 1's network

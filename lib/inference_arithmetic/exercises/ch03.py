@@ -10,9 +10,9 @@ prints. Parameter counts are exact: a near miss is a missing block, not rounding
 import dataclasses
 
 import inference_arithmetic as ia
+from inference_arithmetic.core.symbols import D, H, H_kv, L, d_h
 from inference_arithmetic.exercises import Part, register
 from inference_arithmetic.formulas import transformer as tf
-from inference_arithmetic.symbols import D, H, H_kv, L, d_h
 
 EXACT = 1e-9  # an exact count: only float rounding is forgiven
 

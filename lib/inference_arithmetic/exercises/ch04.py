@@ -13,9 +13,9 @@ import functools
 import sympy
 
 import inference_arithmetic as ia
+from inference_arithmetic.core.symbols import S, T, V
 from inference_arithmetic.exercises import Part, register
 from inference_arithmetic.formulas import transformer as tf
-from inference_arithmetic.symbols import S, T, V
 
 MISTRAL, MIXTRAL = "mistral-7b-v0.1", "mixtral-8x7b"
 SMALL, PROMPT, ANSWER = "llama-3.1-8b", 2000, 1000  # the request of ex-flops-answer

@@ -13,9 +13,9 @@ import math
 import sympy
 
 import inference_arithmetic as ia
+from inference_arithmetic.core.symbols import N, b
 from inference_arithmetic.exercises import Part, register
 from inference_arithmetic.formulas import memory
-from inference_arithmetic.symbols import N, b
 
 MODEL = "llama-3.1-70b"
 WORKLOAD = dict(batch=4, seq_len=2048, context_len=2048, bytes_per_number=2)  # the chapter's

@@ -15,10 +15,10 @@ import functools
 import sympy
 
 import inference_arithmetic as ia
+from inference_arithmetic.core.symbols import B, D, F, T, b
 from inference_arithmetic.exercises import Part, register
 from inference_arithmetic.formulas import basics, kv_cache, roofline
 from inference_arithmetic.formulas import transformer as tf
-from inference_arithmetic.symbols import B, D, F, T, b
 
 GPU = "h100-sxm"
 FFN_MODEL = "llama-3.1-70b"  # its feed-forward product, D x F

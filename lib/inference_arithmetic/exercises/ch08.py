@@ -16,9 +16,9 @@ import math
 import sympy
 
 import inference_arithmetic as ia
+from inference_arithmetic.core.symbols import T, by_name
 from inference_arithmetic.exercises import Part, register
 from inference_arithmetic.formulas import basics, latency
-from inference_arithmetic.symbols import T, by_name
 
 MODEL, SMALL = "llama-3.3-70b", "llama-3.1-8b"
 GPU = "h100-sxm"

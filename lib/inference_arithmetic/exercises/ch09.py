@@ -15,9 +15,9 @@ import functools
 import sympy
 
 import inference_arithmetic as ia
+from inference_arithmetic.core.symbols import B, b, eta_m
 from inference_arithmetic.exercises import Part, register
 from inference_arithmetic.formulas import kv_cache, transformer
-from inference_arithmetic.symbols import B, b, eta_m
 
 SMALL, LARGE = "llama-3.1-8b", "llama-3.1-70b"
 GPU = "h100-sxm"

@@ -15,9 +15,9 @@ import functools
 import sympy
 
 import inference_arithmetic as ia
+from inference_arithmetic.core.symbols import B, alpha
 from inference_arithmetic.exercises import Part, register
 from inference_arithmetic.formulas import latency
-from inference_arithmetic.symbols import B, alpha
 
 MODEL, GPU, CONTEXT = "llama-3.1-70b", "h100-sxm", 2048
 IDEAL = ia.timing.IDEAL

@@ -16,9 +16,9 @@ import math
 import numpy as np
 
 import inference_arithmetic as ia
+from inference_arithmetic.core.symbols import B
 from inference_arithmetic.exercises import Part, register
 from inference_arithmetic.formulas import latency
-from inference_arithmetic.symbols import B
 
 # --- ex-reality-bandwidth-only: eta_m fitted alone, with eta_c = 1 and the default alpha ------
 

@@ -14,9 +14,9 @@ import math
 import sympy
 
 import inference_arithmetic as ia
+from inference_arithmetic.core.symbols import E, a, c_d, gamma, k
 from inference_arithmetic.exercises import Part, register
 from inference_arithmetic.formulas import latency, techniques
-from inference_arithmetic.symbols import E, a, c_d, gamma, k
 
 GPU, CONTEXT = "h100-sxm", 8192
 

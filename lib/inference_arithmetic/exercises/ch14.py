@@ -15,9 +15,9 @@ import functools
 import numpy as np
 
 import inference_arithmetic as ia
+from inference_arithmetic.core.symbols import O, T
 from inference_arithmetic.exercises import Part, register
 from inference_arithmetic.formulas import latency
-from inference_arithmetic.symbols import O, T
 
 MODEL, GPU, GPUS = "llama-3.1-70b", "h100-sxm", 4
 WORKLOAD = dict(batch=32, prompt_len=2048, output_len=256)

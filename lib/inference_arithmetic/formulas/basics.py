@@ -2,7 +2,7 @@
 
 Derived in chapter 01 (``book/01-quantities.md``) and the introduction.
 
->>> from inference_arithmetic.numeric import evaluate
+>>> from inference_arithmetic.core.numeric import evaluate
 >>> evaluate(weight_bytes(), n_params=70 * 10**9, bytes_per_number=2)  # 70e9 * 2 B = 140 GB
 140000000000
 >>> evaluate(memory_time(weight_bytes()), n_params=10**9, bytes_per_number=2, bandwidth=10**12)
@@ -11,7 +11,7 @@ Derived in chapter 01 (``book/01-quantities.md``) and the introduction.
 
 from __future__ import annotations
 
-from inference_arithmetic.symbols import N, T, b, beta, pi
+from inference_arithmetic.core.symbols import N, T, b, beta, pi
 
 __all__ = [
     "weight_bytes",

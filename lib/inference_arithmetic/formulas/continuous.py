@@ -7,15 +7,15 @@ parallelism's messages, by the serving conventions of ``formulas.latency``; ``ia
 puts the steady state of an arrival rate into it. Derived in chapter 09, whose static
 batches it extends to a stream of requests.
 
->>> from inference_arithmetic.models import model
+>>> from inference_arithmetic.models.config import model
 >>> sorted(s.name for s in step(model("llama-3.1-8b")).free_symbols)[:4]
 ['attention_efficiency', 'bandwidth', 'bandwidth_efficiency', 'bytes_per_number']
 """
 
 from __future__ import annotations
 
+from inference_arithmetic.core.symbols import B, B_d, D, P_t, S, T, V, n_gpus
 from inference_arithmetic.formulas import latency, roofline, transformer
-from inference_arithmetic.symbols import B, B_d, D, P_t, S, T, V, n_gpus
 
 __all__ = ["step_sides", "step"]
 

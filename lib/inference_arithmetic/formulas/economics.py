@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import sympy
 
+from inference_arithmetic.core.symbols import B, O, T, c, n_gpus, p_in, p_out, u
 from inference_arithmetic.formulas import latency
-from inference_arithmetic.symbols import B, O, T, c, n_gpus, p_in, p_out, u
 
 __all__ = [
     "MILLION",

@@ -2,7 +2,7 @@
 
 Derived in chapter 06. Bytes for B sequences of S cached tokens, b bytes per number:
 
->>> from inference_arithmetic.models import model
+>>> from inference_arithmetic.models.config import model
 >>> kv_cache_bytes(model("llama-3.1-70b"))
 2*batch*bytes_per_number*context_len*d_head*n_kv_heads*n_layers
 
@@ -13,8 +13,22 @@ from __future__ import annotations
 
 import sympy
 
-from inference_arithmetic.checks import renamed
-from inference_arithmetic.symbols import B, H, H_kv, L, L_w, S, W, b, d_h, d_nope, d_rope, d_v, r_kv
+from inference_arithmetic.core.checks import renamed
+from inference_arithmetic.core.symbols import (
+    B,
+    H,
+    H_kv,
+    L,
+    L_w,
+    S,
+    W,
+    b,
+    d_h,
+    d_nope,
+    d_rope,
+    d_v,
+    r_kv,
+)
 
 __all__ = ["MLA_FORMS", "numbers_per_token", "cached_tokens", "kv_cache_bytes"]
 

@@ -21,9 +21,7 @@ import functools
 
 import sympy
 
-from inference_arithmetic.formulas import kv_cache, roofline, transformer
-from inference_arithmetic.formulas import parallel as parallelism
-from inference_arithmetic.symbols import (
+from inference_arithmetic.core.symbols import (
     B,
     D,
     E,
@@ -45,6 +43,8 @@ from inference_arithmetic.symbols import (
     n_gpus,
     pi,
 )
+from inference_arithmetic.formulas import kv_cache, roofline, transformer
+from inference_arithmetic.formulas import parallel as parallelism
 
 __all__ = [
     "PARALLEL",

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import sympy
 
-from inference_arithmetic import symbols as sym
+from inference_arithmetic.core import symbols as sym
+from inference_arithmetic.core.symbols import B, D, E_s, F, F_e, H, H_kv, L, N, T, V, b, d_h, k
 from inference_arithmetic.formulas import kv_cache, transformer
-from inference_arithmetic.symbols import B, D, E_s, F, F_e, H, H_kv, L, N, T, V, b, d_h, k
 
 __all__ = [
     "FP32",

@@ -1,9 +1,9 @@
 """A two-layer network, d_1 -> d_2 -> d_3: parameters, FLOPs and memory.
 
 Derived in chapter 02 (``book/02-mlp.md``). Every function returns a SymPy expression in the
-book's symbols; compile it with ``inference_arithmetic.numeric``.
+book's symbols; compile it with ``inference_arithmetic.core.numeric``.
 
->>> from inference_arithmetic.numeric import evaluate
+>>> from inference_arithmetic.core.numeric import evaluate
 >>> evaluate(params(), d_1=2, d_2=3, d_3=2)  # 2*3 + 3*2 = 12
 12
 >>> evaluate(training_flops(), batch=1, d_1=2, d_2=3, d_3=2)  # 3 * 2 * 12 = 72
@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import sympy
 
-from inference_arithmetic.symbols import B, b, d_1, d_2, d_3
+from inference_arithmetic.core.symbols import B, b, d_1, d_2, d_3
 
 __all__ = [
     "WIDTHS",

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import sympy
 
-from inference_arithmetic.symbols import D, L, alpha, b, beta_link, beta_net, n_gpus, n_link
+from inference_arithmetic.core.symbols import D, L, alpha, b, beta_link, beta_net, n_gpus, n_link
 
 __all__ = [
     "ALL_REDUCES_PER_LAYER",

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import sympy
 
+from inference_arithmetic.core.symbols import B, D, F, b, beta, eta_c, eta_m, pi
 from inference_arithmetic.formulas import basics
-from inference_arithmetic.symbols import B, D, F, b, beta, eta_c, eta_m, pi
 
 __all__ = [
     "matmul_flops",

@@ -12,8 +12,8 @@ tokens per step of the target model (at a = 0.8, gamma = 4: (1 - 0.8**5) / 0.2 =
 
 from __future__ import annotations
 
+from inference_arithmetic.core.symbols import B, D, H, P_s, S, T, V, a, b, c_d, d_h, gamma
 from inference_arithmetic.formulas import latency, transformer
-from inference_arithmetic.symbols import B, D, H, P_s, S, T, V, a, b, c_d, d_h, gamma
 
 __all__ = [
     "a",

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sympy
 
-from inference_arithmetic.symbols import (
+from inference_arithmetic.core.symbols import (
     B,
     D,
     E,

@@ -11,8 +11,8 @@ The cache lives in ``$IA_CACHE_DIR``, else ``$XDG_CACHE_HOME/inference-arithmeti
 named after a hash of the library's source and the SymPy and NumPy versions, so a changed
 library never reads an old entry. A folder that cannot be written, or an entry that cannot be
 read, only costs the compile: the formulas are built as if there were no cache.
-``warm()`` (which ``make`` runs when it sets up the environment) compiles the calculator's
-formulas of every registry model ahead of their first use.
+``ia.serving.warm()`` (which ``make`` runs when it sets up the environment) compiles the
+calculator's formulas of every registry model ahead of their first use.
 """
 
 from __future__ import annotations
@@ -28,15 +28,15 @@ from pathlib import Path
 import numpy as np
 import sympy
 
-from inference_arithmetic.numeric import CompiledFormulas
+from inference_arithmetic.core.numeric import CompiledFormulas
 
-__all__ = ["formulas", "folder", "warm"]
+__all__ = ["formulas", "folder"]
 
 
 @functools.cache
 def _fingerprint() -> str:
     digest = hashlib.sha256(f"{sympy.__version__} {np.__version__}".encode())
-    package = Path(__file__).parent
+    package = Path(__file__).parents[1]  # the whole library, not only serving/
     for path in sorted(package.rglob("*.py")) + sorted(package.rglob("*.json")):
         digest.update(path.relative_to(package).as_posix().encode())
         digest.update(path.read_bytes())
@@ -75,16 +75,3 @@ def formulas(key: str, build: Callable[[], dict]) -> CompiledFormulas:
         except OSError:
             pass
     return compiled
-
-
-def warm() -> int:
-    """Compile and keep the calculator's formulas and checks of every registry model (tensor
-    and pipeline parallelism); the number of models."""
-    from inference_arithmetic import scenario, serving
-    from inference_arithmetic.models import model, model_names
-
-    for name in model_names():
-        serving._compiled(model(name))
-        for parallel in ("tensor", "pipeline"):
-            scenario._rules(model(name), parallel)
-    return len(model_names())

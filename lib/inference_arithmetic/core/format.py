@@ -290,7 +290,9 @@ def show(value, kind: str, unit: str = "") -> str:
 def js_runtime() -> str:
     """The JavaScript of ``format.js``: defines ``window.iaShow(value, kind, unit)`` once a page."""
     return (
-        importlib.resources.files("inference_arithmetic").joinpath("format.js").read_text("utf-8")
+        importlib.resources.files("inference_arithmetic.core")
+        .joinpath("format.js")
+        .read_text("utf-8")
     )
 
 
@@ -299,7 +301,7 @@ def formula_table(rows) -> str:
 
     Chapters end with one, generated from the library so that it cannot drift from the code.
 
-    >>> from inference_arithmetic.symbols import N, b
+    >>> from inference_arithmetic.core.symbols import N, b
     >>> print(formula_table([("weights", N * b, "basics.weight_bytes()")]))
     | quantity | formula | in the library |
     |---|---|---|

@@ -30,8 +30,9 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import sympy
 
-from inference_arithmetic import format as fmt
-from inference_arithmetic.controls import (  # noqa: F401  (re-exported: ia.widgets.Range, ...)
+from inference_arithmetic.core import format as fmt
+from inference_arithmetic.core.numeric import numeric
+from inference_arithmetic.page.controls import (  # noqa: F401  (re-exported: ia.widgets.Range, ...)
     DASHES,
     PALETTE,
     Choice,
@@ -43,9 +44,8 @@ from inference_arithmetic.controls import (  # noqa: F401  (re-exported: ia.widg
     model_preset,
     show,
 )
-from inference_arithmetic.controls import label as control_label
-from inference_arithmetic.live import CAPTION, NOTE, live_html
-from inference_arithmetic.numeric import numeric
+from inference_arithmetic.page.controls import label as control_label
+from inference_arithmetic.page.live import CAPTION, NOTE, live_html
 
 # Range, Choice, Preset, curve_style, model_preset and gpu_preset are ``controls``'s, used here
 # and by the chapters as ``ia.widgets.Range``; they are documented there.
@@ -293,7 +293,7 @@ class FormulaWidget:
 
     def _repr_mimebundle_(self, **kwargs):
         # Jupyter renders the ipywidgets view; the static book renders the HTML, which
-        # recomputes in the browser without a kernel (inference_arithmetic.live).
+        # recomputes in the browser without a kernel (inference_arithmetic.page.live).
         bundle = self.widget()._repr_mimebundle_(**kwargs)
         bundle["text/html"] = live_html(self)
         # The plot at the defaults, for outputs that can show neither (the PDF).
@@ -304,8 +304,11 @@ class FormulaWidget:
 def memory_budget() -> dict:
     """The library's memory budget by symbol, for a widget's bounds: the memory utilization
     and the token budget (which sizes the activations' reserve) at their defaults."""
-    from inference_arithmetic.scenario import DEFAULT_MEMORY_UTILIZATION, DEFAULT_TOKEN_BUDGET
-    from inference_arithmetic.symbols import P_max, mu
+    from inference_arithmetic.core.symbols import P_max, mu
+    from inference_arithmetic.serving.scenario import (
+        DEFAULT_MEMORY_UTILIZATION,
+        DEFAULT_TOKEN_BUDGET,
+    )
 
     return {mu: DEFAULT_MEMORY_UTILIZATION, P_max: DEFAULT_TOKEN_BUDGET}
 
@@ -314,8 +317,8 @@ def memory_limit(arch, **values):
     """The most requests whose caches fit beside the weights and the activations' reserve, at
     the library's memory budget (``latency.max_concurrency``, never below 0): a bound for
     ``beyond=``. ``values`` put in more, by keyword name, e.g. ``kv_bytes_per_number=b``."""
+    from inference_arithmetic.core.symbols import by_name
     from inference_arithmetic.formulas import latency
-    from inference_arithmetic.symbols import by_name
 
     limit = latency.max_concurrency(arch).subs(memory_budget())
     return sympy.Max(0, limit.subs({by_name(name): v for name, v in values.items()}))

@@ -40,12 +40,17 @@ from collections import deque
 import numpy as np
 import sympy
 
-from inference_arithmetic import cache, checks
-from inference_arithmetic import format as fmt
+from inference_arithmetic.core import checks
+from inference_arithmetic.core import format as fmt
+from inference_arithmetic.core.numeric import numeric
+from inference_arithmetic.core.symbols import B_d, O, P_t, R, S
 from inference_arithmetic.formulas import continuous, latency
-from inference_arithmetic.numeric import numeric
-from inference_arithmetic.scenario import DEFAULT_TOKEN_BUDGET, Scenario, deployment_keywords
-from inference_arithmetic.symbols import B_d, O, P_t, R, S
+from inference_arithmetic.serving import cache
+from inference_arithmetic.serving.scenario import (
+    DEFAULT_TOKEN_BUDGET,
+    Scenario,
+    deployment_keywords,
+)
 
 __all__ = ["DEFAULT_TOKEN_BUDGET", "PROMPT_COUNTS", "STEADY", "REPLICAS", "SATURATED"]
 __all__ += ["steady_state"]
@@ -308,9 +313,9 @@ def plan(
     share of the requests. Returns ``replicas``, ``tensor_parallel``, ``n_gpus``, ``ttft``,
     ``tpot`` and ``cost_per_million_output_tokens`` (dollars at the GPU's example price, the
     GPUs paid busy or idle); ``ValueError`` if no deployment of ``most_gpus`` meets them."""
-    from inference_arithmetic.hardware import gpu as registry_gpu
-    from inference_arithmetic.models import model as registry_model
-    from inference_arithmetic.scenario import tensor_parallel_degrees
+    from inference_arithmetic.hardware.gpus import gpu as registry_gpu
+    from inference_arithmetic.models.config import model as registry_model
+    from inference_arithmetic.serving.scenario import tensor_parallel_degrees
 
     rate = checks.amount("requests_per_s", requests_per_s, "requests per second", positive=True)
     checks.amount("ttft_target", ttft_target, "seconds", positive=True)

@@ -4,7 +4,7 @@
 >>> len(runs), runs[0].model, runs[0].gpu, runs[0].batch
 (20, 'llama-3.3-70b', 'h100-sxm', 1)
 
-The data and their source and license are in ``inference_arithmetic/data/README.md``;
+The data and their source and license are in ``inference_arithmetic/validation/data/README.md``;
 chapter 11 compares every row with ``predict``, fits the efficiencies with ``calibrate`` and
 tests them on runs they were not fitted on with ``hold_out``.
 """
@@ -19,12 +19,12 @@ from importlib import resources
 
 import numpy as np
 
+from inference_arithmetic.core.numeric import numeric
 from inference_arithmetic.formulas import latency
-from inference_arithmetic.hardware import gpu
-from inference_arithmetic.models import model
-from inference_arithmetic.numeric import numeric
-from inference_arithmetic.scenario import Scenario
-from inference_arithmetic.timing import serve
+from inference_arithmetic.hardware.gpus import gpu
+from inference_arithmetic.models.config import model
+from inference_arithmetic.serving.scenario import Scenario
+from inference_arithmetic.serving.timing import serve
 
 __all__ = [
     "ServingRun",
@@ -70,7 +70,7 @@ class ServingRun:
 
 def serving_runs(name: str = "vllm_llama_h100") -> list[ServingRun]:
     """The rows of ``data/<name>.csv``, typed; a ``KeyError`` lists the files there are."""
-    folder = resources.files("inference_arithmetic") / "data"
+    folder = resources.files("inference_arithmetic.validation") / "data"
     names = sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".csv"))
     if name not in names:
         raise KeyError(f"no measurements named {name!r}; there are: {', '.join(names)}")

@@ -5,11 +5,11 @@
 >>> count("batch", True)
 Traceback (most recent call last):
 ...
-inference_arithmetic.numeric.ArgumentError: batch must be a whole number from 1 up, got True
+inference_arithmetic.core.numeric.ArgumentError: batch must be a whole number from 1 up, got True
 >>> fraction("utilization", 1.5)
 Traceback (most recent call last):
 ...
-inference_arithmetic.numeric.ArgumentError: utilization must be a number from 0.001 to 1, got 1.5
+inference_arithmetic.core.numeric.ArgumentError: utilization must be a number from 0.001 to 1, ...
 
 Every message names the argument, the value and the valid range (a registry name:
 ``registry.lookup``). The errors are
@@ -25,7 +25,7 @@ import math
 import numbers
 import warnings
 
-from inference_arithmetic.numeric import ArgumentError
+from inference_arithmetic.core.numeric import ArgumentError
 
 __all__ = ["ArgumentError", "COUNT", "count", "fraction", "amount", "choice", "renamed"]
 

@@ -23,17 +23,23 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 from matplotlib.text import Text
 
-from inference_arithmetic import checks, timing
-from inference_arithmetic import format as fmt
-from inference_arithmetic.controls import PALETTE
-from inference_arithmetic.counts import decode_flops, forward_flops, kv_cache_bytes, param_count
-from inference_arithmetic.dtypes import bytes_per_number
+from inference_arithmetic.core import checks
+from inference_arithmetic.core import format as fmt
+from inference_arithmetic.core.dtypes import bytes_per_number
+from inference_arithmetic.core.numeric import evaluate
+from inference_arithmetic.core.symbols import NOTATION
 from inference_arithmetic.formulas import mlp, parallel
-from inference_arithmetic.hardware import ON_CHIP, gpu_names
-from inference_arithmetic.hardware import gpu as registry_gpu
-from inference_arithmetic.models import model as registry_model
-from inference_arithmetic.numeric import evaluate
-from inference_arithmetic.symbols import NOTATION
+from inference_arithmetic.hardware.gpus import ON_CHIP, gpu_names
+from inference_arithmetic.hardware.gpus import gpu as registry_gpu
+from inference_arithmetic.models.config import model as registry_model
+from inference_arithmetic.models.counts import (
+    decode_flops,
+    forward_flops,
+    kv_cache_bytes,
+    param_count,
+)
+from inference_arithmetic.page.controls import PALETTE
+from inference_arithmetic.serving import timing
 
 __all__ = [
     "Diagram",

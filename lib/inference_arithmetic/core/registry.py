@@ -1,6 +1,6 @@
 """The registries' shared machinery: JSON entries shipped with the package, and names.
 
->>> from inference_arithmetic.hardware import gpu_names
+>>> from inference_arithmetic.hardware.gpus import gpu_names
 >>> "h100-sxm" in gpu_names()
 True
 
@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterator, Mapping
 from importlib import resources
 
-from inference_arithmetic.numeric import ArgumentError
+from inference_arithmetic.core.numeric import ArgumentError
 
 __all__ = ["entries", "lookup"]
 

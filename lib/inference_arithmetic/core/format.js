@@ -1,4 +1,4 @@
-// inference_arithmetic.format in the page: window.iaShow(value, kind, unit) prints what
+// inference_arithmetic.core.format in the page: window.iaShow(value, kind, unit) prints what
 // format.show(value, kind, unit) prints in Python, character for character, for every kind of
 // format.KINDS (nbytes, seconds, flops, flop_rate, bandwidth, count, integer, number, usd,
 // percent, si, text). Python is the definition; this is a transcription of its functions, one for one, and

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 
-from inference_arithmetic.registry import entries, lookup
+from inference_arithmetic.core.registry import entries, lookup
 
 __all__ = ["ModelConfig", "model", "model_names", "measured", "MODEL_TYPES", "FIELDS", "WRAPPERS"]
 
@@ -624,7 +624,7 @@ FIELDS = _fields()
 @functools.cache
 def _registry() -> dict[str, ModelConfig]:
     registry = {}
-    for entry in entries("inference_arithmetic.model_configs"):
+    for entry in entries("inference_arithmetic.models.configs"):
         published = entry.get("published_params", {})
         config = ModelConfig.from_hf_config(entry["config"], name=entry["name"])
         registry[entry["name"]] = _with(
@@ -647,7 +647,7 @@ def model_names() -> list[str]:
 
 @functools.cache
 def _measured() -> dict:
-    path = resources.files("inference_arithmetic.reference").joinpath("measured.json")
+    path = resources.files("inference_arithmetic.models.reference").joinpath("measured.json")
     return json.loads(path.read_text())
 
 

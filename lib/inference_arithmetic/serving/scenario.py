@@ -7,7 +7,7 @@ evaluates.
 >>> Scenario("llama-3.1-8b", "h100-sxm", n_gpus=3)
 Traceback (most recent call last):
 ...
-inference_arithmetic.numeric.ArgumentError: llama-3.1-8b's 32 attention heads and 8 KV heads ...
+inference_arithmetic.core.numeric.ArgumentError: llama-3.1-8b's 32 attention heads and 8 KV ...
 
 The keyword functions (``ia.prefill_time``, ``ia.generation``, ``ia.calculate``, ...) are thin
 ways to make a ``Scenario`` and evaluate formulas of ``formulas.latency`` at its ``values()``.
@@ -25,16 +25,17 @@ from dataclasses import dataclass
 
 import sympy
 
-from inference_arithmetic import cache, checks
-from inference_arithmetic import format as fmt
-from inference_arithmetic.dtypes import DTYPE_BYTES, bytes_per_number
+from inference_arithmetic.core import checks
+from inference_arithmetic.core import format as fmt
+from inference_arithmetic.core.dtypes import DTYPE_BYTES, bytes_per_number
+from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas, numeric
+from inference_arithmetic.core.symbols import H, H_kv, L, M, O, S, S_max, T, n_gpus
 from inference_arithmetic.formulas import latency
-from inference_arithmetic.hardware import GPU
-from inference_arithmetic.hardware import gpu as registry_gpu
-from inference_arithmetic.models import ModelConfig
-from inference_arithmetic.models import model as registry_model
-from inference_arithmetic.numeric import ArgumentError, CompiledFormulas, numeric
-from inference_arithmetic.symbols import H, H_kv, L, M, O, S, S_max, T, n_gpus
+from inference_arithmetic.hardware.gpus import GPU
+from inference_arithmetic.hardware.gpus import gpu as registry_gpu
+from inference_arithmetic.models.config import ModelConfig
+from inference_arithmetic.models.config import model as registry_model
+from inference_arithmetic.serving import cache
 
 __all__ = [
     "DEFAULT_COMPUTE_EFFICIENCY",

@@ -23,10 +23,11 @@ from importlib import resources
 
 import sympy
 
-from inference_arithmetic import checks, timing
+from inference_arithmetic.core import checks
+from inference_arithmetic.core.numeric import numeric
 from inference_arithmetic.formulas import economics
-from inference_arithmetic.numeric import numeric
-from inference_arithmetic.scenario import Scenario, deployment_keywords
+from inference_arithmetic.serving import timing
+from inference_arithmetic.serving.scenario import Scenario, deployment_keywords
 
 __all__ = ["token_costs", "break_even_utilization", "api_prices"]
 
@@ -140,7 +141,8 @@ def break_even_utilization(
 
 @functools.cache
 def _api_prices() -> tuple:
-    text = resources.files("inference_arithmetic").joinpath("data", "api_prices.json").read_text()
+    data = resources.files("inference_arithmetic.serving") / "data"
+    text = data.joinpath("api_prices.json").read_text()
     return tuple(json.loads(text)["prices"])
 
 

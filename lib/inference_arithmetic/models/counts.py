@@ -1,6 +1,6 @@
 """The book's formulas evaluated for a real model: exact parameter counts, FLOPs, KV cache.
 
->>> from inference_arithmetic.models import model
+>>> from inference_arithmetic.models.config import model
 >>> m = model("llama-3.1-70b")
 >>> param_count(m)
 70553706496
@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import functools
 
-from inference_arithmetic.checks import count, renamed
-from inference_arithmetic.dtypes import bytes_per_number
+from inference_arithmetic.core.checks import count, renamed
+from inference_arithmetic.core.dtypes import bytes_per_number
+from inference_arithmetic.core.numeric import ArgumentError, evaluate
 from inference_arithmetic.formulas import kv_cache, transformer
-from inference_arithmetic.models import ModelConfig
-from inference_arithmetic.models import model as registry_model
-from inference_arithmetic.numeric import ArgumentError, evaluate
+from inference_arithmetic.models.config import ModelConfig
+from inference_arithmetic.models.config import model as registry_model
 
 __all__ = ["param_count", "kv_cache_bytes", "forward_flops", "decode_flops"]
 

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from inference_arithmetic import format as fmt
+from inference_arithmetic.core import format as fmt
 
 __all__ = [
     "label",
@@ -63,7 +63,7 @@ _GREEK = {r"\pi": "π", r"\beta": "β", r"\eta": "η", r"\mu": "μ", r"\alpha": 
 
 def display(name: str) -> tuple[str, str]:
     """How the value of the control ``name`` prints: (a kind of ``format.show``, a suffix)."""
-    from inference_arithmetic.symbols import NOTATION
+    from inference_arithmetic.core.symbols import NOTATION
 
     row = NOTATION.get(name)
     return _DISPLAY.get(row.unit, ("number", "")) if row else ("number", "")
@@ -78,7 +78,7 @@ def show(name: str, value: float) -> str:
 
 def _symbol(name: str) -> tuple[str, str] | None:
     """The book's letter for ``name``: (its base, its subscript), from its LaTeX."""
-    from inference_arithmetic.symbols import NOTATION
+    from inference_arithmetic.core.symbols import NOTATION
 
     row = NOTATION.get(name)
     if row is None:
@@ -92,7 +92,7 @@ def _symbol(name: str) -> tuple[str, str] | None:
 
 def _words(name: str, words: str | None = None) -> tuple[str, str]:
     """The control's words and the unit its label names (when its value does not print it)."""
-    from inference_arithmetic.symbols import LABELS, NOTATION
+    from inference_arithmetic.core.symbols import LABELS, NOTATION
 
     row = NOTATION.get(name)
     if row is None:
@@ -283,7 +283,7 @@ def _labelled(values: Sequence[float]) -> dict[str, float]:
 
 def model_preset(value: str, names: Sequence[str] | None = None) -> Preset:
     """A preset per registry model (``names``, default all), setting its sizes."""
-    from inference_arithmetic.models import model, model_names
+    from inference_arithmetic.models.config import model, model_names
 
     return Preset({n: model(n).sizes() for n in names or model_names()}, value)
 
@@ -291,7 +291,7 @@ def model_preset(value: str, names: Sequence[str] | None = None) -> Preset:
 def gpu_preset(value: str = "h100-sxm", names: Sequence[str] | None = None, dtype="bf16") -> Preset:
     """A preset per registry GPU (``names``, default every GPU with a FLOP rate in ``dtype``),
     setting its figures (``GPU.figures``): the one GPU control of the chapters' widgets."""
-    from inference_arithmetic.hardware import gpu, gpu_names
+    from inference_arithmetic.hardware.gpus import gpu, gpu_names
 
     names = names or [n for n in gpu_names() if dtype in gpu(n).peak_flop_rate]
     return Preset({n: gpu(n).figures(dtype) for n in names}, value)

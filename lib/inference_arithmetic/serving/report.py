@@ -8,7 +8,7 @@ True
 >>> calculate("llama-3.1-405b", "h100-sxm")
 Traceback (most recent call last):
 ...
-inference_arithmetic.numeric.ArgumentError: llama-3.1-405b does not fit: needs 815 GB per GPU ...
+inference_arithmetic.core.numeric.ArgumentError: llama-3.1-405b does not fit: needs 815 GB ...
 
 Every number is a closed-form SymPy formula of ``report_formulas``, evaluated at a
 ``Scenario``'s values; the calculator's page (``ia.calculator``) prints the same formulas to
@@ -30,11 +30,12 @@ import functools
 
 import sympy
 
-from inference_arithmetic import cache
+from inference_arithmetic.core.numeric import CompiledFormulas
+from inference_arithmetic.core.symbols import L_w, M, O, R, S, T, W, n_gpus
 from inference_arithmetic.formulas import economics, latency
-from inference_arithmetic.numeric import CompiledFormulas
-from inference_arithmetic.scenario import Scenario, deployment_keywords
-from inference_arithmetic.symbols import L_w, M, O, R, S, T, W, n_gpus
+from inference_arithmetic.models.config import model, model_names
+from inference_arithmetic.serving import cache, scenario
+from inference_arithmetic.serving.scenario import Scenario, deployment_keywords
 
 __all__ = [
     "BOUNDS",
@@ -44,6 +45,7 @@ __all__ = [
     "bound_text",
     "calculate",
     "report",
+    "warm",
 ]
 
 BOUNDS = ("bandwidth", "compute")
@@ -195,3 +197,13 @@ def report(s: Scenario) -> dict:
         **{name: getattr(s, name) for name in ("link_latency", "memory_utilization")},
         **{name: getattr(s, name) for name in ("attention_efficiency", "replicas")},
     }
+
+
+def warm() -> int:
+    """Compile and keep the calculator's formulas and checks of every registry model (tensor
+    and pipeline parallelism) in the disk cache; the number of models."""
+    for name in model_names():
+        _compiled(model(name))
+        for parallel in ("tensor", "pipeline"):
+            scenario._rules(model(name), parallel)
+    return len(model_names())

@@ -27,12 +27,12 @@ import functools
 import numpy as np
 import sympy
 
-from inference_arithmetic import checks
-from inference_arithmetic.dtypes import bytes_per_number
+from inference_arithmetic.core import checks
+from inference_arithmetic.core.dtypes import bytes_per_number
+from inference_arithmetic.core.numeric import ArgumentError, numeric
 from inference_arithmetic.formulas import latency
-from inference_arithmetic.models import model as registry_model
-from inference_arithmetic.numeric import ArgumentError, numeric
-from inference_arithmetic.scenario import (  # noqa: F401  (DEFAULT_*: ia.timing.DEFAULT_*)
+from inference_arithmetic.models.config import model as registry_model
+from inference_arithmetic.serving.scenario import (  # noqa: F401  (DEFAULT_*: ia.timing.DEFAULT_*)
     DEFAULT_ATTENTION_EFFICIENCY,
     DEFAULT_BANDWIDTH_EFFICIENCY,
     DEFAULT_COMPUTE_EFFICIENCY,

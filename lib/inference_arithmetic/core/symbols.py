@@ -6,7 +6,7 @@ Each symbol's *name* is the keyword argument that compiled formulas take (``batc
 prints its table from here. ``S`` (the context length) is left out of ``__all__``, so that a
 star import does not hide SymPy's own ``S``; import it by name.
 
->>> from inference_arithmetic.symbols import B, D
+>>> from inference_arithmetic.core.symbols import B, D
 >>> B * D
 batch*d_model
 >>> import sympy

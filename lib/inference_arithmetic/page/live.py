@@ -17,8 +17,8 @@ import json
 import numpy as np
 import sympy
 
-from inference_arithmetic import format as fmt
-from inference_arithmetic.controls import Choice, Preset, Range, curve_style, display
+from inference_arithmetic.core import format as fmt
+from inference_arithmetic.page.controls import Choice, Preset, Range, curve_style, display
 
 __all__ = ["spec", "live_html", "embed_json", "FORMAT_RUNTIME", "format_name", "CAPTION", "NOTE"]
 

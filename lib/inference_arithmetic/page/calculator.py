@@ -25,16 +25,18 @@ import json
 
 import sympy
 
-from inference_arithmetic import checks, continuous, scenario, serving
-from inference_arithmetic import format as fmt
-from inference_arithmetic.dtypes import DTYPE_BYTES
+from inference_arithmetic import serving
+from inference_arithmetic.core import checks
+from inference_arithmetic.core import format as fmt
+from inference_arithmetic.core.dtypes import DTYPE_BYTES
 from inference_arithmetic.formulas import continuous as continuous_formulas
 from inference_arithmetic.formulas import latency
-from inference_arithmetic.hardware import gpu as registry_gpu
-from inference_arithmetic.hardware import gpu_names
-from inference_arithmetic.live import FORMAT_RUNTIME, embed_json
-from inference_arithmetic.models import model as registry_model
-from inference_arithmetic.models import model_names
+from inference_arithmetic.hardware.gpus import gpu as registry_gpu
+from inference_arithmetic.hardware.gpus import gpu_names
+from inference_arithmetic.models.config import model as registry_model
+from inference_arithmetic.models.config import model_names
+from inference_arithmetic.page.live import FORMAT_RUNTIME, embed_json
+from inference_arithmetic.serving import continuous, scenario
 
 __all__ = ["Calculator", "widget", "ranges", "cell", "readout_html", "ROWS", "SAME", "COMPUTED"]
 __all__ += ["NOTES", "MODES", "STATIC", "CONTINUOUS", "CONTINUOUS_ROWS", "label"]
@@ -140,7 +142,7 @@ _WORDS = {
 def label(name: str) -> str:
     """A control's label in words: the book's symbol and unit where it is one of the book's
     quantities (``controls.label``), else its words."""
-    from inference_arithmetic import controls
+    from inference_arithmetic.page import controls
 
     if name == "prompt_len":
         return controls.label("seq_len", "prompt length")
@@ -460,7 +462,7 @@ def _steady_runtime() -> str:
     small numerical routine on the library's formulas, and the browser test holds the two equal."""
     import importlib.resources
 
-    files = importlib.resources.files("inference_arithmetic")
+    files = importlib.resources.files("inference_arithmetic.page")
     return files.joinpath("steady.js").read_text("utf-8")
 
 

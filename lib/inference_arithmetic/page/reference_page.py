@@ -30,9 +30,9 @@ from pathlib import Path
 
 import sympy
 
-from inference_arithmetic import format as fmt
 from inference_arithmetic import formulas
-from inference_arithmetic.models import model, model_names
+from inference_arithmetic.core import format as fmt
+from inference_arithmetic.models.config import model, model_names
 
 __all__ = [
     "REPRESENTATIVE",
@@ -155,7 +155,7 @@ def _shown(module, name, arch):
             raise RuntimeError(
                 f"formulas.{_short(module)}.{name}: cannot be shown with placeholder"
                 f" arguments ({error}) and its docstring has no example call; give it one, or"
-                " teach _arguments() in inference_arithmetic.reference_page what to pass"
+                " teach _arguments() in inference_arithmetic.page.reference_page what to pass"
             ) from error
         return _latex(example[1], arch), example[0]
 

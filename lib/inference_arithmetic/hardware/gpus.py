@@ -45,8 +45,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from inference_arithmetic.dtypes import DTYPE_BYTES
-from inference_arithmetic.registry import entries, lookup
+from inference_arithmetic.core.dtypes import DTYPE_BYTES
+from inference_arithmetic.core.registry import entries, lookup
 
 __all__ = ["GPU", "gpu", "gpu_names", "FLOP_DTYPES", "FIGURES", "ON_CHIP"]
 
@@ -190,8 +190,8 @@ class GPU:
     def ridge_point(self, dtype: str) -> float:
         """FLOPs per byte of memory traffic at which compute time equals memory time
         (``formulas.roofline.ridge_point`` at this GPU's figures)."""
+        from inference_arithmetic.core.numeric import numeric
         from inference_arithmetic.formulas import roofline
-        from inference_arithmetic.numeric import numeric
 
         return numeric(roofline.ridge_point()).from_values(self.figures(dtype))
 
@@ -210,7 +210,7 @@ def _positive(gpu_name, name, value):
 
 @functools.cache
 def _registry() -> dict[str, GPU]:
-    return {entry["name"]: GPU(**entry) for entry in entries("inference_arithmetic.gpu_specs")}
+    return {entry["name"]: GPU(**entry) for entry in entries("inference_arithmetic.hardware.specs")}
 
 
 def gpu_names() -> list[str]:

@@ -1,0 +1,12 @@
+"""Models: ``ModelConfig`` and the reader of Hugging Face configs, the registry of real models
+(``configs/``, each with its source), what the reference implementation measured of them
+(``reference/``), and their exact counts (``counts``).
+
+>>> from inference_arithmetic.models import model
+>>> model("llama-3.1-8b").n_layers
+32
+"""
+
+# Re-exported, with the one list of names, that module's __all__.
+from inference_arithmetic.models.config import *  # noqa: F403
+from inference_arithmetic.models.config import __all__  # noqa: F401

@@ -1,0 +1,11 @@
+"""Serving: a deployment evaluated. A ``Scenario`` (scenario), its times (timing), a
+continuously batching engine (continuous), its cost (economics), one report of it all (report)
+and the disk cache of compiled formulas (cache).
+
+``ia.serving.calculate`` and ``ia.serving.report`` are the report's; the other modules are
+reached as ``ia.scenario``, ``ia.timing``, ``ia.continuous``, ``ia.economics`` and ``ia.cache``.
+"""
+
+# Re-exported, with the one list of names, that module's __all__.
+from inference_arithmetic.serving.report import *  # noqa: F403
+from inference_arithmetic.serving.report import __all__  # noqa: F401

@@ -1,0 +1,177 @@
+"""The package's layers: no module imports one of a higher layer, and no import cycle is left.
+
+The order, bottom up (README.md, "How the repository is organized"): core < formulas <
+models, hardware < serving < validation, page < the package's ``__init__`` < exercises; layers
+side by side (models and hardware, validation and page) import neither. Exercises sit above
+``__init__``: they are the answer key, written against the public ``ia.*`` API as the chapters
+are, and ``__init__`` loads them by name on first use without importing them. Every import
+statement counts, at the top of a module or inside a function.
+"""
+
+import ast
+from pathlib import Path
+
+import pytest
+
+LIB = Path(__file__).resolve().parents[1] / "lib"
+PACKAGE = LIB / "inference_arithmetic"
+RANK = {
+    "core": 0,
+    "formulas": 1,
+    "models": 2,
+    "hardware": 2,
+    "serving": 3,
+    "validation": 4,
+    "page": 4,
+    "__init__": 5,
+    "exercises": 6,
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(LIB).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(path): path for path in sorted(PACKAGE.rglob("*.py"))}
+
+
+MODULES = _modules()
+
+
+def layer(module: str) -> str:
+    """The layer a module of the package belongs to: the package's first folder under the
+    library, or ``__init__`` for the package itself."""
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else "__init__"
+
+
+def imports(source: str, module: str, is_package: bool) -> set[str]:
+    """The modules of the library that ``source`` (the text of ``module``) imports: for
+    ``from X import name``, the module ``X.name`` when there is one, else ``X``."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("inference_arithmetic"))
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative: from the module's own package
+                package = module.split(".") if is_package else module.split(".")[:-1]
+                package = package[: len(package) - node.level + 1]
+                base = ".".join([*package, *([base] if base else [])])
+            if not base.startswith("inference_arithmetic"):
+                continue
+            for alias in node.names:
+                child = f"{base}.{alias.name}"
+                found.add(child if child in MODULES else base)
+    return found
+
+
+def graph(modules: dict[str, Path]) -> dict[str, set[str]]:
+    return {
+        name: imports(path.read_text(), name, path.name == "__init__.py") - {name}
+        for name, path in modules.items()
+    }
+
+
+def allowed(a: str, b: str) -> bool:
+    """Whether module ``a`` may import module ``b``: from its own layer or a lower one, never
+    from a layer beside it (models and hardware, validation and page stand apart)."""
+    return layer(a) == layer(b) or RANK[layer(b)] < RANK[layer(a)]
+
+
+def back_edges(edges: dict[str, set[str]]) -> list[str]:
+    """Every import the layers forbid, as 'importer (layer) -> imported (layer)'."""
+    return [
+        f"{a} ({layer(a)}) -> {b} ({layer(b)})"
+        for a, targets in sorted(edges.items())
+        for b in sorted(targets)
+        if not allowed(a, b)
+    ]
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """One cycle through each strongly connected group of more than one module (Tarjan)."""
+    index, low, stack, on_stack, groups = {}, {}, [], set(), []
+
+    def visit(v):
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges.get(v, ()):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(sorted(group))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return groups
+
+
+def test_every_module_has_a_layer():
+    assert {layer(name) for name in MODULES} <= set(RANK)
+    assert len(MODULES) > 40  # the walk found the package
+
+
+def test_no_module_imports_a_higher_layer():
+    assert back_edges(graph(MODULES)) == []
+
+
+def test_no_import_cycle():
+    assert cycles(graph(MODULES)) == []
+
+
+@pytest.mark.parametrize(
+    "module, source, bad",
+    [
+        # The cycle issue 20 broke: the disk cache compiling the report that uses it.
+        (
+            "inference_arithmetic.serving.cache",
+            "def warm():\n    from inference_arithmetic.serving import report\n",
+            "cycle",
+        ),
+        # Measurements are data: they may be read by serving code, never the other way up.
+        (
+            "inference_arithmetic.serving.timing",
+            "from inference_arithmetic.validation import measurements\n",
+            "back-edge",
+        ),
+        ("inference_arithmetic.core.format", "import inference_arithmetic.page\n", "back-edge"),
+        ("inference_arithmetic.formulas.latency", "from ..models import config\n", "back-edge"),
+        # Side by side is not below: hardware may not read a model, nor a page the validation.
+        (
+            "inference_arithmetic.hardware.gpus",
+            "from inference_arithmetic import models\n",
+            "back-edge",
+        ),
+        ("inference_arithmetic.page.live", "import inference_arithmetic.validation\n", "back-edge"),
+    ],
+)
+def test_a_deliberate_back_edge_or_cycle_fails(module, source, bad):
+    """The checks above see what they are for: one added import, and they report it."""
+    edges = graph(MODULES)
+    edges[module] = edges[module] | imports(source, module, False)
+    if bad == "cycle":
+        assert any(module in group for group in cycles(edges))
+    else:
+        assert any(line.startswith(module + " ") for line in back_edges(edges))
+
+
+def test_each_layer_says_what_lives_there():
+    for folder in sorted(p for p in PACKAGE.iterdir() if (p / "__init__.py").exists()):
+        doc = ast.get_docstring(ast.parse((folder / "__init__.py").read_text()))
+        assert doc and len(doc.split("\n\n")[0]) > 40, folder.name
