@@ -226,3 +226,64 @@ def test_every_family_lists_the_fields_it_reads():
     assert set(FIELDS) | set(ia.models.WRAPPERS) == set(MODEL_TYPES)
     assert "mlp_only_layers" in FIELDS["qwen3_moe"] and "decoder_sparse_step" in FIELDS["qwen3_moe"]
     assert "layer_types" in FIELDS["gpt_oss"] and "no_rope_layers" in FIELDS["llama4_text"]
+
+
+FALCON = {
+    "model_type": "falcon", "vocab_size": 1000, "hidden_size": 64, "num_hidden_layers": 2,
+    "num_attention_heads": 4,
+}  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "change, kv_heads, norms",
+    [
+        ({}, 1, 1),  # FalconConfig's defaults: 7B's multi-query attention, parallel blocks
+        ({"multi_query": False}, 4, 1),
+        ({"multi_query": False, "parallel_attn": False, "alibi": True}, 4, 2),  # RW-1B
+        ({"new_decoder_architecture": True, "num_kv_heads": 2}, 2, 2),  # 40B, 180B
+        ({"new_decoder_architecture": True}, 4, 2),
+        ({"new_decoder_architecture": True, "num_ln_in_parallel_attn": 1}, 4, 1),  # 11B
+        ({"num_kv_heads": 2}, 1, 1),  # ignored by multi-query attention, as transformers does
+    ],
+)
+def test_falcon_variants_have_their_heads_and_norms(change, kv_heads, norms):
+    m = ModelConfig.from_hf_config({**FALCON, **change})
+    assert (m.n_kv_heads, m.norms_per_layer) == (kv_heads, norms)
+    assert (m.ffn, m.norm, m.d_ff, m.tied_embeddings, m.context_window) == (
+        "classic",
+        "layer",
+        256,
+        True,
+        2048,
+    )
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        ({"new_decoder_architecture": True, "parallel_attn": False}, "cannot run them"),
+        ({"multi_query": False, "num_kv_heads": 2}, "num_kv_heads=2 without"),
+        ({"num_ln_in_parallel_attn": 2}, "num_ln_in_parallel_attn=2 needs new_decoder"),
+        ({"num_ln_in_parallel_attn": 3}, "num_ln_in_parallel_attn must be 1 or 2"),
+        ({"alibi": "true"}, "alibi must be true or false"),
+        ({"bias": 1}, "bias must be true or false"),
+    ],
+)
+def test_falcon_refuses_what_transformers_cannot_run(change, message):
+    with pytest.raises(ValueError, match=message):
+        ModelConfig.from_hf_config({**FALCON, **change})
+
+
+def test_falcon_biases_every_projection_or_none():
+    m = ModelConfig.from_hf_config({**FALCON, "bias": True, "n_embed": 32})
+    assert (m.qkv_bias, m.out_bias, m.ffn_bias, m.d_model) == (True, True, True, 32)
+
+
+def test_gptj_reads_its_own_names_and_the_ones_transformers_maps_onto_them():
+    gptj = {"model_type": "gptj", "vocab_size": 1000, "n_embd": 64, "n_layer": 2, "n_head": 4}
+    m = ModelConfig.from_hf_config(gptj)
+    assert (m.d_ff, m.norms_per_layer, m.lm_head_bias, m.tied_embeddings) == (256, 1, True, False)
+    assert (m.qkv_bias, m.out_bias, m.ffn_bias, m.max_positions) == (False, False, True, None)
+    # GPTJConfig's attribute_map: hidden_size is n_embd, and wins over it, as in transformers.
+    aliased = ModelConfig.from_hf_config({**gptj, "hidden_size": 128, "n_inner": 96})
+    assert (aliased.d_model, aliased.d_ff) == (128, 96)

@@ -547,6 +547,84 @@ def _gpt2(c: _Keys) -> dict:
     )
 
 
+def _named(c: _Keys, key: str, alias: str) -> str:
+    """The name to read a field by: ``alias`` where the config sets it (transformers takes it
+    for ``key``, and it wins over ``key``), else the family's own ``key``."""
+    c.has(key)  # FIELDS lists the family's own name first
+    return alias if c.has(alias) else key
+
+
+def _gptj(c: _Keys) -> dict:
+    # GPTJConfig also takes Llama's names for its sizes (its attribute_map).
+    width = c.size(_named(c, "n_embd", "hidden_size"))
+    return dict(
+        vocab_size=c.size("vocab_size"),
+        d_model=width,
+        n_layers=c.size(_named(c, "n_layer", "num_hidden_layers")),
+        n_heads=c.size(_named(c, "n_head", "num_attention_heads")),
+        d_ff=c.size("n_inner", 4 * width),
+        ffn="classic",
+        ffn_bias=True,  # fc_in and fc_out have biases; q, k, v and out_proj none
+        norm="layer",
+        norms_per_layer=1,  # attention and the MLP in parallel, after one LayerNorm (ln_1)
+        tied_embeddings=c.flag("tie_word_embeddings", False),
+        lm_head_bias=True,  # the output head has a bias, tied or not
+        context_window=c.size(_named(c, "n_positions", "max_position_embeddings"), 2048),
+    )
+
+
+def _falcon(c: _Keys) -> dict:
+    """Falcon: 7B's multi-query attention, or 40B's and 180B's "new decoder architecture"
+    with grouped keys and values; one fused query/key/value projection either way (its
+    weights are those of separate ones). ALiBi's biases are computed from the positions, not
+    learned, and add to the scores: nothing to count."""
+    width = c.size(_named(c, "hidden_size", "n_embed"))  # FalconConfig's old name
+    heads = c.size("num_attention_heads")
+    new, parallel = c.flag("new_decoder_architecture"), c.flag("parallel_attn", True)
+    multi_query, kv_heads = c.flag("multi_query", True), c.size("num_kv_heads", required=False)
+    norms, bias = c.size("num_ln_in_parallel_attn", required=False), c.flag("bias")
+    c.flag("alibi")
+    values = dict(
+        vocab_size=c.size("vocab_size"),
+        d_model=width,
+        n_layers=c.size("num_hidden_layers"),
+        n_heads=heads,
+        d_ff=c.size("ffn_hidden_size", 4 * width),
+        ffn="classic",
+        qkv_bias=bias,
+        out_bias=bias,
+        ffn_bias=bias,
+        norm="layer",
+        tied_embeddings=c.flag("tie_word_embeddings", True),
+        # FalconConfig's default, which Falcon-180B's config leaves to it.
+        context_window=c.size("max_position_embeddings", 2048),
+    )
+    refuse = lambda why: ValueError(f"config of model_type 'falcon': {why}")  # noqa: E731
+    if norms not in (None, 1, 2):
+        raise refuse(f"num_ln_in_parallel_attn must be 1 or 2, got {norms!r}")
+    if new:  # multi_query is ignored; num_kv_heads (default H) key/value heads
+        if not parallel:
+            raise refuse(
+                "new_decoder_architecture with parallel_attn false: transformers builds its "
+                "layers without the norms their forward uses, and cannot run them"
+            )
+        # One norm before attention and one before the MLP, unless told one is shared.
+        return values | dict(n_kv_heads=kv_heads or heads, norms_per_layer=1 if norms == 1 else 2)
+    if not multi_query and kv_heads not in (None, heads):
+        raise refuse(
+            f"num_kv_heads={kv_heads} without new_decoder_architecture or multi_query: the "
+            f"fused projection makes keys and values for all {heads} heads, which transformers "
+            "cannot split into that many"
+        )
+    if parallel and norms == 2:
+        raise refuse(
+            "num_ln_in_parallel_attn=2 needs new_decoder_architecture: transformers builds "
+            "two norms that the old architecture's forward does not use, and cannot run it"
+        )
+    # Parallel attention and MLP share one norm; in sequence, each has its own.
+    return values | dict(n_kv_heads=1 if multi_query else heads, norms_per_layer=1 + (not parallel))
+
+
 def _deepseek(c: _Keys) -> dict:
     values = _llama_like(c)
     rank = c.size("q_lora_rank", required=False)
@@ -591,6 +669,8 @@ _READERS = {
     "gpt_oss": _gpt_oss,
     "llama4_text": _llama4_text,
     "gpt2": _gpt2,
+    "gptj": _gptj,
+    "falcon": _falcon,
     "granite": _granite,
     "starcoder2": _starcoder2,
     "cohere2": _cohere2,
