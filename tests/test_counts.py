@@ -11,10 +11,14 @@ Parameter counts, FLOPs and cache bytes must be equal, not close.
 import pytest
 
 import inference_arithmetic as ia
+from inference_arithmetic.core.registry import entries
 from inference_arithmetic.formulas import transformer as tf
 
 REFERENCE = ia.measured()["models"]
 NAMES = sorted(REFERENCE)
+CONFIGS = {
+    entry["name"]: entry["config"] for entry in entries("inference_arithmetic.models.configs")
+}
 
 
 def test_the_reference_covers_every_registry_model():
@@ -48,6 +52,16 @@ def every_expert(arch, tokens):
     return 2 * tokens * moe_layers * unused * 3 * arch.d_model * arch.d_ff_expert
 
 
+def cached_heads(arch, config):
+    """The heads whose keys and values the reference caches: the H_kv the model computes, but
+    all H in transformers' Falcon with the new decoder architecture, which repeats each
+    key/value head for the H / H_kv query heads of its group before caching it (the
+    broadcast in FalconAttention._split_heads). The convention counts the H_kv heads, the
+    ones the model has and serving engines keep; the tests scale by the repetition."""
+    repeats = config.get("model_type") == "falcon" and config.get("new_decoder_architecture")
+    return arch.n_heads if repeats else arch.n_kv_heads
+
+
 @pytest.mark.parametrize("name", NAMES)
 def test_prefill_flops_equal_the_flop_counter(name):
     m, prefill = ia.model(name), REFERENCE[name]["flops"]["prefill"]
@@ -72,9 +86,12 @@ def test_decode_step_flops_equal_the_flop_counter(name):
 def test_kv_cache_bytes_equal_the_cache_tensors(name):
     m, cache = ia.model(name), REFERENCE[name]["kv_cache"]
     assert cache["dtype"] == "bfloat16" and cache["batch"] == 1
+    heads = cached_heads(m, CONFIGS[name])
     for seq_len, measured in cache["after_prefill"].items():
         # DeepSeek-V3's reference implementation caches the compressed latent of MLA.
         bytes_ = ia.kv_cache_bytes(
             m, batch=1, context_len=int(seq_len), dtype="bf16", mla_cache="latent"
         )
-        assert bytes_ == measured["bytes"], seq_len
+        assert bytes_ * heads // m.n_kv_heads == measured["bytes"], seq_len
+        if not m.is_mla:
+            assert {layer["key_shape"][1] for layer in measured["layers"]} == {heads}

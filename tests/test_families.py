@@ -9,7 +9,7 @@ import pytest
 
 import inference_arithmetic as ia
 from inference_arithmetic.models.config import MODEL_TYPES, ModelConfig
-from tests.test_counts import every_expert
+from tests.test_counts import cached_heads, every_expert
 
 FAMILIES = json.loads(
     resources.files("inference_arithmetic.models.reference").joinpath("families.json").read_text()
@@ -33,8 +33,9 @@ def test_a_family_is_exact(family):
     measured = FAMILIES[family]
     arch = ModelConfig.from_hf_config(measured["config"], name=family)
     assert ia.param_count(arch) == measured["params"]
+    heads = cached_heads(arch, _text(measured["config"]))
     for tokens, nbytes in measured["kv_cache_bytes"].items():
-        assert ia.kv_cache_bytes(arch, 1, int(tokens)) == nbytes
+        assert ia.kv_cache_bytes(arch, 1, int(tokens)) * heads // arch.n_kv_heads == nbytes
     extra = every_expert
     for tokens, flops in measured["prefill_flops"].items():
         assert ia.forward_flops(arch, 1, int(tokens)) + extra(arch, int(tokens)) == flops
@@ -47,19 +48,30 @@ def _text(config):
     return config["text_config"] if "text_config" in config else config
 
 
+# Families with their own names for the sizes (GPT-J's, as GPT-2's).
+OWN_NAMES = {
+    "gptj": {
+        "hidden_size": "n_embd",
+        "num_hidden_layers": "n_layer",
+        "num_attention_heads": "n_head",
+    }
+}
+
+
 @pytest.mark.parametrize("family", sorted(FAMILIES))
 def test_a_family_refuses_a_field_of_the_wrong_kind(family):
     config = FAMILIES[family]["config"]
+    name = lambda key: OWN_NAMES.get(family, {}).get(key, key)  # noqa: E731
     for key, bad, says in (
-        ("hidden_size", 0, "hidden_size must be a positive whole number, got 0"),
-        ("num_hidden_layers", "36", "num_hidden_layers must be a positive whole number"),
-        ("tie_word_embeddings", "false", "tie_word_embeddings must be true or false"),
+        ("hidden_size", 0, "{} must be a positive whole number, got 0"),
+        ("num_hidden_layers", "36", "{} must be a positive whole number"),
+        ("tie_word_embeddings", "false", "{} must be true or false"),
     ):
         broken = json.loads(json.dumps(config))
-        _text(broken)[key] = bad
-        with pytest.raises(ValueError, match=says):
+        _text(broken)[name(key)] = bad
+        with pytest.raises(ValueError, match=says.format(name(key))):
             ModelConfig.from_hf_config(broken)
     missing = json.loads(json.dumps(config))
-    del _text(missing)["num_attention_heads"]
-    with pytest.raises(KeyError, match="lacks 'num_attention_heads'"):
+    del _text(missing)[name("num_attention_heads")]
+    with pytest.raises(KeyError, match=f"lacks '{name('num_attention_heads')}'"):
         ModelConfig.from_hf_config(missing)

@@ -34,6 +34,12 @@ MLA = dict(
     first_k_dense_replace=1, n_group=1, topk_group=1,
 )  # fmt: skip
 LAYERS = ["sliding_attention"] * 3 + ["full_attention"]
+# Falcon's own names (no num_key_value_heads or intermediate_size), and its variants: 7B's
+# multi-query attention, 40B's and 180B's new decoder architecture (grouped keys and values,
+# a norm before attention and one before the MLP; 11B's one shared norm), and RW-1B's
+# sequential blocks with ALiBi and biases.
+FALCON = dict(vocab_size=1000, hidden_size=64, num_hidden_layers=4, num_attention_heads=4,
+              max_position_embeddings=4096, model_type="falcon")  # fmt: skip
 CONFIGS = {
     "qwen3": dict(BASE, model_type="qwen3", head_dim=32),
     "qwen3_moe": dict(
@@ -69,6 +75,15 @@ CONFIGS = {
                        tie_word_embeddings=True),
     "cohere2": dict(BASE, model_type="cohere2", head_dim=16, sliding_window=16,
                     layer_types=LAYERS, tie_word_embeddings=True),
+    "gptj": dict(model_type="gptj", vocab_size=1000, n_embd=64, n_layer=4, n_head=4, n_inner=96,
+                 n_positions=4096, rotary_dim=8, tie_word_embeddings=True),
+    "falcon": dict(FALCON, multi_query=True, parallel_attn=True, new_decoder_architecture=False),
+    "falcon_new_decoder": dict(FALCON, new_decoder_architecture=True, multi_query=True,
+                               num_kv_heads=2, ffn_hidden_size=96),
+    "falcon_one_norm": dict(FALCON, new_decoder_architecture=True, num_kv_heads=1,
+                            num_ln_in_parallel_attn=1, ffn_hidden_size=128),
+    "falcon_sequential": dict(FALCON, multi_query=False, parallel_attn=False, alibi=True,
+                              bias=True, tie_word_embeddings=False),
     "mistral3": dict(model_type="mistral3", vision_config={"model_type": "pixtral"},
                      text_config=dict(BASE, model_type="mistral", head_dim=16,
                                       sliding_window=None)),

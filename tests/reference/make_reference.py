@@ -450,6 +450,20 @@ def model_notes(config, record: dict) -> list[str]:
                 f"(indices {k['indices']}) hold {k['key_shape'][-2]} tokens "
                 f"(window {window(config)} - 1)."
             )
+    if getattr(config, "new_decoder_architecture", False):
+        heads, kv_heads = config.num_attention_heads, config.num_kv_heads
+        cached = {
+            str(layer["key_shape"][1])
+            for kv in record["kv_cache"]["after_prefill"].values()
+            for layer in kv["layers"]
+        }
+        notes.append(
+            f"the cache holds keys and values for {', '.join(sorted(cached))} heads, not the "
+            f"{kv_heads} key/value heads query_key_value computes: FalconAttention._split_heads "
+            f"repeats each for the {heads // kv_heads} query heads of its group "
+            f"(torch.broadcast_to) before the cache update, {heads // kv_heads}x the bytes of the "
+            "heads themselves."
+        )
     if getattr(config, "kv_lora_rank", None):
         per_token = (config.kv_lora_rank + config.qk_rope_head_dim) * 2
         decode = record["flops"]["decode"]
