@@ -81,8 +81,8 @@ def embedding_params(arch):
 
 
 def lm_head_params(arch):
-    """The output projection to the vocabulary: D x V (and a bias of V where a model has one,
-    Phi-3.5-MoE), or nothing when tied to the embedding."""
+    """The output projection to the vocabulary: D x V, or nothing when tied to the embedding,
+    and a bias of V where a model has one (Phi-3.5-MoE, GPT-J; tied or not)."""
     bias = V if arch.lm_head_bias else 0
     return (0 if arch.tied_embeddings else V * D) + bias
 
@@ -122,7 +122,8 @@ def ffn_params(arch, width=F):
 
 
 def norm_params(arch):
-    """The norms of one layer (two, before attention and before the FFN; Gemma 2 has four)."""
+    """The norms of one layer: two, before attention and before the FFN (Gemma 2 has four; one
+    where attention and the FFN run in parallel on the same input, as in GPT-J and Falcon 7B)."""
     return arch.norms_per_layer * _number(arch)
 
 
