@@ -122,3 +122,42 @@ def test_replicas_share_the_requests_evenly():
     with pytest.raises(ValueError, match="2 replicas of 1 x h100-sxm"):
         ia.steady_state("llama-3.1-8b", "h100-sxm", 3 * two["saturation_rate"], 1024, 128,
                         replicas=2)  # fmt: skip
+
+
+# --- A burst: every request at once, on the kernel model ---------------------------------------
+
+
+def _burst_scenario(**changes):
+    settings = dict(batch=96, prompt_len=1500, output_len=40, in_waves=True, step="kernels")
+    return ia.Scenario("llama-3.1-8b", "h100-sxm", **{**settings, **changes})
+
+
+def test_a_burst_serves_every_request_within_the_budget_and_the_memory():
+    s = _burst_scenario(token_budget=2048)
+    plan, first, last = continuous.burst_schedule(s)
+    decodes, contexts, prompts = np.array(plan).T
+    assert len(first) == len(last) == s.batch
+    assert np.all(first <= last) and last.max() == len(plan) - 1
+    assert np.all(prompts + decodes <= s.token_budget)  # the budget holds every step
+    assert decodes.max() <= continuous._capacity(s)
+    assert prompts.sum() == s.batch * s.prompt_len  # every prompt prefilled once
+    assert decodes.sum() == s.batch * (s.output_len - 1)  # every later token decoded once
+
+
+def test_a_burst_timed_under_many_settings_is_the_same_as_one_at_a_time():
+    s = _burst_scenario()
+    overheads = np.array([0.0, 1e-3, 4e-3])
+    many = continuous.burst(s, step_overhead=overheads)["elapsed"]
+    one = [continuous.burst(s.replace(step_overhead=o))["elapsed"] for o in overheads]
+    assert many == pytest.approx(one, rel=1e-12)
+    r = continuous.burst(s)
+    assert r["throughput"] == pytest.approx(s.batch * s.output_len / r["elapsed"])
+    assert r["ttft"] < r["elapsed"]
+
+
+def test_a_smaller_token_budget_takes_longer_to_prefill_a_burst():
+    small, large = (continuous.burst(_burst_scenario(token_budget=b)) for b in (512, 8192))
+    assert small["ttft"] > large["ttft"] and small["elapsed"] > large["elapsed"]
+    # serve() takes the burst for a continuous engine on the kernel model.
+    served = ia.serve("llama-3.1-8b", "h100-sxm", 96, 1500, 40, step="kernels", token_budget=512)
+    assert served["elapsed"] == pytest.approx(small["elapsed"])

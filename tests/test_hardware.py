@@ -180,3 +180,55 @@ def test_prices_have_dates_and_sources():
         if g.price_per_hour is not None:
             assert g.price_date >= "2026-01-01", name
             assert "http" in g.sources["price_per_hour"], name
+
+
+# --- Achieved figures: the GPUs' measured kernels ------------------------------------------------
+
+
+def test_achieved_figures_are_sourced_fractions_or_amounts():
+    from inference_arithmetic.hardware import gpus
+
+    for name in ia.gpu_names():
+        g = ia.gpu(name)
+        for key, value in g.achieved.items():
+            assert g.sources[f"achieved.{key}"].strip(), (name, key)
+            if key not in gpus._AMOUNTS:
+                assert 0 < value <= 1, (name, key)
+
+
+def test_a_gpu_without_a_measurement_takes_its_vendors_median():
+    from inference_arithmetic.hardware.gpus import achieved_figure
+
+    value, where = achieved_figure(ia.gpu("l4"), "stream")
+    assert "median of" in where and "l4 has" not in where
+    nvidia = [ia.gpu(n) for n in ia.gpu_names() if "stream" in ia.gpu(n).achieved]
+    assert (
+        min(g.achieved["stream"] for g in nvidia)
+        <= value
+        <= max(g.achieved["stream"] for g in nvidia)
+    )
+    # A format measured nowhere stands in with the 16-bit figure of the same chip.
+    own, where = achieved_figure(ia.gpu("h100-sxm"), "matmul.fp32")
+    assert own == ia.gpu("h100-sxm").achieved["matmul.bf16"] and "matmul.bf16" in where
+    with pytest.raises(KeyError, match="unknown achieved figure"):
+        achieved_figure(ia.gpu("h100-sxm"), "speed")
+
+
+def test_usable_memory_is_what_the_driver_reports():
+    h100 = ia.gpu("h100-sxm")
+    assert h100.usable_memory_bytes == 81559 * 2**20 > h100.memory_bytes
+    roofline = ia.Scenario("llama-3.1-8b", h100).values()["gpu_memory"]
+    kernel = ia.Scenario("llama-3.1-8b", h100, step="kernels").values()["gpu_memory"]
+    assert roofline == h100.memory_bytes and kernel == h100.usable_memory_bytes
+
+
+def test_an_achieved_figure_out_of_range_is_refused():
+    import dataclasses
+
+    h100 = ia.gpu("h100-sxm")
+    sources = {**h100.sources, "achieved.stream": "a test"}
+    with pytest.raises(ValueError, match="is a fraction"):
+        dataclasses.replace(h100, achieved={"stream": 1.5}, sources=sources)
+    with pytest.raises(ValueError, match="no source for achieved.stream"):
+        dataclasses.replace(h100, achieved={**h100.achieved, "stream": 0.5}, sources={
+            k: v for k, v in h100.sources.items() if k != "achieved.stream"})  # fmt: skip

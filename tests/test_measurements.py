@@ -111,3 +111,43 @@ def test_cross_model_hold_out_predicts_each_model_from_the_other():
         # Out of sample, worse than in sample but far better than the ideal roofline (which
         # misses by more than 50%, test above): every held-out run within 30%.
         assert errors.max() < 0.3, (name, result)
+
+
+# --- The fit set and the engines fitted on it --------------------------------------------------
+
+
+def test_the_fit_set_is_the_two_shared_tables():
+    rows = measurements.fit_set()
+    assert len(rows) == 20 + 48
+    assert {m.engine for m in rows} == {"vllm", "tensorrt-llm"}
+    assert all(m.split == "fit" for m in rows)
+    assert all(m.model in ia.model_names() and m.gpu in ia.gpu_names() for m in rows)
+
+
+@pytest.mark.parametrize("engine", ["vllm", "tensorrt-llm"])
+def test_the_shipped_engines_are_their_fit(engine):
+    # Each fitted property is the fit's choice: a refit that moved would need the JSON changed.
+    fit = measurements.fit(engine)
+    e = ia.engine(engine)
+    assert set(fit) == set(e.fitted)
+    for name, value in fit.items():
+        assert getattr(e, name) == pytest.approx(value), name
+
+
+def test_the_vllm_runs_each_stay_within_a_quarter_and_trtllm_has_a_median_under_15_percent():
+    rows = measurements.fit_set()
+    vllm = measurements.errors([m for m in rows if m.engine == "vllm"])
+    trt = measurements.errors([m for m in rows if m.engine == "tensorrt-llm"])
+    assert np.max(np.abs(vllm)) < 0.25
+    assert np.median(np.abs(trt)) <= 0.15
+
+
+def test_a_fit_finds_the_fixed_costs_it_was_made_from():
+    # Synthetic measurements made by the model itself at known fixed costs: the fit recovers them.
+    truth = dict(step_overhead=0.0025, request_overhead=4e-5)
+    rows = [m for m in measurements.fit_set() if m.engine == "vllm"][::4]
+    made = [
+        dataclasses.replace(m, value=measurements.predicted(m, token_budget=2048, **truth))
+        for m in rows
+    ]
+    assert measurements.fit("vllm", made) == {"token_budget": 2048, **truth}

@@ -125,8 +125,10 @@ def refused(error: ValueError) -> str | None:
 # Results that may be None (documented): costs of a GPU without a price, a given price's date
 # and source, and compute_bound_batch when no batch up to its limit is compute-bound.
 _MAY_BE_NONE = {"input", "output", "request", "price_per_hour", "price_date", "price_source"}
-# Numbers that may be zero: max_batch (nothing fits), a link latency of zero.
-_MAY_BE_ZERO = {"max_batch", "link_latency"}
+# Numbers that may be zero: max_batch (nothing fits), a link latency of zero, and the fixed
+# costs of a step, which the single roofline has none of.
+_MAY_BE_ZERO = {"max_batch", "link_latency", "kernel_overhead", "step_overhead"}
+_MAY_BE_ZERO |= {"request_overhead", "allreduce_latency"}
 
 
 def _leaves(result, path=()):
@@ -172,6 +174,7 @@ def assert_clear(error: Exception, kwargs: dict, where: str):
 
 BAD_COUNTS = (0, -1, 2.5, True, False, "8", None, NAN, INF, np.float64(2.5), -np.int64(3))
 BAD_FRACTIONS = (0, 0.0, -0.1, 1.5, NAN, INF, "0.5", None, True)
+BAD_EFFICIENCIES = tuple(v for v in BAD_FRACTIONS if v is not None)  # None: the measured one
 BAD_AMOUNTS = (-1e-6, NAN, INF, -INF, "2e-6", None, True)
 BAD_DTYPES = ("fp9", "BF16", None, 16)
 BAD_NAMES = ("no-such-thing", "", None, 3)
@@ -186,8 +189,8 @@ BAD = {
     "dtype": BAD_DTYPES,
     "cache_dtype": ("fp9", 16),
     "compute_dtype": ("fp9", "int4", "fp8", 16),
-    "compute_efficiency": BAD_FRACTIONS,
-    "bandwidth_efficiency": BAD_FRACTIONS,
+    "compute_efficiency": BAD_EFFICIENCIES,
+    "bandwidth_efficiency": BAD_EFFICIENCIES,
     "memory_utilization": (*BAD_FRACTIONS, 1e-3),
     "utilization": BAD_FRACTIONS,
     "link_latency": BAD_AMOUNTS,
@@ -489,7 +492,8 @@ COUNT_ARGUMENTS = ("batch", "prompt_len", "output_len", "n_gpus", "requests")
 FRACTIONS = ("compute_efficiency", "bandwidth_efficiency", "memory_utilization")
 INVALID = [
     *[(name, bad) for name in COUNT_ARGUMENTS for bad in BAD_COUNTS],
-    *[(name, bad) for name in FRACTIONS for bad in (*BAD_FRACTIONS, 1.0000001)],
+    *[(name, bad) for name in FRACTIONS[2:] for bad in (*BAD_FRACTIONS, 1.0000001)],
+    *[(name, bad) for name in FRACTIONS[:2] for bad in (*BAD_EFFICIENCIES, 1.0000001)],
     *[("link_latency", bad) for bad in BAD_AMOUNTS],
     *[(name, bad) for name in ("dtype", "cache_dtype", "compute_dtype") for bad in ("fp9", 16)],
     ("dtype", None),
@@ -736,7 +740,10 @@ def test_bug_pipeline_batches_in_flight_do_not_fit():
     assert in_flight == n
     weights = ia.param_count(model) * 2
     cache = in_flight * ia.kv_cache_bytes(model, fit, 2048 + 256)
-    assert weights + cache <= n * ia.scenario.DEFAULT_MEMORY_UTILIZATION * ia.gpu(GPU).memory_bytes
+    assert (
+        weights + cache
+        <= n * ia.scenario.DEFAULT_MEMORY_UTILIZATION * ia.gpu(GPU).figures()["gpu_memory"]
+    )
 
 
 @pytest.mark.parametrize("limit", [10**19, 10**30])

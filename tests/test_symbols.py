@@ -27,6 +27,13 @@ FRACTIONAL = {
     "price_per_hour",
     "utilization",
     "draft_cost",
+    "activation_bytes_per_number",
+    "decode_attention_efficiency",
+    "allreduce_bandwidth",
+    "ring_bandwidth",
+    "matmul_half_rows",
+    "attention_half_len",
+    "grouped_matmul",
 }
 # Counts that may be zero: an MoE model with no dense layer, a model without shared experts.
 MAY_BE_ZERO = {
@@ -39,6 +46,18 @@ MAY_BE_ZERO = {
 # Quantities that may be zero (an ideal link, a draft never accepted) and so cannot be
 # declared "not an integer".
 ZERO_TIMES = {"link_latency", "acceptance_rate", "api_input_price", "api_output_price"}
+# The kernel model's fixed costs and shares, each of which may be zero (the ideal roofline has
+# none; a kernel that shares its KV reads has no re-reads for the L2 to serve).
+ZERO_TIMES |= {
+    "kernel_overhead",
+    "step_overhead",
+    "request_overhead",
+    "allreduce_latency",
+    "ring_latency",
+    "decode_attention_latency",
+    "kv_shared",
+    "kv_reread_hits",
+}
 SIZE_ROWS = [row for row in ROWS if row.symbol.name not in FRACTIONAL | MAY_BE_ZERO | ZERO_TIMES]
 ZERO_ROWS = [row for row in ROWS if row.symbol.name in MAY_BE_ZERO]
 FRACTIONAL_ROWS = [row for row in ROWS if row.symbol.name in FRACTIONAL]

@@ -310,7 +310,7 @@ def test_prefill_times_causal_attention_at_its_own_rate():
     s = ia.Scenario(SMALL, H100, prompt_len=127_000, output_len=1)
     counted = ia.forward_flops(SMALL, 1, 127_000)
     seconds = ia.prefill_time(SMALL, H100, prompt_len=127_000)
-    assert seconds < counted / (s.compute_efficiency * H100.flop_rate("bf16"))
+    assert seconds < counted / (s.figure("compute_efficiency") * H100.flop_rate("bf16"))
     attention = s.evaluate(transformer.attention_flops(SMALL, causal=True).subs(S, 0))
     rest = s.evaluate(transformer.step_flops(SMALL, causal=True, last_logits_only=True).subs(S, 0))
     expected = (rest - attention) / (0.4 * 989e12) + attention / (0.63 * 989e12)

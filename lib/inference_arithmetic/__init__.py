@@ -16,6 +16,7 @@ from inference_arithmetic import formulas, hardware, models, serving
 from inference_arithmetic.core import checks, dtypes, format, registry, symbols
 from inference_arithmetic.core.dtypes import DTYPE_BYTES, bytes_per_number
 from inference_arithmetic.core.numeric import ArgumentError, evaluate, numeric
+from inference_arithmetic.hardware.engines import Engine, engine, engine_names
 from inference_arithmetic.hardware.gpus import GPU, gpu, gpu_names
 from inference_arithmetic.models import counts
 from inference_arithmetic.models.config import ModelConfig, measured, model, model_names
@@ -38,6 +39,7 @@ from inference_arithmetic.serving.timing import (
     compute_bound_batch,
     decode_step_time,
     generation,
+    kernels,
     max_batch,
     prefill_time,
     serve,
@@ -75,6 +77,10 @@ __all__ = [
     "kv_cache_bytes",
     "gpu",
     "gpu_names",
+    "Engine",
+    "engine",
+    "engine_names",
+    "kernels",
     "model",
     "measured",
     "model_names",

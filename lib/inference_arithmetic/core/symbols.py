@@ -119,6 +119,21 @@ n_link    | link_domain          | n_{link}     | count  | GPUs       | GPUs joi
 beta_net  | network_bandwidth    | \beta_{net}  | real   | B/s        | bytes per second each GPU sends over the network between domains
 P_max     | token_budget         | P_{max}      | count  | tokens     | tokens one step may put through the model (the engine's token budget)
 R         | replicas             | R            | count  | replicas   | data-parallel copies of a deployment, each serving its own requests
+b_a       | activation_bytes_per_number | b_a   | real   | bytes      | bytes per number of the activations between kernels and of the messages between GPUs (the compute format, and at least 2: bf16 when the matrix products run in fp8 or int8)
+eta_kv    | decode_attention_efficiency | \eta_{kv} | real | fraction | achieved fraction of the peak bandwidth of decode attention reading the KV cache
+sigma_kv  | kv_shared            | \sigma_{kv}  | real0  | 0 or 1     | 1 when decode attention reads each KV head once for its whole query group, 0 when every query head reads it again
+tau_k     | kernel_overhead      | \tau_k       | real0  | s          | fixed time of one kernel beyond its roofline (launch, ramp-up, tail)
+tau_s     | step_overhead        | \tau_s       | real0  | s          | fixed time of one engine step beyond its kernels (scheduling, sampling, host synchronisation)
+alpha_ar  | allreduce_latency    | \alpha_{ar}  | real0  | s          | time of the smallest all-reduce over the GPUs' link (one-shot, latency-bound)
+beta_ar   | allreduce_bandwidth  | \beta_{ar}   | real   | B/s        | bytes per second a one-shot all-reduce adds per byte of its message, 2 (n - 1) / n of them (its measured slope)
+m_c       | matmul_half_rows     | m_c          | real   | rows       | token rows at which a matrix product reaches half its large-product rate (tile and wave quantization)
+T_a       | attention_half_len   | T_a          | real   | tokens     | prompt length at which FlashAttention reaches half its rate on long prompts
+tau_a     | decode_attention_latency | \tau_a   | real0  | s          | fixed time of one decode-attention kernel (its launch and the merge of its splits)
+h_kv      | kv_reread_hits       | h_{kv}       | real0  | fraction   | fraction of a decode-attention kernel's repeated reads of a KV head that the L2 cache serves (a kernel that reads it once per query head)
+g_e       | grouped_matmul       | g_e          | real   | fraction   | fraction of a single product's rate (compute and bandwidth) a grouped product over many experts' matrices reaches
+tau_r     | request_overhead     | \tau_r       | real0  | s          | fixed time of an engine step for each request it schedules (the host's work per sequence)
+alpha_rg  | ring_latency         | \alpha_{rg}  | real0  | s          | time of the smallest all-reduce by NCCL's algorithms for large messages (ring, NVLS)
+beta_rg   | ring_bandwidth       | \beta_{rg}   | real   | B/s        | bytes per second NCCL's large-message all-reduce adds per byte, 2 (n - 1) / n of them
 """
 
 
@@ -193,6 +208,21 @@ LABELS = {
     "link_domain": "GPUs per NVLink domain",
     "token_budget": "token budget",
     "replicas": "replicas",
+    "activation_bytes_per_number": "activation format",
+    "decode_attention_efficiency": "decode attention efficiency",
+    "kv_shared": "shared KV reads",
+    "kernel_overhead": "kernel overhead",
+    "step_overhead": "step overhead",
+    "allreduce_latency": "all-reduce latency",
+    "allreduce_bandwidth": "all-reduce bandwidth",
+    "matmul_half_rows": "matmul half-rate rows",
+    "attention_half_len": "attention half-rate length",
+    "decode_attention_latency": "decode attention latency",
+    "kv_reread_hits": "KV re-reads from L2",
+    "grouped_matmul": "grouped product efficiency",
+    "request_overhead": "request overhead",
+    "ring_latency": "ring all-reduce latency",
+    "ring_bandwidth": "ring all-reduce bandwidth",
 }
 """Short words for each symbol's control: ``LABELS["bandwidth"] == "memory bandwidth"``."""
 

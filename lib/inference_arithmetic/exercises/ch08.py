@@ -85,7 +85,8 @@ def _memory_bound_below(efficiency=IDEAL):
     """The prompt length at which a prefill's compute time equals its memory time, on one
     (imaginary) GPU."""
     m = ia.model(MODEL)
-    values = {**m.sizes(), **ia.gpu(GPU).figures("bf16"), **dict(efficiency)}
+    figures = {k: v for k, v in dict(efficiency).items() if k != "step"}  # the symbols' values
+    values = {**m.sizes(), **ia.gpu(GPU).figures("bf16"), **figures}  # at the given efficiencies
     values.update(batch=1, n_gpus=1, bytes_per_number=2, kv_bytes_per_number=2)
     at = {by_name(name): value for name, value in values.items()}
     balance = sympy.Eq(latency.prefill_compute_time(m), latency.prefill_memory_time(m))

@@ -30,6 +30,17 @@ Conventions, the same for every accelerator (chapter 07 explains them):
   given, it is 1.
 - ``price_per_hour`` is one example rental price, in USD per GPU-hour, observed on
   ``price_date``; prices move, so it is an illustration, not a constant.
+- ``usable_memory_bytes`` is the memory as the driver reports it (``nvidia-smi``'s total,
+  ``torch.cuda.mem_get_info``): HBM is sized in binary units, so an "80 GB" H100 shows
+  81,559 MiB, about 85.5e9 B. The kernel model's memory budget applies to it (a scenario
+  timed kernel by kernel: ``Scenario.values``); chapter 08's single roofline and the prose
+  keep the marketing figure. Not given, the marketing figure stands in.
+- ``achieved`` holds what the GPU's kernels were measured to reach (``ACHIEVED``), each with
+  its kernel benchmark: the fraction of the peak FLOP/s of large matrix products per format,
+  of the peak bandwidth when streaming weights and in decode attention, of the peak FLOP/s in
+  FlashAttention, and the latency of the smallest all-reduce over its link, by NCCL and by an
+  engine's own one-shot kernel. ``achieved_figure`` gives one, or for a GPU that has none
+  measured, the median of the registry's GPUs of the same vendor that do (say so in prose).
 - ``ON_CHIP`` figures (the L2 cache, the SMs and their shared memory) are optional and given
   for a few GPUs only; they are in bytes as the CUDA runtime reports them (NVIDIA's "50 MB" of
   L2 is 50 MiB), and the chapter on hardware uses them to show why the weights cannot stay on
@@ -48,7 +59,8 @@ from types import MappingProxyType
 from inference_arithmetic.core.dtypes import DTYPE_BYTES
 from inference_arithmetic.core.registry import entries, lookup
 
-__all__ = ["GPU", "gpu", "gpu_names", "FLOP_DTYPES", "FIGURES", "ON_CHIP"]
+__all__ = ["GPU", "gpu", "gpu_names", "FLOP_DTYPES", "FIGURES", "ON_CHIP", "ACHIEVED"]
+__all__ += ["achieved_figure"]
 
 FLOP_DTYPES = (*DTYPE_BYTES, "tf32", "fp4")
 """The dtypes a peak FLOP rate may be given for: the stored formats, plus tf32 (a tensor-core
@@ -69,6 +81,43 @@ ON_CHIP = ("l2_cache_bytes", "sm_count", "shared_memory_per_sm")
 """Optional figures of the chip's own memory: the L2 cache (bytes), the streaming
 multiprocessors (SMs), and the shared memory one SM can use (bytes). Each present one needs a
 source; an absent one needs none."""
+
+OPTIONAL = (*ON_CHIP, "usable_memory_bytes")
+"""Every optional whole-number figure: the on-chip ones and the memory the driver reports."""
+
+ACHIEVED = (
+    *(f"matmul.{dtype}" for dtype in FLOP_DTYPES),
+    "matmul_half_rows",
+    "grouped_matmul",
+    "stream",
+    *(f"stream.{dtype}" for dtype in DTYPE_BYTES),
+    "decode_attention",
+    "decode_attention_latency",
+    "kv_reread_hits",
+    "prompt_attention",
+    "attention_half_len",
+    "allreduce_latency.nccl",
+    "allreduce_latency.custom",
+    "allreduce_bandwidth.nccl",
+    "allreduce_bandwidth.custom",
+)
+"""What a GPU's kernels were measured to reach, each a fraction of a peak unless it says so:
+``matmul.<dtype>``, of the peak FLOP/s in large matrix products; ``matmul_half_rows``, the
+token rows at which a product reaches half of that; ``grouped_matmul``, of a single product's
+rate that a grouped product over an MoE layer's experts reaches; ``stream``, of the peak
+bandwidth a product reads 16-bit weights at (``stream.<dtype>``: weights of another format);
+``decode_attention``, of the peak bandwidth in decode attention, and
+``decode_attention_latency``, its fixed seconds; ``kv_reread_hits``, of a kernel's repeated
+reads of a KV head (once per query head) that the L2 cache serves; ``prompt_attention``, of
+the peak FLOP/s FlashAttention reaches on long prompts, and ``attention_half_len``, the
+prompt length at which it reaches half of that; ``allreduce_latency.<nccl|custom>`` and
+``allreduce_bandwidth.<nccl|custom>``, the seconds of the smallest all-reduce over the GPU's
+link and the bytes per second its time grows by. Each present one needs a source, keyed
+``achieved.<name>``."""
+_AMOUNTS = ("matmul_half_rows", "attention_half_len", "decode_attention_latency")
+_AMOUNTS += tuple(
+    f"allreduce_{k}.{a}" for k in ("latency", "bandwidth") for a in ("nccl", "custom")
+)
 
 
 @dataclass(frozen=True)
@@ -97,6 +146,8 @@ class GPU:
     l2_cache_bytes: int | None = None
     sm_count: int | None = None
     shared_memory_per_sm: int | None = None
+    usable_memory_bytes: int | None = None
+    achieved: Mapping[str, float] = field(default_factory=dict, hash=False)
     sources: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
     full_name: str = field(default="", compare=False)
     notes: str = field(default="", compare=False)
@@ -121,12 +172,22 @@ class GPU:
             if isinstance(self.link_domain, bool) or not isinstance(self.link_domain, int):
                 raise ValueError(f"{self.name}: link_domain must be a whole number of GPUs")
             _positive(self.name, "link_domain", self.link_domain)
-        for name in ("pcie_bandwidth", "price_per_hour", *ON_CHIP):
+        for name in ("pcie_bandwidth", "price_per_hour", *OPTIONAL):
             if getattr(self, name) is not None:
                 _positive(self.name, name, getattr(self, name))
-        for name in ON_CHIP:
+        for name in OPTIONAL:
             if getattr(self, name) is not None and not isinstance(getattr(self, name), int):
                 raise ValueError(f"{self.name}: {name} must be a whole number")
+        if not isinstance(self.achieved, Mapping):
+            raise ValueError(f"{self.name}: achieved must map kernel figures to numbers")
+        for key, value in self.achieved.items():
+            if key not in ACHIEVED:
+                raise ValueError(
+                    f"{self.name}: unknown achieved figure {key!r}; known: {', '.join(ACHIEVED)}"
+                )
+            _positive(self.name, f"achieved[{key!r}]", value)
+            if key not in _AMOUNTS and value > 1:
+                raise ValueError(f"{self.name}: achieved[{key!r}] is a fraction, got {value}")
         if (self.price_per_hour is None) != (self.price_date is None):
             raise ValueError(f"{self.name}: price_per_hour and price_date go together")
         if self.price_date is not None:
@@ -141,19 +202,23 @@ class GPU:
         # Read-only views: a frozen GPU should not change behind the registry's back.
         object.__setattr__(self, "peak_flop_rate", MappingProxyType(dict(self.peak_flop_rate)))
         object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+        object.__setattr__(self, "achieved", MappingProxyType(dict(self.achieved)))
 
     def _check_sources(self):
         if not isinstance(self.sources, Mapping):
             raise ValueError(f"{self.name}: sources must map figures to their sources")
-        keys = [f"peak_flop_rate.{dtype}" for dtype in FLOP_DTYPES] + list(FIGURES + ON_CHIP)
+        keys = [f"peak_flop_rate.{dtype}" for dtype in FLOP_DTYPES] + list(FIGURES + OPTIONAL)
+        keys += [f"achieved.{name}" for name in ACHIEVED]
         unknown = [key for key in self.sources if key not in keys]
         if unknown:
             raise ValueError(
                 f"{self.name}: sources for unknown figures {', '.join(map(repr, unknown))}; "
-                f"figures are peak_flop_rate.<dtype> and {', '.join(FIGURES + ON_CHIP)}"
+                f"figures are peak_flop_rate.<dtype>, achieved.<name> and "
+                f"{', '.join(FIGURES + OPTIONAL)}"
             )
         present = [f"peak_flop_rate.{dtype}" for dtype in self.peak_flop_rate]
-        present += [name for name in FIGURES + ON_CHIP if getattr(self, name) is not None]
+        present += [name for name in FIGURES + OPTIONAL if getattr(self, name) is not None]
+        present += [f"achieved.{name}" for name in self.achieved]
         missing = [
             key
             for key in present
@@ -187,6 +252,10 @@ class GPU:
             "link_domain": self.link_domain or 1,  # unknown: the link joins no other GPU
         }
 
+    def achieved_figure(self, name: str) -> float:
+        """``achieved_figure(self, name)``: this GPU's measured figure, or its stand-in."""
+        return achieved_figure(self, name)[0]
+
     def ridge_point(self, dtype: str) -> float:
         """FLOPs per byte of memory traffic at which compute time equals memory time
         (``formulas.roofline.ridge_point`` at this GPU's figures)."""
@@ -211,6 +280,45 @@ def _positive(gpu_name, name, value):
 @functools.cache
 def _registry() -> dict[str, GPU]:
     return {entry["name"]: GPU(**entry) for entry in entries("inference_arithmetic.hardware.specs")}
+
+
+def achieved_figure(device: GPU, name: str) -> tuple[float, str]:
+    """An achieved figure (``ACHIEVED``) of ``device`` and where it comes from: its own
+    measurement, else the median of the registry's GPUs of the same vendor that have one, else
+    of every GPU that has one. A format no GPU was measured in stands in with the chip's 16-bit
+    figure (``matmul.bf16``, ``stream``), found the same way. ``KeyError`` for a name not in
+    ``ACHIEVED``.
+
+    >>> achieved_figure(gpu("h100-sxm"), "stream")[1]
+    'achieved.stream of h100-sxm'
+    """
+    if name not in ACHIEVED:
+        raise KeyError(f"unknown achieved figure {name!r}; known: {', '.join(ACHIEVED)}")
+    keys = [name]
+    if name.startswith("matmul.") and name != "matmul.bf16":
+        keys.append("matmul.bf16")
+    if name.startswith("stream."):
+        keys.append("stream")
+    registry = list(_registry().values())
+    for key in keys:
+        if key in device.achieved:
+            return float(device.achieved[key]), f"achieved.{key} of {device.name}"
+        measured = [g for g in registry if key in g.achieved]
+        kin = [g for g in measured if g.vendor == device.vendor]
+        if kin:
+            return _median(kin, key), f"achieved.{key}: median of {', '.join(g.name for g in kin)}"
+    for key in keys:
+        measured = [g for g in registry if key in g.achieved]
+        if measured:
+            names = ", ".join(g.name for g in measured)
+            return _median(measured, key), f"achieved.{key}: median of {names}"
+    raise KeyError(f"no GPU of the registry has a measured {name}")
+
+
+def _median(gpus, key) -> float:
+    values = sorted(float(g.achieved[key]) for g in gpus)
+    middle = len(values) // 2
+    return values[middle] if len(values) % 2 else (values[middle - 1] + values[middle]) / 2
 
 
 def gpu_names() -> list[str]:

@@ -405,7 +405,8 @@ def _page_data() -> dict:
             "price_per_hour": g.price_per_hour,
             "price_date": g.price_date,
         }
-    defaults = scenario.Scenario("llama-3.1-8b", "h100-sxm").options
+    default = scenario.Scenario("llama-3.1-8b", "h100-sxm")
+    defaults = {**default.options, **{n: default.figure(n) for n in scenario.FIGURES}}
     # The numeric settings the form does not offer (efficiencies, link, budgets, replicas).
     options = {k: v for k, v in defaults.items() if k != "n_gpus" and not isinstance(v, str)}
     controls = [

@@ -127,8 +127,13 @@ def _docstring_example(module, name):
 
 
 def _latex(value, arch=None):
-    """LaTeX of what a formula function returns: an expression, a tuple, a dict of terms, or a
-    function of the kind of layer (dense or mixture of experts)."""
+    """LaTeX of what a formula function returns: an expression, a tuple, a dict of terms, a
+    kernel of a step (its time, times its count) or a function of the kind of layer (dense or
+    mixture of experts)."""
+    if isinstance(value, formulas.kernels.Kernel):
+        return sympy.latex(value.count * value.time)
+    if isinstance(value, tuple) and value and isinstance(value[0], formulas.kernels.Kernel):
+        return _latex({kernel.name: kernel for kernel in value})
     if callable(value) and not isinstance(value, sympy.Basic):
         layers = {"dense layer": value(False)}
         if arch is not None and arch.is_moe:
@@ -245,7 +250,12 @@ def _entry(module, name, chapters):
     takes_arch = "arch" in inspect.signature(function).parameters
     tex, example = _shown(module, name, model(REPRESENTATIVE) if takes_arch else None)
     forms = {}
-    if takes_arch:
+    # A formula composed of others on the page (a step's sum of its kernels) is shown for the
+    # representative model only: its forms are those of its parts.
+    composed = name in getattr(module, "COMPOSED", ())
+    if takes_arch and composed:
+        forms[tex] = [REPRESENTATIVE]
+    elif takes_arch:
         for model_name in model_names():
             forms.setdefault(_shown(module, name, model(model_name))[0], []).append(model_name)
     return Entry(
@@ -291,6 +301,8 @@ def _entry_markdown(entry):
     if not entry.of_architecture:
         return lines
     others = [form for form in entry.forms if form.latex != entry.latex]
+    if not others and len(entry.forms[0].models) == 1:
+        return lines  # composed of formulas above, whose forms differ by architecture
     if not others:
         return lines + ["The same for every model of the registry.", ""]
     count = f"{len(others)} other form" + ("s" if len(others) > 1 else "")

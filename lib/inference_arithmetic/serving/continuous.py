@@ -44,7 +44,7 @@ from inference_arithmetic.core import checks
 from inference_arithmetic.core import format as fmt
 from inference_arithmetic.core.numeric import numeric
 from inference_arithmetic.core.symbols import B_d, O, P_t, R, S
-from inference_arithmetic.formulas import continuous, latency
+from inference_arithmetic.formulas import continuous, kernels, latency
 from inference_arithmetic.serving import cache
 from inference_arithmetic.serving.scenario import (
     DEFAULT_TOKEN_BUDGET,
@@ -55,6 +55,7 @@ from inference_arithmetic.serving.scenario import (
 __all__ = ["DEFAULT_TOKEN_BUDGET", "PROMPT_COUNTS", "STEADY", "REPLICAS", "SATURATED"]
 __all__ += ["steady_state"]
 __all__ += ["steady_state_of", "saturation_rate", "saturated_message", "plan", "simulate"]
+__all__ += ["burst"]
 
 PROMPT_COUNTS = 64
 """Prompts per step the chain keeps, 0 to 63: far past any Poisson mean below saturation (40
@@ -106,9 +107,13 @@ REPLICATED = "{replicas} replicas of {n_gpus}"
 """How ``SATURATED`` names the GPUs of more than one replica."""
 
 
+_MIXED = {"kernels": kernels.step, "roofline": continuous.step}
+"""A step of B_d decodes and P_t prompt tokens, by the scenario's step model."""
+
+
 @functools.lru_cache(maxsize=64)
-def _step(arch):
-    return numeric(continuous.step(arch))
+def _step(arch, step="kernels"):
+    return numeric(_MIXED[step](arch))
 
 
 @functools.cache
@@ -152,7 +157,7 @@ class _Engine:
         point = {**self.values, "decoding": np.maximum(decodes, 0.0) + 0 * prompts,
                  "context_len": np.full(np.shape(prompts), self.context),
                  "prefill_tokens": prompts * self.T}  # fmt: skip
-        return _step(self.s.model).from_values(point)
+        return _step(self.s.model, self.s.step).from_values(point)
 
     def chain(self, rate, decodes):
         """The steps as a Markov chain on the prompts K a step prefills: the prompts that
@@ -357,13 +362,81 @@ def simulate(
     admitted while the memory holds its whole cache; a step takes ``formulas.continuous.step``
     for its own decodes, their mean context and its prefill tokens. Returns the mean ``ttft`` and
     ``tpot`` (seconds) of ``requests`` requests after a warm-up of a fifth as many."""
-    import simpy
-
     s = _scenario(arch, gpu, prompt_len, output_len, n_gpus, dtype, deployment)
-    engine, token_budget, step = _Engine(s), s.token_budget, _scalar_step(s)
     rng = np.random.default_rng(seed)
     warm = requests // 5
     arrivals = np.cumsum(rng.exponential(1 / requests_per_s, requests + warm))
+    kept = [r for r in _engine(s, arrivals) if r["i"] >= warm]
+    ttft = np.mean([r["first"] - r["arrived"] for r in kept])
+    tpot = np.mean([(r["last"] - r["first"]) / (output_len - 1) for r in kept])
+    return {"ttft": float(ttft), "tpot": float(tpot) if output_len > 1 else float("nan")}
+
+
+def burst(s: Scenario, **figures) -> dict:
+    """The scenario's ``batch`` requests sent at once to the engine of ``simulate``: it admits
+    as many as its memory (and its ``max_num_seqs``) holds and prefills them in chunks of its
+    token budget while it decodes the others. Returns the ``elapsed`` seconds to the last
+    token, the output ``throughput``, the mean ``ttft`` and ``tpot``, and the most requests it
+    ran at once (``concurrency``). ``figures`` override the scenario's values and may be
+    arrays, to time one schedule under many settings at once (chapter 11's fit)."""
+    plan, first, last = burst_schedule(s)
+    values = {**s.values(), **figures}
+    shape = np.broadcast(*[np.asarray(v) for v in figures.values()]).shape if figures else ()
+    columns = np.asarray(plan, dtype=float).reshape(len(plan), 3, *[1] * len(shape))
+    point = {**values, "decoding": columns[:, 0], "context_len": columns[:, 1],
+             "prefill_tokens": columns[:, 2]}  # fmt: skip
+    times = _step(s.model, s.step).from_values(point)
+    ends = np.cumsum(np.broadcast_to(times, (len(plan), *shape)), axis=0)
+    elapsed = ends[-1]
+    ttft = ends[first].mean(axis=0)
+    tpot = ((ends[last] - ends[first]) / max(s.output_len - 1, 1)).mean(axis=0)
+    return {
+        "elapsed": elapsed,
+        "throughput": s.batch * s.output_len / elapsed,
+        "ttft": ttft,
+        "tpot": tpot,
+        "concurrency": min(s.batch, _capacity(s)),
+    }
+
+
+@functools.lru_cache(maxsize=1024)
+def burst_schedule(s: Scenario):
+    """The steps the engine takes for ``s``'s burst, as (decodes, their mean context, prompt
+    tokens) each, and the step of each request's first and last token: with every request
+    there from the start, what a step does depends on the steps before, not on how long they
+    take, so one schedule serves every setting of the step's figures."""
+    plan = []
+
+    def record(decodes, context, prompts):
+        plan.append((decodes, context, prompts))
+        return 1.0  # each step one time unit: its index is its end
+
+    done = _engine(s, np.zeros(s.batch), record)
+    first = np.array([round(r["first"]) - 1 for r in done])
+    last = np.array([round(r["last"]) - 1 for r in done])
+    return tuple(plan), first, last
+
+
+def _capacity(s: Scenario) -> int:
+    """The most requests the engine runs at once: what its memory holds, and its cap."""
+    cap = s.engine.max_num_seqs if s.step == "kernels" else None
+    held = _Engine(s).capacity
+    return min(held, cap) if cap else held
+
+
+def _engine(s: Scenario, arrivals, step=None) -> list[dict]:
+    """The engine of ``simulate`` on requests arriving at ``arrivals`` (seconds, in order):
+    each step decodes one token of every running request and prefills, first come first
+    served, the waiting prompts in the tokens left under the token budget; a request is
+    admitted while the memory holds its whole cache (and the engine's ``max_num_seqs``); a step
+    takes ``step(decodes, their mean context, prompt tokens)`` seconds (default: the
+    scenario's step formula). Each finished request, with its arrival, first and last token
+    times."""
+    import simpy
+
+    prompt_len, output_len = s.prompt_len, s.output_len
+    capacity, token_budget = _capacity(s), s.token_budget
+    step = _scalar_step(s) if step is None else step
     env, done, idle = simpy.Environment(), [], {"wake": None}
     # Admitted requests prefill in their order and decode in the order they began, one token
     # a step each, so they finish in that order too: queues, and a sum of the decodes' contexts.
@@ -379,7 +452,7 @@ def simulate(
     def serve():
         steps, contexts = 0, 0  # steps taken; the decodes' cached tokens, summed
         while len(done) < len(arrivals):
-            while waiting and len(prefilling) + len(decoding) < engine.capacity:
+            while waiting and len(prefilling) + len(decoding) < capacity:
                 prefilling.append(waiting.popleft())
             left, chunks = token_budget - len(decoding), []
             for r in prefilling:
@@ -410,17 +483,14 @@ def simulate(
     env.process(arrive())
     env.process(serve())
     env.run()
-    kept = [r for r in done if r["i"] >= warm]
-    ttft = np.mean([r["first"] - r["arrived"] for r in kept])
-    tpot = np.mean([(r["last"] - r["first"]) / (output_len - 1) for r in kept])
-    return {"ttft": float(ttft), "tpot": float(tpot) if output_len > 1 else float("nan")}
+    return done
 
 
 def _scalar_step(s: Scenario):
     """The step of ``s``'s model with its values put in, as a plain function of the decodes,
     their mean context and the prompt tokens: the simulation calls it once a step, where the
     checked array function would cost a hundred times as much."""
-    expr = continuous.step(s.model)
+    expr = _MIXED[s.step](s.model)
     values = s.values()
     known = {x: sympy.sympify(values[x.name]) for x in expr.free_symbols if x.name in values}
     return sympy.lambdify((B_d, S, P_t), expr.xreplace(known), "math")

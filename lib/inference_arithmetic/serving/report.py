@@ -35,7 +35,13 @@ from inference_arithmetic.core.symbols import L_w, M, O, R, S, T, W, n_gpus
 from inference_arithmetic.formulas import economics, latency
 from inference_arithmetic.models.config import model, model_names
 from inference_arithmetic.serving import cache, scenario
-from inference_arithmetic.serving.scenario import Scenario, deployment_keywords
+from inference_arithmetic.serving.scenario import (
+    DEFAULT_STEP,
+    FIGURES,
+    STEPS,
+    Scenario,
+    deployment_keywords,
+)
 
 __all__ = [
     "BOUNDS",
@@ -59,14 +65,17 @@ def _flag(condition):
     return sympy.Piecewise((1, condition), (0, True))
 
 
-def report_formulas(arch) -> dict[str, sympy.Expr]:
+def report_formulas(arch, step=DEFAULT_STEP) -> dict[str, sympy.Expr]:
     """The formulas of ``calculate`` for ``arch`` with tensor parallelism, in T, O, B and the
     deployment's symbols (S is put in: T + O for memory, the mean context for the time per
-    output token). Costs are those of ``formulas.economics`` at full utilization."""
+    output token), its steps timed by ``STEPS[step]``. Costs are those of
+    ``formulas.economics`` at full utilization. The bounds are chapter 08's: which side of the
+    whole step's roofline is the longer."""
+    timing = STEPS[step]
     whole = {S: T + O}  # the cache of a whole request
-    tpot = latency.time_per_output_token(arch)
+    tpot = timing.time_per_output_token(arch)
     full = {economics.u: 1}
-    cost_input = economics.input_cost(arch).subs(full)
+    cost_input = economics.cost_per_million_input_tokens(timing.prefill_time(arch)).subs(full)
     cost_output = economics.cost_per_million_output_tokens(tpot).subs(full)
     compute, memory = latency.decode_compute_time(arch), latency.decode_memory_time(arch)
 
@@ -83,10 +92,10 @@ def report_formulas(arch) -> dict[str, sympy.Expr]:
         "activations": latency.activation_reserve(arch),
         "memory": latency.memory_per_gpu(arch).subs(whole),
         "budget": latency.memory_budget(),
-        "ttft": latency.prefill_time(arch),
+        "ttft": timing.prefill_time(arch),
         "tpot": tpot,
-        "total": latency.generation_time(arch),
-        "throughput": latency.throughput(arch),
+        "total": timing.generation_time(arch),
+        "throughput": timing.throughput(arch),
         "cost_input": cost_input,
         "cost_output": cost_output,
         "cost_request": economics.request_cost(cost_input, cost_output),
@@ -105,8 +114,8 @@ def report_formulas(arch) -> dict[str, sympy.Expr]:
 
 
 @functools.lru_cache(maxsize=64)
-def _compiled(arch) -> CompiledFormulas:
-    return cache.formulas(f"report {arch!r}", lambda: report_formulas(arch))
+def _compiled(arch, step=DEFAULT_STEP) -> CompiledFormulas:
+    return cache.formulas(f"report {step} {arch!r}", lambda: report_formulas(arch, step))
 
 
 def bound_text(*flags) -> str:
@@ -158,7 +167,7 @@ def report_values(s: Scenario) -> dict[str, float | None]:
         raise ValueError("the report is for tensor parallelism; give parallel='tensor'")
     price = s.gpu.price_per_hour
     values = {**s.values(), "price_per_hour": price or 1.0}
-    r = _compiled(s.model).from_values(values)
+    r = _compiled(s.model, s.step).from_values(values)
     return {k: None if k.startswith("cost_") and not price else v for k, v in r.items()}
 
 
@@ -193,9 +202,10 @@ def report(s: Scenario) -> dict:
         },
         "mean_context": r["mean_context"],
         "exact": bool(r["exact"]),
-        **{name: getattr(s, name) for name in ("compute_efficiency", "bandwidth_efficiency")},
-        **{name: getattr(s, name) for name in ("link_latency", "memory_utilization")},
-        **{name: getattr(s, name) for name in ("attention_efficiency", "replicas")},
+        "engine": s.engine.name,
+        "step": s.step,
+        **{name: s.figure(name) for name in FIGURES},
+        **{name: getattr(s, name) for name in ("link_latency", "memory_utilization", "replicas")},
     }
 
 
@@ -203,7 +213,7 @@ def warm() -> int:
     """Compile and keep the calculator's formulas and checks of every registry model (tensor
     and pipeline parallelism) in the disk cache; the number of models."""
     for name in model_names():
-        _compiled(model(name))
+        _compiled(model(name))  # the default step model; the roofline's compiles on first use
         for parallel in ("tensor", "pipeline"):
             scenario._rules(model(name), parallel)
     return len(model_names())

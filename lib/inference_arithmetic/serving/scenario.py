@@ -27,10 +27,12 @@ import sympy
 
 from inference_arithmetic.core import checks
 from inference_arithmetic.core import format as fmt
-from inference_arithmetic.core.dtypes import DTYPE_BYTES, bytes_per_number
+from inference_arithmetic.core.dtypes import DTYPE_BYTES, activation_bytes, bytes_per_number
 from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas, numeric
 from inference_arithmetic.core.symbols import H, H_kv, L, M, O, S, S_max, T, n_gpus
-from inference_arithmetic.formulas import latency
+from inference_arithmetic.formulas import kernels, latency
+from inference_arithmetic.hardware.engines import Engine
+from inference_arithmetic.hardware.engines import engine as registry_engine
 from inference_arithmetic.hardware.gpus import GPU
 from inference_arithmetic.hardware.gpus import gpu as registry_gpu
 from inference_arithmetic.models.config import ModelConfig
@@ -38,6 +40,10 @@ from inference_arithmetic.models.config import model as registry_model
 from inference_arithmetic.serving import cache
 
 __all__ = [
+    "STEPS",
+    "FIGURES",
+    "DEFAULT_STEP",
+    "DEFAULT_ENGINE",
     "DEFAULT_COMPUTE_EFFICIENCY",
     "DEFAULT_BANDWIDTH_EFFICIENCY",
     "DEFAULT_ATTENTION_EFFICIENCY",
@@ -55,18 +61,29 @@ __all__ = [
     "tensor_parallel_degrees",
 ]
 
-# Calibrated in chapter 11: the three numbers that bring the roofline closest to 20 measured
-# vLLM runs of two models at once; each is within the range that published kernel
-# measurements give, which chapter 11 cites.
+STEPS = {"kernels": kernels, "roofline": latency}
+"""How a scenario times a step: kernel by kernel, each at its own roofline with its fixed cost
+(``formulas.kernels``, the default), or as chapter 08's single roofline of the whole step
+(``formulas.latency``). Both modules build the same formulas by the same names."""
+DEFAULT_STEP = "roofline"
+"""How a scenario times its steps unless it says (``STEPS``)."""
+DEFAULT_ENGINE = "vllm"
+"""The engine a scenario runs on unless it names one (``ia.engine_names()``)."""
+
+# The single roofline's efficiencies (step="roofline"), fitted in chapter 11 on the 20 vLLM
+# runs as the first approximation; the kernel model takes the GPU's measured kernels instead.
 DEFAULT_COMPUTE_EFFICIENCY = 0.4
-"""Fraction of the peak FLOP/s a serving engine reaches, averaged over a whole run (chapter 11)."""
+"""Fraction of the peak FLOP/s one roofline of a whole step reaches, averaged over a run
+(``step="roofline"``; chapter 11's first fit)."""
 DEFAULT_BANDWIDTH_EFFICIENCY = 0.6
-"""Fraction of the peak memory bandwidth a serving engine reaches in decode (chapter 11)."""
+"""Fraction of the peak memory bandwidth one roofline of a whole decode step reaches
+(``step="roofline"``; chapter 11's first fit)."""
 DEFAULT_ATTENTION_EFFICIENCY = round(620.73 / 989, 2)
-"""Fraction of the peak FLOP/s attention reaches: FlashAttention-3's forward pass on an H100
-SXM, 16,384 tokens, head size 128, 620.73 TFLOP/s of 989 (PyTorch's benchmark suite,
-pytorch/benchmark PR 2391); its paper reports up to 75%, FlashAttention-2's 50-73% on an
-A100. Taken from kernel benchmarks, never fitted to serving runs (chapter 11)."""
+"""Fraction of the peak FLOP/s attention reaches where the GPU has no measurement of its
+own: FlashAttention-3's forward pass on an H100 SXM, 16,384 tokens, head size 128, 620.73
+TFLOP/s of 989 (PyTorch's benchmark suite, pytorch/benchmark PR 2391); its paper reports up
+to 75%, FlashAttention-2's 50-73% on an A100. Taken from kernel benchmarks, never fitted to
+serving runs (chapter 11)."""
 DEFAULT_NETWORK_BANDWIDTH = 400e9 / 8
 """Bytes per second each GPU sends to other boards: one 400 Gb/s InfiniBand NDR port per GPU,
 as on a DGX H100 (eight ConnectX-7 cards; NVIDIA DGX H100 User Guide)."""
@@ -223,13 +240,20 @@ class Scenario:
     dtype: str = "bf16"
     cache_dtype: str | None = None
     compute_dtype: str | None = None
-    compute_efficiency: float = DEFAULT_COMPUTE_EFFICIENCY
-    bandwidth_efficiency: float = DEFAULT_BANDWIDTH_EFFICIENCY
-    attention_efficiency: float = DEFAULT_ATTENTION_EFFICIENCY
+    engine: Engine | str = DEFAULT_ENGINE
+    step: str = DEFAULT_STEP
+    compute_efficiency: float | None = None
+    bandwidth_efficiency: float | None = None
+    attention_efficiency: float | None = None
+    decode_attention_efficiency: float | None = None
+    kernel_overhead: float | None = None
+    step_overhead: float | None = None
+    request_overhead: float | None = None
+    allreduce_latency: float | None = None
     link_latency: float = DEFAULT_LINK_LATENCY
     network_bandwidth: float = DEFAULT_NETWORK_BANDWIDTH
     memory_utilization: float = DEFAULT_MEMORY_UTILIZATION
-    token_budget: int = DEFAULT_TOKEN_BUDGET
+    token_budget: int | None = None
     replicas: int = 1
     batch: int = 1
     prompt_len: int = 2048
@@ -240,6 +264,8 @@ class Scenario:
         normal = {
             "model": registry_model(self.model),
             "gpu": registry_gpu(self.gpu),
+            "engine": registry_engine(self.engine),
+            "step": checks.choice("step", self.step, tuple(STEPS)),
             "n_gpus": checks.count("n_gpus", self.n_gpus),
             "parallel": checks.choice("parallel", self.parallel, latency.PARALLEL),
             "dtype": checks.choice("dtype", self.dtype, _DTYPES),
@@ -254,20 +280,28 @@ class Scenario:
                 positive=True,
                 high=1e15,
             ),
-            "token_budget": checks.count("token_budget", self.token_budget),
             "replicas": checks.count("replicas", self.replicas),
         }
-        efficiencies = ("compute_efficiency", "bandwidth_efficiency", "attention_efficiency")
-        for name in (*efficiencies, "memory_utilization"):
-            normal[name] = checks.fraction(name, getattr(self, name))
+        for name in (*_EFFICIENCIES, "memory_utilization"):
+            if name == "memory_utilization" or getattr(self, name) is not None:
+                normal[name] = checks.fraction(name, getattr(self, name))
+        for name in _OVERHEADS:
+            if getattr(self, name) is not None:
+                normal[name] = checks.amount(name, getattr(self, name), "seconds", high=1.0)
         compute = self.compute_dtype or self.dtype
         normal["compute_dtype"] = checks.choice("compute_dtype", compute, _DTYPES)
         cache = self.cache_dtype or compute
         normal["cache_dtype"] = checks.choice("cache_dtype", cache, _DTYPES)
         if not isinstance(self.in_waves, bool):
             raise ArgumentError(f"in_waves must be True or False, got {self.in_waves!r}")
+        budget = self.token_budget
+        if budget is None:  # the engine's own, for the kernel model that times its steps
+            engine_budget = normal["engine"].token_budget if normal["step"] == "kernels" else None
+            budget = engine_budget or DEFAULT_TOKEN_BUDGET
+        normal["token_budget"] = checks.count("token_budget", budget)
         for name, value in normal.items():
             object.__setattr__(self, name, value)
+        object.__setattr__(self, "_figures", self._resolve())
         arch = self.model
         if arch.context_window is None and self.prompt_len + self.output_len > MAX_TOKENS:
             raise ArgumentError(
@@ -287,6 +321,54 @@ class Scenario:
                 error = ArgumentError(self.explain(check, values))
                 error.check = check.name  # which rule failed, for callers that answer it
                 raise error
+
+    def _resolve(self) -> dict[str, float]:
+        """The efficiencies and fixed costs the step takes, each as given, else: the GPU's
+        measured kernels (``GPU.achieved_figure``) and the engine's properties, for the
+        kernel model; for the single roofline, its fitted efficiencies and no fixed costs."""
+        g, e = self.gpu, self.engine
+        nvlink = (g.link_domain or 1) > 1
+        reduce = e.allreduce if nvlink else "nccl"  # one-shot kernels need a peer link
+        found = {
+            "compute_efficiency": g.achieved_figure(f"matmul.{self.compute_dtype}"),
+            "bandwidth_efficiency": g.achieved_figure(_stream(self.dtype)),
+            "attention_efficiency": g.achieved_figure("prompt_attention"),
+            "decode_attention_efficiency": g.achieved_figure("decode_attention"),
+            "kernel_overhead": e.kernel_overhead,
+            "step_overhead": e.step_overhead,
+            "request_overhead": e.request_overhead,
+            "allreduce_latency": g.achieved_figure(f"allreduce_latency.{reduce}"),
+            "allreduce_bandwidth": g.achieved_figure(f"allreduce_bandwidth.{reduce}"),
+            "ring_latency": g.achieved_figure("allreduce_latency.nccl"),
+            "ring_bandwidth": g.achieved_figure("allreduce_bandwidth.nccl"),
+            "matmul_half_rows": g.achieved_figure("matmul_half_rows"),
+            "grouped_matmul": g.achieved_figure("grouped_matmul"),
+            "attention_half_len": g.achieved_figure("attention_half_len"),
+            "decode_attention_latency": g.achieved_figure("decode_attention_latency"),
+            "kv_reread_hits": g.achieved_figure("kv_reread_hits"),
+        }
+        if self.step == "roofline":  # chapter 08's single roofline: no kernel, no fixed cost
+            found.update(
+                compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY,
+                bandwidth_efficiency=DEFAULT_BANDWIDTH_EFFICIENCY,
+                attention_efficiency=DEFAULT_ATTENTION_EFFICIENCY,
+                decode_attention_efficiency=DEFAULT_BANDWIDTH_EFFICIENCY,
+                kernel_overhead=0.0,
+                step_overhead=0.0,
+                request_overhead=0.0,
+                allreduce_latency=0.0,
+            )
+        given = {name: getattr(self, name) for name in FIGURES if getattr(self, name) is not None}
+        return {**found, **given}
+
+    def figure(self, name: str) -> float:
+        """An efficiency or fixed cost as the step takes it (``_resolve``)."""
+        return self._figures[name]
+
+    @property
+    def timing(self):
+        """The formulas that time this scenario's steps (``STEPS[step]``)."""
+        return STEPS[self.step]
 
     def _names(self) -> dict:
         """The settings a message may name, as text."""
@@ -318,10 +400,10 @@ class Scenario:
             **self.gpu.figures(self.compute_dtype),
             "bytes_per_number": bytes_per_number(self.dtype),
             "kv_bytes_per_number": bytes_per_number(self.cache_dtype),
+            "activation_bytes_per_number": activation_bytes(self.compute_dtype),
             "n_gpus": self.n_gpus,
-            "compute_efficiency": self.compute_efficiency,
-            "bandwidth_efficiency": self.bandwidth_efficiency,
-            "attention_efficiency": self.attention_efficiency,
+            **self._figures,
+            "kv_shared": float(self.engine.kv_shared),
             "link_latency": self.link_latency,
             "network_bandwidth": self.network_bandwidth,
             "memory_utilization": self.memory_utilization,
@@ -331,6 +413,8 @@ class Scenario:
             "seq_len": self.prompt_len,
             "output_len": self.output_len,
         }
+        if self.step == "kernels":  # the memory an engine sees, as the driver reports it
+            values["gpu_memory"] = float(self.gpu.usable_memory_bytes or self.gpu.memory_bytes)
         if self.model.context_window:
             values["context_window"] = self.model.context_window
         return values
@@ -345,9 +429,26 @@ class Scenario:
 
     @property
     def options(self) -> dict:
-        """The deployment's settings as the keyword functions' arguments."""
-        return {name: getattr(self, name) for name in DEPLOYMENT}
+        """The deployment's settings as the keyword functions' arguments (the engine by its
+        name)."""
+        options = {name: getattr(self, name) for name in DEPLOYMENT}
+        return {**options, "engine": self.engine.name}
 
+
+def _stream(dtype):
+    """The achieved figure weights of ``dtype`` stream at (``GPU.achieved``)."""
+    return "stream" if bytes_per_number(dtype) >= 2 else f"stream.{dtype}"
+
+
+_EFFICIENCIES = (
+    "compute_efficiency",
+    "bandwidth_efficiency",
+    "attention_efficiency",
+    "decode_attention_efficiency",
+)
+_OVERHEADS = ("kernel_overhead", "step_overhead", "request_overhead", "allreduce_latency")
+FIGURES = (*_EFFICIENCIES, *_OVERHEADS)
+"""The efficiencies and fixed costs a step takes (``Scenario.figure``): given, or found."""
 
 DEPLOYMENT = (
     "n_gpus",
@@ -355,9 +456,10 @@ DEPLOYMENT = (
     "parallel",
     "cache_dtype",
     "compute_dtype",
-    "compute_efficiency",
-    "bandwidth_efficiency",
-    "attention_efficiency",
+    "engine",
+    "step",
+    *_EFFICIENCIES,
+    *_OVERHEADS,
     "link_latency",
     "network_bandwidth",
     "memory_utilization",

@@ -29,7 +29,7 @@ import sympy
 
 from inference_arithmetic.core import checks
 from inference_arithmetic.core.dtypes import bytes_per_number
-from inference_arithmetic.core.numeric import ArgumentError, numeric
+from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas, numeric
 from inference_arithmetic.formulas import latency
 from inference_arithmetic.models.config import model as registry_model
 from inference_arithmetic.serving.scenario import (  # noqa: F401  (DEFAULT_*: ia.timing.DEFAULT_*)
@@ -48,6 +48,7 @@ from inference_arithmetic.serving.scenario import (  # noqa: F401  (DEFAULT_*: i
 __all__ = [
     "PARALLEL",
     "IDEAL",
+    "IDEAL_EFFICIENCIES",
     "prefill_time",
     "decode_step_time",
     "generation",
@@ -57,12 +58,21 @@ __all__ = [
     "compute_bound_batch",
     "run",
     "in_waves",
+    "PHASES",
+    "kernels",
 ]
 
 PARALLEL = latency.PARALLEL
-IDEAL = {"compute_efficiency": 1.0, "bandwidth_efficiency": 1.0, "attention_efficiency": 1.0}
-"""The ideal roofline of chapter 08, peak FLOP/s and peak bandwidth: ``**ia.timing.IDEAL``.
-(Messages between GPUs keep their latency: it is not part of the roofline.)"""
+IDEAL_EFFICIENCIES = {
+    "compute_efficiency": 1.0,
+    "bandwidth_efficiency": 1.0,
+    "attention_efficiency": 1.0,
+}
+"""The peak FLOP/s and the peak bandwidth, as the values of their efficiencies' symbols."""
+IDEAL = {"step": "roofline", **IDEAL_EFFICIENCIES}
+"""The ideal roofline of chapter 08, one roofline of the whole step at the peak FLOP/s and the
+peak bandwidth: ``**ia.timing.IDEAL``. (Messages between GPUs keep their latency: it is not
+part of the roofline.)"""
 
 # Stand-ins for the measured times that the request formulas combine.
 _ttft, _tpot, _seconds = sympy.symbols("ttft tpot seconds", positive=True)
@@ -75,12 +85,12 @@ def _formula(builder, arch, *options):
 
 
 def _prefill(s: Scenario) -> float:
-    return _formula(latency.prefill_time, s.model, s.parallel).from_values(s.values())
+    return _formula(s.timing.prefill_time, s.model, s.parallel).from_values(s.values())
 
 
 def _steps(s: Scenario, contexts, mla="absorbed"):
     """Decode-step times of the scenario's batch at each of ``contexts`` cached tokens."""
-    step = _formula(latency.decode_step_time, s.model, mla, s.parallel)
+    step = _formula(s.timing.decode_step_time, s.model, mla, s.parallel)
     return np.broadcast_to(
         step.from_values({**s.values(), "context_len": contexts}), contexts.shape
     )
@@ -152,9 +162,17 @@ def generation(
 
 
 def in_waves(s: Scenario) -> dict[str, float]:
-    """``serve`` of a ``Scenario`` whose ``batch`` requests queue in waves."""
+    """``serve`` of a ``Scenario`` whose ``batch`` requests queue: in waves of as many as fit,
+    or, on a continuously batching engine timed kernel by kernel, as that engine admits them
+    (``continuous.burst``)."""
     if not s.in_waves:
         s = s.replace(in_waves=True)
+    if s.step == "kernels" and s.engine.batching == "continuous":
+        from inference_arithmetic.serving import continuous
+
+        r = continuous.burst(s)
+        waves = -(-s.batch // r["concurrency"])  # the batch over the most at once, rounded up
+        return {"waves": waves, **r}
     values = {**s.values(), "context_len": s.prompt_len + s.output_len}
     fit = int(_formula(latency.max_concurrency, s.model, s.parallel).from_values(values))
     concurrency = min(s.batch, fit)
@@ -252,3 +270,89 @@ def _decode_bound(arch):
     return latency.compute_bound(
         latency.decode_compute_time(arch), latency.decode_memory_time(arch)
     )
+
+
+@functools.lru_cache(maxsize=256)
+def _kernel_rows(arch, parallel, mla):
+    """The step's kernels and their FLOPs, bytes, seconds (each times its count) and bound,
+    compiled together."""
+    from inference_arithmetic.formulas import kernels
+
+    step = kernels.step_kernels(arch, parallel, mla)
+    fields = {}
+    for i, kr in enumerate(step):
+        fields[f"{i} flops"] = kr.count * kr.flops
+        fields[f"{i} bytes"] = kr.count * kr.nbytes
+        fields[f"{i} time"] = kr.count * kr.time
+        fields[f"{i} bound"] = kr.bound
+    return step, CompiledFormulas({k: sympy.sympify(v) for k, v in fields.items()})
+
+
+PHASES = ("decode", "prefill")
+
+
+@deployment_keywords
+def kernels(
+    arch,
+    gpu,
+    batch=1,
+    context_len=2048,
+    n_gpus=1,
+    dtype="bf16",
+    *,
+    phase="decode",
+    mla="absorbed",
+    **deployment,
+) -> list[dict]:
+    """One step kernel by kernel: a row per kernel, in the order the GPU runs them, with its
+    kind, the times the step runs it, and for all of them together their FLOPs, bytes,
+    bound and seconds on one GPU (``formulas.kernels``). ``phase="decode"``: a decode step of
+    ``batch`` requests with ``context_len`` tokens cached; ``"prefill"``: a prefill of
+    ``batch`` prompts of ``context_len`` tokens. The last row, ``step``, is the engine's fixed
+    cost of the step and of the requests it schedules; the seconds add up to the step's time.
+
+    >>> bound = {r["kernel"]: r["bound"] for r in kernels("llama-3.1-8b", "h100-sxm", 256, 1024)}
+    >>> bound["feed-forward up"], bound["decode attention"]  # each kernel its own side
+    ('compute', 'bandwidth')
+    """
+    phase = checks.choice("phase", phase, PHASES)
+    context_len = checks.count("context_len", context_len)
+    workload = dict(batch=batch, prompt_len=context_len, output_len=1)
+    s = Scenario(arch, gpu, **workload, n_gpus=n_gpus, dtype=dtype, step="kernels", **deployment)
+    step, compiled = _kernel_rows(s.model, s.parallel, mla)
+    decoding, prompts = (batch, 0) if phase == "decode" else (0, batch * context_len)
+    values = {**s.values(), "decoding": decoding, "prefill_tokens": prompts}
+    values["context_len"] = context_len  # no decodes in a prefill: it reads no cache
+    got = {k: float(v) for k, v in compiled.from_values(values).items()}
+    rows = []
+    for i, kr in enumerate(step):
+        time = got[f"{i} time"]
+        if time == 0:
+            continue  # a kernel the phase does not run (a prefill's decode attention)
+        work = got[f"{i} flops"] + got[f"{i} bytes"]
+        bound = "fixed" if work == 0 else ("compute" if got[f"{i} bound"] else "bandwidth")
+        rows.append(
+            {
+                "kernel": kr.name,
+                "kind": kr.kind,
+                "count": int(kr.count) if kr.count.is_number else kr.count,
+                "flops": got[f"{i} flops"],
+                "bytes": got[f"{i} bytes"],
+                "bound": "link" if kr.kind == "collective" else bound,
+                "time": time,
+            }
+        )
+    # The engine's own time: tau_s a step, tau_r for each request it schedules.
+    step = s.figure("step_overhead") + s.figure("request_overhead") * batch
+    rows.append(
+        {
+            "kernel": "step",
+            "kind": "fixed",
+            "count": 1,
+            "flops": 0.0,
+            "bytes": 0.0,
+            "bound": "fixed",
+            "time": step,
+        }  # fmt: skip
+    )
+    return rows

@@ -12,6 +12,7 @@ tests them on runs they were not fitted on with ``hold_out``.
 from __future__ import annotations
 
 import csv
+import dataclasses
 import functools
 import io
 from dataclasses import dataclass
@@ -24,9 +25,15 @@ from inference_arithmetic.formulas import latency
 from inference_arithmetic.hardware.gpus import gpu
 from inference_arithmetic.models.config import model
 from inference_arithmetic.serving.scenario import Scenario
-from inference_arithmetic.serving.timing import serve
+from inference_arithmetic.serving.timing import in_waves, run, serve
 
 __all__ = [
+    "METRICS",
+    "MODES",
+    "Measurement",
+    "fit_set",
+    "predicted",
+    "errors",
     "ServingRun",
     "serving_runs",
     "predict",
@@ -174,3 +181,239 @@ def hold_out(runs: list[ServingRun] | None = None, grid: dict | None = None) -> 
             trained_on=sorted({run.model for run in train}), efficiencies=chosen, errors=errors
         )
     return results
+
+
+# --- Every published measurement: the fit set and the validation set ------------------------
+
+METRICS = (
+    "output_tokens_per_s",
+    "output_tokens_per_s_per_gpu",
+    "e2e_latency_s",
+    "ttft_s",
+    "tpot_s",
+    "prompt_tokens_per_s",
+    "generation_tokens_per_s",
+)
+"""What a measurement measured: output tokens per second of the whole run (or per GPU), a
+request's end-to-end seconds, its time to first token, its mean time per output token, and
+the prompt and generation speeds of a single stream (llama.cpp's ``llama-bench``)."""
+
+MODES = ("static", "waves", "single")
+"""How the requests ran: ``static``, a batch of ``batch`` requests all at once (an engine's
+static-batch benchmark); ``waves``, ``batch`` requests sent at once to an engine that admits as
+many as its memory holds; ``single``, one stream at a time, timed phase by phase."""
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One published measured number and the run it measures, in the registry's names."""
+
+    source: str
+    engine: str
+    engine_version: str
+    gpu: str
+    n_gpus: int
+    model: str
+    dtype: str
+    batch: int
+    input_tokens: int
+    output_tokens: int
+    metric: str
+    value: float
+    mode: str = "static"
+    parallel: str = "tensor"
+    cache_dtype: str | None = None
+    compute_dtype: str | None = None
+    split: str = "fit"
+
+    def scenario(self, **options) -> Scenario:
+        """The run as a ``Scenario`` timed kernel by kernel (``options`` override its
+        settings)."""
+        settings = dict(
+            n_gpus=self.n_gpus,
+            parallel=self.parallel,
+            dtype=self.dtype,
+            cache_dtype=self.cache_dtype,
+            compute_dtype=self.compute_dtype,
+            engine=self.engine,
+            batch=self.batch,
+            prompt_len=self.input_tokens,
+            output_len=self.output_tokens,
+            in_waves=self.mode == "waves",
+            step="kernels",
+        )
+        arch = model(self.model)
+        tokens = self.input_tokens + self.output_tokens
+        if arch.context_window and tokens > arch.context_window:
+            # The engine ran past the config's window (TensorRT-LLM builds an engine for the
+            # lengths it is given; GPT-J's rotary positions do not stop at 2,048): time it.
+            arch = dataclasses.replace(arch, context_window=tokens)
+        return Scenario(arch, self.gpu, **{**settings, **options})
+
+
+# TensorRT-LLM's performance page names its models; its reproduction commands build these.
+_TRTLLM_MODELS = {
+    "GPT-J 6B": "gpt-j-6b",
+    "LLaMA 7B": "llama-2-7b",
+    "LLaMA 70B": "llama-2-70b",
+    "Mistral 7B": "mistral-7b-v0.1",
+    "Mixtral 8x7B": "mixtral-8x7b",
+    "Falcon 180B": "falcon-180b",
+}
+
+
+def _read(name):
+    folder = resources.files("inference_arithmetic.validation") / "data"
+    return list(csv.DictReader(io.StringIO((folder / name).read_text())))
+
+
+@functools.cache
+def fit_set() -> tuple[Measurement, ...]:
+    """The measurements the engines' few fitted properties are fitted on, and nothing else:
+    the 20 vLLM runs (``serving_runs``) and TensorRT-LLM 0.9.0's static-batch tables for the
+    H100 SXM (fp8 weights, cache and products) and the A100 SXM 80GB (fp16), 48 rows."""
+    rows = [
+        Measurement(
+            "tokenomics-vllm",
+            "vllm",
+            "0.7-0.8",
+            run.gpu,
+            run.n_gpus,
+            run.model,
+            "bf16",
+            run.batch,
+            round(run.input_tokens),
+            round(run.output_tokens),
+            "output_tokens_per_s",
+            run.output_tokens_per_s,
+            mode="waves",
+        )
+        for run in serving_runs()
+    ]
+    for row in _read("trtllm_static_v090_h100_a100.csv"):
+        rows.append(
+            Measurement(
+                "trtllm-0.9.0-static",
+                "tensorrt-llm",
+                row["engine_version"],
+                row["gpu"],
+                int(row["tensor_parallel"]),
+                _TRTLLM_MODELS[row["model_as_published"]],
+                row["precision"],
+                int(row["batch"]),
+                int(row["input_tokens"]),
+                int(row["output_tokens"]),
+                "output_tokens_per_s_per_gpu",
+                float(row["output_tokens_per_s_per_gpu"]),
+                mode="static",
+            )
+        )
+    return tuple(rows)
+
+
+def predicted(m: Measurement, **options) -> float:
+    """The library's prediction of what ``m`` measured, at the library's defaults unless
+    ``options`` (any ``Scenario`` setting) override them."""
+    s = m.scenario(**options)
+    if m.mode == "waves":
+        r = in_waves(s)
+        seconds = r["elapsed"]
+    else:
+        r = run(s)
+        seconds = r["total"]
+    per_stream = {"ttft_s": r["ttft"], "tpot_s": r["tpot"]}
+    if m.metric in per_stream:
+        return float(per_stream[m.metric])
+    if m.metric == "e2e_latency_s":
+        return float(seconds)
+    if m.metric == "prompt_tokens_per_s":
+        return m.batch * m.input_tokens / r["ttft"]
+    if m.metric == "generation_tokens_per_s":
+        return m.batch / r["tpot"]
+    tokens_per_s = m.batch * m.output_tokens / seconds
+    if m.metric == "output_tokens_per_s_per_gpu":
+        return tokens_per_s / m.n_gpus
+    return tokens_per_s
+
+
+def errors(rows, **options) -> np.ndarray:
+    """Predicted over measured, minus one, of each of ``rows``, in each metric's own terms
+    (a positive error is a throughput predicted too high, or a latency too long)."""
+    return np.array([predicted(m, **options) / m.value - 1 for m in rows])
+
+
+# --- The engines' fitted properties ------------------------------------------------------------
+
+FIT_GRID = {
+    "vllm": {
+        "token_budget": (512, 2048, 8192, 16384),
+        "step_overhead": np.round(np.arange(0, 10.01, 0.25) * 1e-3, 6),
+        "request_overhead": np.round(np.arange(0, 100.1, 2.5) * 1e-6, 8),
+    },
+    "tensorrt-llm": {
+        "kv_shared": (False, True),
+        "step_overhead": np.round(np.arange(0, 10.01, 0.25) * 1e-3, 6),
+        "request_overhead": np.round(np.arange(0, 100.1, 2.5) * 1e-6, 8),
+    },
+}
+"""What ``fit`` searches for each engine of the fit set: its structural properties (a token
+budget vLLM's versions default to; which attention kernel TensorRT-LLM runs), each tried in
+turn, and its two fixed costs, a step's and a scheduled request's, on a grid."""
+
+_CONTINUOUS = ("step_overhead", "request_overhead")
+
+
+def _speeds(m: Measurement, structural: dict, figures: dict) -> np.ndarray:
+    """The predicted metric of ``m`` (a throughput) at ``structural`` settings (one each)
+    and ``figures`` (arrays: the fixed costs), on the kernel model."""
+    from inference_arithmetic.hardware.engines import engine as registry_engine
+
+    chosen = dict(structural)
+    if "kv_shared" in chosen:  # an engine property: a copy of the engine with it changed
+        import dataclasses
+
+        e = registry_engine(m.engine)
+        chosen["engine"] = dataclasses.replace(e, kv_shared=chosen.pop("kv_shared"))
+    s = m.scenario(**chosen)
+    if m.mode == "waves" and s.engine.batching == "continuous":
+        from inference_arithmetic.serving import continuous
+
+        seconds = continuous.burst(s, **figures)["elapsed"]
+    else:
+        total = _generation(s.model, s.parallel)
+        seconds = total.from_values({**s.values(), **figures})
+    speed = m.batch * m.output_tokens / seconds
+    return speed / m.n_gpus if m.metric == "output_tokens_per_s_per_gpu" else speed
+
+
+@functools.cache
+def _generation(arch, parallel):
+    from inference_arithmetic.formulas import kernels
+
+    return numeric(kernels.generation_time(arch, parallel=parallel))
+
+
+def fit(engine: str, rows=None, grid=None) -> dict:
+    """The engine's fitted properties: the point of ``grid`` (default ``FIT_GRID[engine]``)
+    with the smallest root-mean-square log error over the fit set's rows of that engine
+    (``rows`` to fit others), on the first of equal scores. Structural properties are tried in
+    turn; the fixed costs on the whole grid at once."""
+    grid = FIT_GRID[engine] if grid is None else grid
+    rows = [m for m in fit_set() if m.engine == engine] if rows is None else rows
+    rows = [m for m in rows if m.metric in ("output_tokens_per_s", "output_tokens_per_s_per_gpu")]
+    continuous_names = [name for name in grid if name in _CONTINUOUS]
+    structural_names = [name for name in grid if name not in _CONTINUOUS]
+    mesh = np.meshgrid(*[np.asarray(grid[n], dtype=float) for n in continuous_names], indexing="ij")
+    figures = dict(zip(continuous_names, mesh, strict=True))
+    best, best_score = None, np.inf
+    import itertools
+
+    for values in itertools.product(*[grid[n] for n in structural_names]):
+        structural = dict(zip(structural_names, values, strict=True))
+        logs = [np.log(_speeds(m, structural, figures) / m.value) for m in rows]
+        rms = np.sqrt(np.mean(np.square(logs), axis=0))
+        i = np.unravel_index(np.argmin(rms), rms.shape)
+        if rms[i] < best_score - 1e-12:
+            best_score = float(rms[i])
+            best = {**structural, **{n: float(figures[n][i]) for n in continuous_names}}
+    return best

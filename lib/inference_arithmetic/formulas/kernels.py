@@ -1,0 +1,413 @@
+"""A step as a GPU runs it: a sequence of kernels, each with its own roofline, plus fixed costs.
+
+Chapter 08 times a step by one roofline: the longer of all its FLOPs at the GPU's rate and all
+its bytes at its bandwidth. A GPU runs the step one kernel after another, and each kernel is
+bound by its own side: a decode step's matrix products may turn compute-bound at a large batch
+while its attention, which reads every cached token once, stays bound by memory. So a step
+takes the *sum* of its kernels' rooflines, never less than chapter 08's single one, and each
+kernel pays a fixed cost (``tau_k``: its launch, ramp-up and tail) and the engine one per step
+(``tau_s``: scheduling, sampling, the host's synchronisation) and one per request it schedules
+(``tau_r``). Derived in chapter 08's section
+"Kernel by kernel"; chapter 11 shows how much of the measured time each term explains.
+
+One step of a continuously batching engine decodes one token of each of B_d requests (S
+cached tokens each) and prefills P_t prompt tokens of prompts of T: a prefill is the step
+with B_d = 0 and P_t = B T, a decode step the one with P_t = 0 and B_d = B. Per layer:
+
+- the input norm; the attention projections (one product of the token rows by the query, key
+  and value weights); RoPE and the cache write; attention (prompts: causal, at FlashAttention's
+  rate eta_a; decodes: reading every request's cache at eta_kv of the bandwidth, each KV head
+  once for its query group when ``sigma_kv`` is 1, once per query head when it is 0, the L2
+  cache serving h_kv of the repeats); the
+  output projection; an all-reduce of the activations (tensor parallelism);
+- the residual and the second norm; the feed-forward products (gate and up, the activation,
+  down), or an MoE layer's router and grouped expert products; a second all-reduce;
+
+and per step the embedding rows, the final norm, the logits of each decoding request and each
+prompt's last token, and the sampling. Weights travel at b bytes per number, the cache at
+b_kv, the activations and every message at b_a. Tensor parallelism divides each layer's
+products and heads n ways (the cache ``latency.kv_split`` ways); a pipeline runs every layer on
+its stage in turn and hands the activations on n - 1 times.
+
+>>> from inference_arithmetic.models.config import model
+>>> [k.name for k in step_kernels(model("llama-3.1-8b"))][:4]
+['input norm', 'attention projections', 'rope and cache write', 'prompt attention']
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+import sympy
+
+from inference_arithmetic.core.symbols import (
+    B,
+    B_d,
+    D,
+    E,
+    E_s,
+    F,
+    F_e,
+    H,
+    H_kv,
+    L,
+    L_d,
+    L_w,
+    P_t,
+    S,
+    T,
+    T_a,
+    V,
+    W,
+    alpha,
+    alpha_ar,
+    alpha_rg,
+    b,
+    b_a,
+    b_kv,
+    beta,
+    beta_ar,
+    beta_rg,
+    d_h,
+    d_nope,
+    d_rope,
+    d_v,
+    eta_a,
+    eta_c,
+    eta_kv,
+    eta_m,
+    g_e,
+    h_kv,
+    k,
+    m_c,
+    n_gpus,
+    pi,
+    r_kv,
+    sigma_kv,
+    tau_a,
+    tau_k,
+    tau_r,
+    tau_s,
+)
+from inference_arithmetic.formulas import kv_cache, latency, transformer
+from inference_arithmetic.formulas import parallel as parallelism
+
+__all__ = [
+    "COMPOSED",
+    "KINDS",
+    "Kernel",
+    "matmul_rate",
+    "gemm",
+    "elementwise",
+    "all_reduce_time",
+    "step_kernels",
+    "step_time",
+    "step",
+    "prefill_time",
+    "decode_step_time",
+    "time_per_output_token",
+    "generation_time",
+    "throughput",
+]
+
+COMPOSED = (
+    "step_time",
+    "step",
+    "prefill_time",
+    "decode_step_time",
+    "time_per_output_token",
+    "generation_time",
+    "throughput",
+)
+"""The formulas composed of ``step_kernels``' (the formula reference shows each for one model)."""
+
+KINDS = ("matmul", "attention", "elementwise", "collective")
+"""What a kernel is: a product with weights, attention, a pass over activations, a message."""
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """One kernel of a step: its FLOPs, bytes and seconds on one GPU (each a SymPy expression
+    of the step's sizes), and how many times a step runs it (``count``: L for most kernels of
+    a layer, 1 for the embedding and the head). ``time`` is its own roofline plus its fixed
+    cost; ``bound`` is 1 where the compute side is the longer."""
+
+    name: str
+    kind: str
+    flops: sympy.Expr
+    nbytes: sympy.Expr
+    time: sympy.Expr
+    bound: sympy.Expr
+    count: sympy.Expr = sympy.Integer(1)
+
+
+def _runs(rows):
+    """1 when a kernel has rows to work on, 0 when the step has none for it (a prefill has no
+    decoding requests): its fixed cost is paid only when it runs. ``rows`` is a count."""
+    return sympy.Min(rows, 1)
+
+
+def _kernel(name, kind, flops, nbytes, rate, bandwidth, rows, count=1, fixed=tau_k):
+    compute, memory = flops / rate, nbytes / bandwidth
+    time = sympy.Max(compute, memory, evaluate=False) + fixed * _runs(rows)
+    bound = sympy.Piecewise((1, compute >= memory), (0, True))
+    return Kernel(name, kind, flops, nbytes, time, bound, sympy.sympify(count))
+
+
+def matmul_rate(rows):
+    """FLOP/s of a product of ``rows`` token rows: eta_c of the peak for a large one, less for
+    few rows, rows / (rows + m_c) of it, since the GPU computes its tiles whole (measured on
+    LLM-shaped weights: cuBLAS on an H100, ``GPU.achieved``)."""
+    return eta_c * pi * rows / (rows + m_c)
+
+
+def gemm(name, rows, inner, outer, count=1, weights=None, per_matrix=None, grouped=False):
+    """A product of ``rows`` token rows by an ``inner`` x ``outer`` weight matrix: 2 rows inner
+    outer FLOPs at ``matmul_rate`` of the rows each matrix multiplies (``per_matrix``, default
+    ``rows``: an MoE layer's experts each take a share); the weights (``weights`` numbers,
+    default inner outer) at b bytes each and the rows in and out at b_a, at eta_m of the
+    bandwidth. A ``grouped`` product (one kernel over many experts' matrices) reaches g_e of
+    a single product's rate and bandwidth."""
+    weights = inner * outer if weights is None else weights
+    nbytes = b * weights + b_a * rows * (inner + outer)
+    flops = 2 * rows * inner * outer
+    rate = matmul_rate(rows if per_matrix is None else per_matrix)
+    bandwidth = eta_m * beta
+    if grouped:
+        rate, bandwidth = g_e * rate, g_e * bandwidth
+    return _kernel(name, "matmul", flops, nbytes, rate, bandwidth, rows, count)
+
+
+def elementwise(name, rows, numbers, count=1):
+    """A pass over activations (a norm, the residual, an activation function, RoPE): it reads
+    and writes ``numbers`` per row at b_a bytes each, at eta_m of the bandwidth; its FLOPs are
+    not counted (they are not matrix products)."""
+    return _kernel(name, "elementwise", 0, b_a * rows * numbers, pi, eta_m * beta, rows, count)
+
+
+def all_reduce_time(nbytes):
+    """An all-reduce of ``nbytes`` over the n GPUs, by the faster of two algorithms, as
+    engines choose by message size: the engine's own for small messages (its measured smallest
+    time alpha_ar, growing by 2 (n - 1) / n of the bytes at its measured beta_ar) or NCCL's for
+    large ones (alpha_rg, and the same share of the bytes at beta_rg, or at the network's rate
+    past one NVLink domain: ``parallel.link_bandwidth_used``). Zero on one GPU."""
+    share = 2 * (n_gpus - 1) / n_gpus * nbytes
+    one_shot = alpha_ar + share / beta_ar
+    ring = alpha_rg + share / sympy.Min(beta_rg, parallelism.link_bandwidth_used())
+    single = sympy.Piecewise((0, sympy.Eq(n_gpus, 1)), (1, True))
+    return single * sympy.Min(one_shot, ring)
+
+
+def _collective(name, nbytes, rows, count):
+    time = all_reduce_time(nbytes)
+    return Kernel(name, "collective", 0, nbytes, time, sympy.Integer(0), sympy.sympify(count))
+
+
+def _attention_projections(arch, tokens, share, mla):
+    """The products before and after attention, as (name, rows, inner, outer) of one layer."""
+    if not arch.is_mla:
+        qkv = (H + 2 * H_kv) * d_h / share
+        return [("attention projections", tokens, D, qkv)], [
+            ("output projection", tokens, H * d_h / share, D)
+        ]
+    # MLA: decodes absorbed (attention on the latent), prompts expanded per head; the query's
+    # weights (compressed or not) and the latent's down-projection as one product of width D.
+    down = transformer._mla_query(arch) + D * (r_kv + d_rope)
+    before = [("attention projections", tokens, D, down / (D * share))]
+    before.append(("latent expansion", P_t, r_kv, H * (d_nope + d_v) / share))
+    after = [("output projection", tokens, H * d_v / share, D)]
+    if mla == "absorbed":
+        before.append(("latent absorption", B_d, H * d_nope / share, r_kv))
+        after.insert(0, ("latent absorption (values)", B_d, r_kv, H * d_v / share))
+    else:  # every cached token expanded again, every step, as the reference implementation
+        before.append(("cache expansion", B_d * S, r_kv, H * (d_nope + d_v) / share))
+    return before, after
+
+
+def _attention(arch, share, split, windowed, mla):
+    """Attention of one layer, prompts and decodes apart (``windowed``: a sliding-window
+    layer, whose decodes read at most W - 1 cached tokens)."""
+    qk_prompt, v_prompt = transformer.attention_widths(arch, "reexpand")
+    qk_decode, v_decode = transformer.attention_widths(arch, mla)
+    pairs = T * (T + 1) / 2 if not windowed else transformer.attention_keys(arch, True, True)
+    if windowed:
+        pairs = pairs.subs(S, 0)
+    prompts = P_t / T  # prompts of T tokens each
+    prompt_flops = 2 * prompts * pairs * H * (qk_prompt + v_prompt) / share
+    # Queries, keys and values in, the output out, per prompt token (expanded, for MLA).
+    numbers = H * (2 * qk_prompt + 2 * v_prompt) if arch.is_mla else (2 * H + 2 * H_kv) * d_h
+    prompt_bytes = b_a * P_t * numbers / share
+    cached = sympy.Min(S, W - 1) if windowed else S
+    decode_flops = 2 * B_d * cached * H * (qk_decode + v_decode) / share
+    # Re-expanded MLA reads what it expanded: keys and values of every head, in b_a.
+    expanded = arch.is_mla and mla == "reexpand"
+    per_token = kv_cache.numbers_per_token(arch, "expanded" if expanded else "latent")
+    # A kernel that reads a KV head once per query head reads it H / H_kv times; the L2 cache
+    # serves h_kv of the repeats, the rest come from memory again.
+    again = (H / H_kv - 1) * (1 - h_kv)
+    reads = 1 if arch.is_mla else sigma_kv + (1 - sigma_kv) * (1 + again)
+    decode_bytes = (b_a if expanded else b_kv) * B_d * cached * per_token * reads / split
+    # FlashAttention's rate grows with the prompt's length: T / (T + T_a) of its long-prompt rate.
+    prompt_rate = eta_a * pi * T / (T + T_a)
+    prompt = _kernel(
+        "prompt attention", "attention", prompt_flops, prompt_bytes, prompt_rate, eta_m * beta, P_t
+    )
+    decode = _kernel(
+        "decode attention",
+        "attention",
+        decode_flops,
+        decode_bytes,
+        eta_a * pi,
+        eta_kv * beta,
+        B_d,
+        fixed=tau_a,
+    )
+    return prompt, decode
+
+
+def _ffn(arch, tokens, share, moe):
+    """The feed-forward kernels of one layer: dense (gate and up, activation, down) or MoE
+    (router, the experts the tokens touch in one grouped product each way, shared experts)."""
+    gated = arch.ffn == "gated"
+    widths = 2 if gated else 1
+    if not moe:
+        return [
+            gemm("feed-forward up", tokens, D, widths * F / share),
+            elementwise("activation", tokens, (widths + 1) * F / share),
+            gemm("feed-forward down", tokens, F / share, D),
+        ]
+    touched = latency.experts_touched(tokens)
+    pairs = tokens * k  # token-expert pairs: each expert's rows, summed
+    up = widths * F_e / share
+    kernels = [
+        gemm("router", tokens, D, E),
+        elementwise("expert routing", tokens, 2 * E),
+        gemm("experts up", pairs, D, up, 1, touched * D * up, pairs / touched, grouped=True),
+        elementwise("expert activation", pairs, (widths + 1) * F_e / share),
+        gemm(
+            "experts down",
+            pairs,
+            F_e / share,
+            D,
+            weights=touched * F_e / share * D,
+            per_matrix=pairs / touched,
+            grouped=True,
+        ),
+    ]
+    if arch.n_shared_experts:
+        kernels += [
+            gemm("shared experts up", tokens, D, widths * E_s * F_e / share),
+            gemm("shared experts down", tokens, E_s * F_e / share, D),
+        ]
+    return kernels
+
+
+def _with_count(kernel, count):
+    return Kernel(**{**kernel.__dict__, "count": kernel.count * count})
+
+
+@functools.lru_cache(maxsize=256)
+def step_kernels(arch, parallel="tensor", mla="absorbed") -> tuple[Kernel, ...]:
+    """Every kernel of a step of B_d decoding requests and P_t prompt tokens, with the times
+    each runs (module docstring). Times are one GPU's: a tensor-parallel GPU's share of each
+    layer; a pipeline's layers one after another, stage after stage."""
+    tensor = latency._mode(parallel) == "tensor"
+    share = n_gpus if tensor else sympy.Integer(1)
+    split = latency.kv_split(arch, parallel) if tensor else sympy.Integer(1)
+    tokens = B_d + P_t
+    transformer._check_mla(mla)
+    before, after = _attention_projections(arch, tokens, share, mla)
+    layer = [elementwise("input norm", tokens, 2 * D)]
+    layer += [gemm(*row) for row in before]
+    cache_numbers = kv_cache.numbers_per_token(arch) / split
+    rope = 2 * (H + H_kv) * d_h / share if not arch.is_mla else 2 * d_rope * (H + 1)
+    layer.append(
+        _kernel(
+            "rope and cache write",
+            "elementwise",
+            0,
+            b_a * tokens * rope + b_kv * tokens * cache_numbers,
+            pi,
+            eta_m * beta,
+            tokens,
+        )
+    )
+    kernels = [_with_count(kernel, L) for kernel in layer]
+    full = L - L_w if arch.n_window_layers else L
+    for windowed, count in ((False, full), (True, L_w if arch.n_window_layers else 0)):
+        if count != 0:
+            kernels += [
+                _with_count(kr, count) for kr in _attention(arch, share, split, windowed, mla)
+            ]
+    message = b_a * tokens * D
+    layer = [gemm(*row) for row in after]
+    if tensor:
+        layer.append(_collective("all-reduce (attention)", message, tokens, 1))
+    layer.append(elementwise("residual and norm", tokens, 3 * D))
+    kernels += [_with_count(kernel, L) for kernel in layer]
+    dense = (L_d if arch.n_dense_layers else 0) if arch.is_moe else L
+    for moe, count in ((False, dense), (True, L - dense)):
+        if count != 0:
+            kernels += [_with_count(kr, count) for kr in _ffn(arch, tokens, share, moe)]
+    layer = [elementwise("residual", tokens, 3 * D)]
+    if tensor:
+        layer.append(_collective("all-reduce (feed-forward)", message, tokens, 1))
+    kernels += [_with_count(kernel, L) for kernel in layer]
+    logits = B_d + P_t / T  # each decoding request's next token, each prompt's first
+    gathered = b * sympy.Min(tokens, V) * D if not arch.tied_embeddings else b * tokens * D
+    kernels += [
+        _kernel("embedding", "elementwise", 0, gathered + b_a * tokens * D, pi, eta_m * beta, 1),
+        elementwise("final norm", logits, 2 * D),
+        gemm("logits", logits, D, V / share),
+        elementwise("sampling", logits, 2 * V / share),
+    ]
+    if not tensor:
+        handoff = (n_gpus - 1) * (message / parallelism.link_bandwidth_used() + alpha)
+        kernels.append(Kernel("stage hand-offs", "collective", 0, message, handoff, 0))
+    return tuple(kernels)
+
+
+@functools.lru_cache(maxsize=256)
+def step_time(arch, parallel="tensor", mla="absorbed"):
+    """Seconds of one step of B_d decodes and P_t prompt tokens: the sum of its kernels'
+    times, plus the engine's tau_s and tau_r for each request it schedules (each decode, each
+    prompt)."""
+    fixed = tau_s + tau_r * (B_d + P_t / T)
+    return sum((kr.count * kr.time for kr in step_kernels(arch, parallel, mla)), fixed)
+
+
+def step(arch):
+    """A continuously batching engine's step (``formulas.continuous.step``, kernel by kernel)."""
+    return step_time(arch)
+
+
+@functools.lru_cache(maxsize=256)
+def prefill_time(arch, parallel="tensor"):
+    """Seconds of a prefill of B prompts of T tokens: the step with P_t = B T and no decodes
+    (MLA expanded, as engines prefill it)."""
+    return step_time(arch, parallel).subs({B_d: 0, P_t: B * T})
+
+
+@functools.lru_cache(maxsize=256)
+def decode_step_time(arch, mla="absorbed", parallel="tensor", context=S):
+    """Seconds of one decode step of B requests with S (or ``context``) tokens cached each."""
+    return step_time(arch, parallel, mla).subs({P_t: 0, B_d: B}).subs(S, context)
+
+
+def time_per_output_token(arch, mla="absorbed", parallel="tensor"):
+    """A decode step at the mean context of a request's O - 1 steps (``latency.mean_context``):
+    exact while every kernel stays on one side of its roofline, each being linear in S."""
+    return decode_step_time(arch, mla, parallel, latency.mean_context())
+
+
+def generation_time(arch, mla="absorbed", parallel="tensor"):
+    """Seconds from B prompts to the last of their O output tokens: the prefill, then O - 1
+    decode steps (``latency.request_time``)."""
+    ttft = prefill_time(arch, parallel)
+    return latency.request_time(ttft, time_per_output_token(arch, mla, parallel))
+
+
+def throughput(arch, mla="absorbed", parallel="tensor"):
+    """Output tokens per second of B requests (pipeline: n batches in flight)."""
+    return latency.output_throughput(generation_time(arch, mla, parallel), parallel)

@@ -1,0 +1,1 @@
+"""Serving engines' kernel properties, one JSON file each, every property with its source."""

@@ -1,0 +1,136 @@
+"""The kernel-level step model (formulas.kernels, ia.kernels): each of the physical terms
+the single roofline leaves out, held to what it must do."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+import sympy
+
+import inference_arithmetic as ia
+from inference_arithmetic.core.numeric import numeric
+from inference_arithmetic.formulas import kernels, latency
+
+H100 = ia.gpu("h100-sxm")
+
+
+def rows(*args, **kwargs):
+    return {r["kernel"]: r for r in ia.kernels(*args, **kwargs)}
+
+
+def test_the_rows_add_up_to_the_step():
+    s = ia.Scenario("llama-3.1-8b", H100, batch=16, prompt_len=1024, output_len=1, step="kernels")
+    step = s.evaluate(kernels.decode_step_time(s.model), context_len=1024)
+    table = ia.kernels("llama-3.1-8b", H100, batch=16, context_len=1024)
+    assert sum(r["time"] for r in table) == pytest.approx(step, rel=1e-9)
+    assert ia.decode_step_time("llama-3.1-8b", H100, 16, 1024, step="kernels") == pytest.approx(
+        step, rel=1e-9
+    )
+
+
+def test_each_kernel_has_its_own_bound_and_the_sum_exceeds_one_roofline():
+    # At a batch of 256 the products turn compute-bound while attention still reads its cache:
+    # the sum of per-kernel maxima is longer than the maximum of the step's sums.
+    table = rows("llama-3.1-8b", H100, batch=256, context_len=1024)
+    assert table["feed-forward up"]["bound"] == "compute"
+    assert table["decode attention"]["bound"] == "bandwidth"
+    s = ia.Scenario("llama-3.1-8b", H100, batch=256, prompt_len=1024, output_len=1, step="kernels")
+    no_fixed = dict(kernel_overhead=0.0, step_overhead=0.0, request_overhead=0.0)
+    no_fixed.update(decode_attention_latency=0.0)
+    summed = s.evaluate(kernels.decode_step_time(s.model), context_len=1024, **no_fixed)
+    flops = sum(r["flops"] for r in table.values() if r["kind"] != "collective")
+    nbytes = sum(r["bytes"] for r in table.values() if r["kind"] != "collective")
+    # Every kernel at its own rate: the single roofline at the slowest of them is a floor.
+    floor = max(flops / (s.figure("compute_efficiency") * H100.flop_rate("bf16")),
+                nbytes / H100.memory_bandwidth)  # fmt: skip
+    assert summed > floor
+
+
+def test_a_kernel_that_does_not_share_kv_reads_moves_the_group_factor():
+    # Llama 3.1 8B: 32 query heads, 8 KV heads, a group of 4.
+    sharing = ia.Scenario("llama-3.1-8b", H100, batch=8, step="kernels")
+    e = dataclasses.replace(sharing.engine, kv_shared=False)
+    repeating = sharing.replace(engine=e)
+    attention = next(k for k in kernels.step_kernels(sharing.model) if k.name == "decode attention")
+    point = dict(decoding=8, prefill_tokens=0, context_len=2048)
+    shared = sharing.evaluate(attention.nbytes, **point)
+    # With no L2 to catch the repeats, every query head reads its KV head again: 4 times.
+    assert repeating.evaluate(attention.nbytes, **point, kv_reread_hits=0.0) == pytest.approx(
+        4 * shared
+    )
+    assert 0 < repeating.figure("kv_reread_hits") < 1  # measured on the H100 (its source)
+    between = repeating.evaluate(attention.nbytes, **point)
+    assert shared < between < 4 * shared  # the L2 serves part of the repeats
+
+
+def test_few_tokens_per_expert_lower_the_grouped_products_rate():
+    # Mixtral: 8 experts, 2 a token. The rate a product reaches grows with its rows per matrix.
+    rate = numeric(kernels.matmul_rate(sympy.Symbol("rows", positive=True)))
+    values = ia.Scenario("mixtral-8x7b", H100, n_gpus=2, step="kernels").values()
+    few, many = (float(rate.from_values({**values, "rows": r})) for r in (16, 4096))
+    assert few < 0.15 * many
+    table = rows("mixtral-8x7b", H100, batch=64, context_len=512, n_gpus=2, phase="prefill")
+    experts = table["experts up"]
+    dense_rate = values["compute_efficiency"] * H100.flop_rate("bf16")
+    assert experts["flops"] / experts["time"] < values["grouped_matmul"] * dense_rate
+
+
+def test_pcie_tensor_parallelism_pays_its_link():
+    # The same model split two ways over NVLink and over PCIe: the messages cost far more.
+    nvlink = rows("llama-3.1-8b", "h100-sxm", batch=1, context_len=2048, n_gpus=2)
+    pcie = rows("llama-3.1-8b", "l40s", batch=1, context_len=2048, n_gpus=2)
+    name = "all-reduce (attention)"
+    assert pcie[name]["time"] > 3 * nvlink[name]["time"]
+    # Over PCIe the engine's one-shot kernel is not used: NCCL's latency sets each message.
+    s = ia.Scenario("llama-3.1-8b", "l40s", n_gpus=2, step="kernels")
+    assert s.figure("allreduce_latency") == s.values()["ring_latency"]
+
+
+def test_batch_one_decode_on_eight_gpus_carries_the_fixed_cost_per_layer():
+    m = ia.model("llama-3.1-70b")
+    table = ia.kernels(m, H100, batch=1, context_len=2048, n_gpus=8)
+    fixed = sum(r["time"] for r in table if r["kind"] == "collective")
+    streaming = ia.timing.weights_per_gpu(m, 8) / H100.memory_bandwidth
+    # Two all-reduces a layer at the measured one-shot latency: more than the weights' stream.
+    s = ia.Scenario(m, H100, n_gpus=8, step="kernels")
+    assert fixed >= 2 * m.n_layers * s.figure("allreduce_latency")
+    step = sum(r["time"] for r in table)
+    assert step > 1.3 * streaming  # the roofline of the weights alone is far from it
+    roofline = ia.decode_step_time(m, H100, 1, 2048, n_gpus=8, **ia.timing.IDEAL)
+    assert step > 1.3 * roofline
+
+
+def test_messages_travel_in_the_activations_format():
+    # fp8 weights (W8A8): the products run in fp8, the all-reduce carries bf16 activations.
+    fp8 = rows("llama-3.1-70b", H100, batch=4, context_len=1024, n_gpus=4, dtype="fp8")
+    bf16 = rows("llama-3.1-70b", H100, batch=4, context_len=1024, n_gpus=4)
+    name = "all-reduce (feed-forward)"
+    assert fp8[name]["bytes"] == bf16[name]["bytes"] == 80 * 2 * 4 * 8192
+    assert fp8["feed-forward up"]["bytes"] < 0.6 * bf16["feed-forward up"]["bytes"]
+    assert ia.core.dtypes.activation_bytes("fp8") == 2 == ia.core.dtypes.activation_bytes("bf16")
+
+
+def test_a_prefill_has_no_decode_kernels_and_a_decode_no_prompt_ones():
+    prefill = rows("llama-3.1-8b", H100, batch=2, context_len=512, phase="prefill")
+    decode = rows("llama-3.1-8b", H100, batch=2, context_len=512)
+    assert "decode attention" not in prefill and "prompt attention" in prefill
+    assert "prompt attention" not in decode and "decode attention" in decode
+
+
+def test_the_breakdown_refuses_what_it_cannot_time():
+    with pytest.raises(ia.ArgumentError, match="phase"):
+        ia.kernels("llama-3.1-8b", H100, phase="both")
+    with pytest.raises(KeyError, match="unknown engine"):
+        ia.kernels("llama-3.1-8b", H100, engine="vlm")
+
+
+def test_the_kernel_model_and_the_roofline_agree_on_the_bound_they_share():
+    # At peak efficiencies and without fixed costs, one kernel alone is its roofline.
+    s = ia.Scenario("llama-3.1-8b", H100, step="kernels")
+    k = kernels.gemm("one product", sympy.Integer(4096), 4096, 4096)
+    ideal = dict(compute_efficiency=1.0, bandwidth_efficiency=1.0, kernel_overhead=0.0)
+    ideal["matmul_half_rows"] = 1e-12  # no tile quantization
+    seconds = s.evaluate(k.time, **ideal)
+    flops, nbytes = 2 * 4096**3, 2 * 4096**2 + 2 * 4096 * 8192
+    assert seconds == pytest.approx(max(flops / H100.flop_rate("bf16"), nbytes / 3.35e12))
+    assert np.isfinite(s.evaluate(latency.decode_step_time(s.model), context_len=10))
