@@ -151,3 +151,31 @@ def test_a_fit_finds_the_fixed_costs_it_was_made_from():
         for m in rows
     ]
     assert measurements.fit("vllm", made) == {"token_budget": 2048, **truth}
+
+
+# --- The validation set ------------------------------------------------------------------------
+
+
+def test_every_published_row_is_timed_or_set_aside_with_a_reason():
+    from inference_arithmetic.validation import published
+
+    rows, left = published.validation_set()
+    assert len(rows) + len(left) == len(published.published_rows()) >= 400
+    assert all(m.split == "validation" for m in rows)
+    assert all(reason for _, reason in left)
+    assert {m.source for m in rows} <= set(published.sources())
+    # Never the fit set's sources, and never TensorRT-LLM's performance pages (held out).
+    assert not {m.source for m in rows} & {m.source for m in measurements.fit_set()}
+    for row in published.published_rows():
+        text = " ".join(row.values()).lower()
+        assert "performance.md" not in text and "perf-overview" not in text
+        assert "tokenomics" not in text
+
+
+def test_the_validation_set_covers_several_gpus_engines_and_long_prompts():
+    from inference_arithmetic.validation import published
+
+    rows, _ = published.validation_set()
+    assert len({m.gpu for m in rows}) >= 5
+    assert len({m.engine for m in rows}) >= 4
+    assert sum(m.input_tokens >= 8192 for m in rows) >= 20

@@ -57,6 +57,7 @@ ZERO_TIMES |= {
     "decode_attention_latency",
     "kv_shared",
     "kv_reread_hits",
+    "attention_fused",
 }
 SIZE_ROWS = [row for row in ROWS if row.symbol.name not in FRACTIONAL | MAY_BE_ZERO | ZERO_TIMES]
 ZERO_ROWS = [row for row in ROWS if row.symbol.name in MAY_BE_ZERO]

@@ -131,6 +131,7 @@ T_a       | attention_half_len   | T_a          | real   | tokens     | prompt l
 tau_a     | decode_attention_latency | \tau_a   | real0  | s          | fixed time of one decode-attention kernel (its launch and the merge of its splits)
 h_kv      | kv_reread_hits       | h_{kv}       | real0  | fraction   | fraction of a decode-attention kernel's repeated reads of a KV head that the L2 cache serves (a kernel that reads it once per query head)
 g_e       | grouped_matmul       | g_e          | real   | fraction   | fraction of a single product's rate (compute and bandwidth) a grouped product over many experts' matrices reaches
+phi_a     | attention_fused      | \phi_a       | real0  | 0 or 1     | 1 when an engine's prompt attention is one fused kernel (FlashAttention), 0 when it is two products and a softmax over the whole square of scores
 tau_r     | request_overhead     | \tau_r       | real0  | s          | fixed time of an engine step for each request it schedules (the host's work per sequence)
 alpha_rg  | ring_latency         | \alpha_{rg}  | real0  | s          | time of the smallest all-reduce by NCCL's algorithms for large messages (ring, NVLS)
 beta_rg   | ring_bandwidth       | \beta_{rg}   | real   | B/s        | bytes per second NCCL's large-message all-reduce adds per byte, 2 (n - 1) / n of them
@@ -220,6 +221,7 @@ LABELS = {
     "decode_attention_latency": "decode attention latency",
     "kv_reread_hits": "KV re-reads from L2",
     "grouped_matmul": "grouped product efficiency",
+    "attention_fused": "fused prompt attention",
     "request_overhead": "request overhead",
     "ring_latency": "ring all-reduce latency",
     "ring_bandwidth": "ring all-reduce bandwidth",

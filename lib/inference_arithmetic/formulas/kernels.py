@@ -82,6 +82,7 @@ from inference_arithmetic.core.symbols import (
     k,
     m_c,
     n_gpus,
+    phi_a,
     pi,
     r_kv,
     sigma_kv,
@@ -251,7 +252,28 @@ def _attention(arch, share, split, windowed, mla):
     # FlashAttention's rate grows with the prompt's length: T / (T + T_a) of its long-prompt rate.
     prompt_rate = eta_a * pi * T / (T + T_a)
     prompt = _kernel(
-        "prompt attention", "attention", prompt_flops, prompt_bytes, prompt_rate, eta_m * beta, P_t
+        "prompt attention",
+        "attention",
+        phi_a * prompt_flops,
+        phi_a * prompt_bytes,
+        prompt_rate,
+        eta_m * beta,
+        phi_a * P_t,
+    )
+    # Without a fused kernel (phi_a = 0) attention is two products over the whole square of
+    # query-key pairs, its scores written, read and rewritten by the softmax and read again,
+    # in fp32 (4 bytes), 4 passes: the prompt's length squared in memory traffic.
+    square = T * T if not windowed else T * sympy.Min(T, W)
+    unfused_flops = 2 * prompts * square * H * (qk_prompt + v_prompt) / share
+    scores = 4 * 4 * prompts * square * H / share
+    unfused = _kernel(
+        "prompt attention (unfused)",
+        "attention",
+        (1 - phi_a) * unfused_flops,
+        (1 - phi_a) * (prompt_bytes + scores),
+        matmul_rate(T),
+        eta_m * beta,
+        (1 - phi_a) * P_t,
     )
     decode = _kernel(
         "decode attention",
@@ -263,7 +285,7 @@ def _attention(arch, share, split, windowed, mla):
         B_d,
         fixed=tau_a,
     )
-    return prompt, decode
+    return prompt, unfused, decode
 
 
 def _ffn(arch, tokens, share, moe):

@@ -10,7 +10,8 @@ KeyError: "unknown engine 'vlm'; close matches: vllm..."
 
 The kernel-level step model (``formulas.kernels``) takes the GPU's achieved figures (its
 kernels' measured rates, ``GPU.achieved``) and an engine's properties: whether its decode
-attention reads each KV head once for its query group (``kv_shared``), its fixed cost per
+attention reads each KV head once for its query group (``kv_shared``), whether its prompt
+attention is one fused kernel (``flash_attention``), its fixed cost per
 kernel (``kernel_overhead``: a launch, from a CUDA graph or not, and its ramp), its fixed cost
 per step (``step_overhead``: scheduling, sampling, the host's synchronisation) and per request
 in a step (``request_overhead``: the host's work for each sequence it schedules), which
@@ -44,6 +45,7 @@ TensorRT-LLM's custom all-reduce over NVLink) or NCCL's."""
 
 PROPERTIES = (
     "kv_shared",
+    "flash_attention",
     "kernel_overhead",
     "step_overhead",
     "request_overhead",
@@ -62,6 +64,7 @@ class Engine:
     name: str
     full_name: str
     kv_shared: bool
+    flash_attention: bool
     kernel_overhead: float
     step_overhead: float
     request_overhead: float
@@ -77,8 +80,9 @@ class Engine:
         for name in ("name", "full_name"):
             if not isinstance(getattr(self, name), str) or not getattr(self, name):
                 raise ValueError(f"engine {self.name!r}: {name} must be a non-empty string")
-        if not isinstance(self.kv_shared, bool):
-            raise ValueError(f"{self.name}: kv_shared must be true or false")
+        for name in ("kv_shared", "flash_attention"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{self.name}: {name} must be true or false")
         for name in ("kernel_overhead", "step_overhead", "request_overhead"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float):

@@ -55,7 +55,7 @@ from inference_arithmetic.serving.scenario import (
 __all__ = ["DEFAULT_TOKEN_BUDGET", "PROMPT_COUNTS", "STEADY", "REPLICAS", "SATURATED"]
 __all__ += ["steady_state"]
 __all__ += ["steady_state_of", "saturation_rate", "saturated_message", "plan", "simulate"]
-__all__ += ["burst"]
+__all__ += ["burst", "burst_schedule", "closed_loop"]
 
 PROMPT_COUNTS = 64
 """Prompts per step the chain keeps, 0 to 63: far past any Poisson mean below saturation (40
@@ -417,6 +417,24 @@ def burst_schedule(s: Scenario):
     return tuple(plan), first, last
 
 
+def closed_loop(s: Scenario, users: int, requests: int) -> dict:
+    """``users`` clients, each sending its next request of the scenario's lengths as soon as
+    its last one finishes, ``requests`` in all, to the engine of ``simulate`` (a benchmark at
+    fixed concurrency). Returns the mean ``ttft`` and ``tpot`` of the requests after the first
+    ``users`` (the warm-up), and the output ``throughput`` of the whole run."""
+    users = checks.count("users", users)
+    requests = checks.count("requests", requests, low=users)
+    done = _engine(s, np.zeros(users), total=requests)
+    kept = [r for r in done if r["i"] >= users] or done
+    elapsed = max(r["last"] for r in done)
+    return {
+        "ttft": float(np.mean([r["first"] - r["arrived"] for r in kept])),
+        "tpot": float(np.mean([(r["last"] - r["first"]) / max(s.output_len - 1, 1) for r in kept])),
+        "throughput": requests * s.output_len / float(elapsed),
+        "elapsed": float(elapsed),
+    }
+
+
 def _capacity(s: Scenario) -> int:
     """The most requests the engine runs at once: what its memory holds, and its cap."""
     cap = s.engine.max_num_seqs if s.step == "kernels" else None
@@ -424,14 +442,15 @@ def _capacity(s: Scenario) -> int:
     return min(held, cap) if cap else held
 
 
-def _engine(s: Scenario, arrivals, step=None) -> list[dict]:
+def _engine(s: Scenario, arrivals, step=None, total=None) -> list[dict]:
     """The engine of ``simulate`` on requests arriving at ``arrivals`` (seconds, in order):
     each step decodes one token of every running request and prefills, first come first
     served, the waiting prompts in the tokens left under the token budget; a request is
     admitted while the memory holds its whole cache (and the engine's ``max_num_seqs``); a step
     takes ``step(decodes, their mean context, prompt tokens)`` seconds (default: the
-    scenario's step formula). Each finished request, with its arrival, first and last token
-    times."""
+    scenario's step formula). With ``total``, a closed loop: each of ``len(arrivals)`` users
+    sends its next request as its last one finishes, ``total`` requests in all. Each finished
+    request, with its arrival, first and last token times."""
     import simpy
 
     prompt_len, output_len = s.prompt_len, s.output_len
@@ -449,9 +468,12 @@ def _engine(s: Scenario, arrivals, step=None) -> list[dict]:
             if idle["wake"] is not None and not idle["wake"].triggered:
                 idle["wake"].succeed()  # an idle engine starts a step at once
 
+    wanted = len(arrivals) if total is None else total
+    issued = [len(arrivals)]
+
     def serve():
         steps, contexts = 0, 0  # steps taken; the decodes' cached tokens, summed
-        while len(done) < len(arrivals):
+        while len(done) < wanted:
             while waiting and len(prefilling) + len(decoding) < capacity:
                 prefilling.append(waiting.popleft())
             left, chunks = token_budget - len(decoding), []
@@ -479,6 +501,9 @@ def _engine(s: Scenario, arrivals, step=None) -> list[dict]:
                 r["last"] = env.now
                 contexts -= prompt_len + output_len - 1
                 done.append(r)
+                if issued[0] < wanted and total is not None:  # its user sends the next one
+                    waiting.append({"i": issued[0], "arrived": env.now, "prefilled": 0})
+                    issued[0] += 1
 
     env.process(arrive())
     env.process(serve())

@@ -404,6 +404,7 @@ class Scenario:
             "n_gpus": self.n_gpus,
             **self._figures,
             "kv_shared": float(self.engine.kv_shared),
+            "attention_fused": float(self.engine.flash_attention or self.step == "roofline"),
             "link_latency": self.link_latency,
             "network_bandwidth": self.network_bandwidth,
             "memory_utilization": self.memory_utilization,

@@ -187,6 +187,7 @@ def hold_out(runs: list[ServingRun] | None = None, grid: dict | None = None) -> 
 
 METRICS = (
     "output_tokens_per_s",
+    "total_tokens_per_s",
     "output_tokens_per_s_per_gpu",
     "e2e_latency_s",
     "ttft_s",
@@ -198,10 +199,11 @@ METRICS = (
 request's end-to-end seconds, its time to first token, its mean time per output token, and
 the prompt and generation speeds of a single stream (llama.cpp's ``llama-bench``)."""
 
-MODES = ("static", "waves", "single")
+MODES = ("static", "waves", "closed", "single")
 """How the requests ran: ``static``, a batch of ``batch`` requests all at once (an engine's
 static-batch benchmark); ``waves``, ``batch`` requests sent at once to an engine that admits as
-many as its memory holds; ``single``, one stream at a time, timed phase by phase."""
+many as its memory holds; ``closed``, ``batch`` clients each sending its next request when the
+last one finishes, ``requests`` in all; ``single``, one stream, timed phase by phase."""
 
 
 @dataclass(frozen=True)
@@ -225,6 +227,8 @@ class Measurement:
     cache_dtype: str | None = None
     compute_dtype: str | None = None
     split: str = "fit"
+    requests: int | None = None
+    note: str = ""
 
     def scenario(self, **options) -> Scenario:
         """The run as a ``Scenario`` timed kernel by kernel (``options`` override its
@@ -239,7 +243,7 @@ class Measurement:
             batch=self.batch,
             prompt_len=self.input_tokens,
             output_len=self.output_tokens,
-            in_waves=self.mode == "waves",
+            in_waves=self.mode in ("waves", "closed"),
             step="kernels",
         )
         arch = model(self.model)
@@ -314,13 +318,18 @@ def fit_set() -> tuple[Measurement, ...]:
 def predicted(m: Measurement, **options) -> float:
     """The library's prediction of what ``m`` measured, at the library's defaults unless
     ``options`` (any ``Scenario`` setting) override them."""
+    from inference_arithmetic.serving import continuous
+
     s = m.scenario(**options)
-    if m.mode == "waves":
+    if m.mode == "closed":
+        r = continuous.closed_loop(s.replace(batch=1, in_waves=False), m.batch, m.requests)
+        seconds, done = r["elapsed"], m.requests
+    elif m.mode == "waves":
         r = in_waves(s)
-        seconds = r["elapsed"]
+        seconds, done = r["elapsed"], m.batch
     else:
         r = run(s)
-        seconds = r["total"]
+        seconds, done = r["total"], m.batch
     per_stream = {"ttft_s": r["ttft"], "tpot_s": r["tpot"]}
     if m.metric in per_stream:
         return float(per_stream[m.metric])
@@ -330,7 +339,9 @@ def predicted(m: Measurement, **options) -> float:
         return m.batch * m.input_tokens / r["ttft"]
     if m.metric == "generation_tokens_per_s":
         return m.batch / r["tpot"]
-    tokens_per_s = m.batch * m.output_tokens / seconds
+    if m.metric == "total_tokens_per_s":
+        return done * (m.input_tokens + m.output_tokens) / seconds
+    tokens_per_s = done * m.output_tokens / seconds
     if m.metric == "output_tokens_per_s_per_gpu":
         return tokens_per_s / m.n_gpus
     return tokens_per_s

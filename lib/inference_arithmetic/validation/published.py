@@ -1,0 +1,204 @@
+"""The validation set: published measurements of real serving runs, never fitted on.
+
+>>> rows, left = validation_set()
+>>> len(rows) + len(left) == len(published_rows())
+True
+>>> sorted({m.split for m in rows})
+['validation']
+
+``data/published.csv`` holds every number as its source prints it, one measured number a row,
+with the source's own names for the model, the GPU, the engine and the formats;
+``data/published_sources.csv`` says where each source is and how it was read (the data README
+tells the methodology of each). ``validation_set`` turns each row into a ``Measurement`` in the
+registry's names, or, where the library cannot yet time it (a GPU, model or weight format the
+registries lack, a setup the source does not state), sets it aside with the reason. Chapter 11
+reports the error on every row it can time: the book's headline.
+"""
+
+from __future__ import annotations
+
+import csv
+import functools
+import io
+import re
+from importlib import resources
+
+from inference_arithmetic.hardware.gpus import gpu_names
+from inference_arithmetic.models.config import model_names
+from inference_arithmetic.validation.measurements import Measurement
+
+__all__ = ["GPUS", "MODELS", "ENGINES", "published_rows", "validation_set", "sources"]
+
+GPUS = {
+    "H100-SXM5-80GB": "h100-sxm",
+    "H100-80GB (form factor not stated)": "h100-sxm",
+    "H100-PCIe-80GB": "h100-pcie",
+    "H200-SXM-141GB": "h200",
+    "H200 (form factor not stated)": "h200",
+    "A100-SXM4-40GB": "a100-40gb",
+    "A100-SXM4-80GB": "a100-80gb",
+    "A100-80GB (form factor not stated)": "a100-80gb",
+    "A100-PCIe-80GB": "a100-pcie-80gb",
+    "A10G-24GB": "a10g",
+    "L40S-48GB": "l40s",
+    "GH200": "gh200",
+    "RTX-4090-24GB": "rtx-4090",
+    "RTX-3090-24GB": "rtx-3090",
+    "MI300X-192GB": "mi300x",
+    "Apple M1 Max (32-core GPU, 64GB)": "apple-m1-max",
+    "Apple M2 Ultra (76-core GPU, 192GB)": "apple-m2-ultra",
+    "Apple M3 Max (40-core GPU, 64GB)": "apple-m3-max",
+}
+"""The sources' GPU names, in the registry's. Where a source does not state the form factor,
+the datacenter SXM part is taken (the rows say so in their note)."""
+
+MODELS = {
+    "meta-llama/Llama-2-7b-hf": "llama-2-7b",
+    "meta-llama/Llama-2-70b-hf": "llama-2-70b",
+    "meta-llama/Llama-2-13b-hf": "llama-2-13b",
+    # Llama 3 and 3.1 share every size (the later one only stretches RoPE to 128k positions).
+    "meta-llama/Meta-Llama-3-8B": "llama-3.1-8b",
+    'meta-llama/Meta-Llama-3-8B (page says "llama-3.1 8B")': "llama-3.1-8b",
+    "meta-llama/Meta-Llama-3-70B": "llama-3.1-70b",
+    'meta-llama/Meta-Llama-3-70B-Instruct (page says "llama-3 70B")': "llama-3.1-70b",
+    "meta-llama/Llama-3.1-8B": "llama-3.1-8b",
+    "meta-llama/Llama-3.3-70B-Instruct": "llama-3.3-70b",
+    "meta-llama/Llama-3.1-405B": "llama-3.1-405b",
+    "meta-llama/Llama-3.1-405B-FP8": "llama-3.1-405b",
+    "meta-llama/Llama-3.1-405B-Instruct": "llama-3.1-405b",
+    "amd/Llama-3.1-405B-Instruct-FP8-KV": "llama-3.1-405b",
+    "EleutherAI/gpt-j-6b": "gpt-j-6b",
+    "mistralai/Mistral-7B-v0.1": "mistral-7b-v0.1",
+    "mistralai/Mixtral-8x7B-Instruct-v0.1": "mixtral-8x7b",
+    "Qwen/Qwen3-14B": "qwen3-14b",
+    "Qwen/Qwen3-14B-FP8": "qwen3-14b",
+}
+"""The sources' model names, in the registry's (fine-tunes and checkpoints of one
+architecture are that architecture)."""
+
+ENGINES = {
+    "vLLM": "vllm",
+    "SGLang": "sglang",
+    "TGI": "tgi",
+    "LMDeploy (TurboMind)": "lmdeploy",
+    "llama.cpp": "llama.cpp",
+    "TensorRT-LLM": "tensorrt-llm",
+    "NVIDIA NIM (llama-3.3-70b-instruct container)": "tensorrt-llm",
+}
+"""The sources' engines, in the registry's profiles."""
+
+_MODES = {
+    "static_batch": "waves",
+    "request_rate": "waves",
+    "concurrency": "closed",
+    "llama_bench": "single",
+    "single_request": "single",
+}
+
+_FORMATS = {"fp16": "fp16", "bf16": "bf16", "fp8": "fp8", "GGUF F16": "fp16"}
+
+
+def _read(name):
+    folder = resources.files("inference_arithmetic.validation") / "data"
+    return list(csv.DictReader(io.StringIO((folder / name).read_text())))
+
+
+@functools.cache
+def published_rows() -> tuple[dict, ...]:
+    """Every row of ``data/published.csv``, as its source prints it."""
+    return tuple(_read("published.csv"))
+
+
+@functools.cache
+def sources() -> dict[str, dict]:
+    """Each source of the validation set by its id: title, where it is, how it was read."""
+    return {row["source_id"]: row for row in _read("published_sources.csv")}
+
+
+def _number(text: str) -> float | None:
+    """The number a length or count cell states, first (``'~20000 (+/-15%)'`` is 20000)."""
+    found = re.match(r"\s*~?\s*(\d+(?:\.\d+)?)", text)
+    return float(found.group(1)) if found else None
+
+
+def _format(text: str) -> str | None:
+    """The registry dtype of a source's weights or cache format, or None if it has none."""
+    for key, dtype in _FORMATS.items():
+        if text == key or text.split(" ")[0] == key:
+            return dtype
+    return None
+
+
+def _engine(row) -> str:
+    name = ENGINES[row["engine"]]
+    if name == "vllm" and row["gpu"].startswith("MI300X"):
+        return "vllm-rocm"
+    if name == "tensorrt-llm" and row["mode"] != "static_batch":
+        return "tensorrt-llm-serve"  # in-flight batching (trtllm-serve, NIM), not gptSession
+    return name
+
+
+def _measurement(row) -> Measurement:
+    """The row as a ``Measurement`` in the registry's names; ``ValueError`` saying why not."""
+    gpu = GPUS.get(row["gpu"])
+    if gpu not in gpu_names():
+        raise ValueError(f"no registry GPU for {row['gpu']!r}")
+    arch = MODELS.get(row["model"])
+    if arch not in model_names():
+        raise ValueError(f"no registry model for {row['model']!r}")
+    dtype = _format(row["weights_dtype"])
+    if dtype is None:
+        raise ValueError(f"no registry format for the weights' {row['weights_dtype']!r}")
+    mode = _MODES.get(row["mode"])
+    if mode is None:
+        raise ValueError(f"the source does not state the batch ({row['mode']})")
+    tp, pp = (_number(row[k]) for k in ("tensor_parallel", "pipeline_parallel"))
+    if tp is None or pp is None:
+        raise ValueError("the source does not state the parallelism")
+    batch = _number(row["batch_or_concurrency"])
+    tokens = [_number(row[k]) for k in ("input_tokens", "output_tokens")]
+    if batch is None or None in tokens:
+        raise ValueError("the source does not state the batch or the lengths")
+    prompt, output = (max(round(t), 1) for t in tokens)  # llama-bench's tg: from one token
+    if row["input_tokens"].strip() == "0":
+        output += 1  # tg N decodes N tokens after the first
+    cache = "fp8" if "fp8" in row["kv_dtype"] else None
+    requests = None
+    if mode == "closed":
+        requests = max(4 * round(batch), 100)  # enough to pass the warm-up (not stated)
+    note = row["notes"]
+    if "not stated" in row["gpu"]:
+        note = f"form factor assumed SXM; {note}"
+    return Measurement(
+        row["source_id"],
+        _engine(row),
+        row["engine_version"],
+        gpu,
+        int(row["n_gpus"]),
+        arch,
+        dtype,
+        round(batch),
+        prompt,
+        output,
+        row["metric"],
+        float(row["value"]),
+        mode=mode,
+        parallel="pipeline" if pp > 1 else "tensor",
+        cache_dtype=cache,
+        split="validation",
+        requests=requests,
+        note=note,
+    )
+
+
+@functools.cache
+def validation_set() -> tuple[tuple[Measurement, ...], tuple[tuple[dict, str], ...]]:
+    """The rows the library can time, as ``Measurement``s, and the rest with the reason each
+    is set aside (a registry the library lacks, a setup the source leaves unstated)."""
+    rows, left = [], []
+    for row in published_rows():
+        try:
+            rows.append(_measurement(row))
+        except ValueError as why:
+            left.append((row, str(why)))
+    return tuple(rows), tuple(left)
