@@ -109,6 +109,8 @@ def test_the_profiled_cases_add_up():
         assert 0.5 * row["measured_s"] < parts < 2 * row["measured_s"]
         assert _positive(row["weights_bandwidth"]) and _positive(row["products_flop_rate"])
     assert len(machine.breakdown_table(rows).splitlines()) == len(rows) + 1
+    products = machine.matmul_table(MEASUREMENT).splitlines()
+    assert len(products) == len(MEASUREMENT["matmul"]) + 1
 
 
 def test_a_result_missing_a_part_is_refused(tmp_path):

@@ -48,7 +48,7 @@ PREFILL = [(1, 128), (1, 512), (1, 2048), (4, 128), (4, 512)]  # (batch, prompt_
 DECODE = [(b, s) for b in (1, 4, 16) for s in (128, 512, 2048)]  # (batch, context_len)
 CASE_SECONDS = 6.0  # about what the repeats of one case take, at most 7 and at least 3
 # Where the time of a step goes, by torch's profiler, for the cases that explain the misses.
-PROFILE = {"prefill": [(1, 512)], "decode": [(1, 2048), (16, 2048)]}
+PROFILE = {"prefill": [(1, 128), (1, 2048)], "decode": [(1, 2048), (16, 2048)]}
 QUICK = {"matmul_m": (1, 16, 512), "matmul_kn": (2048,), "prefill": [(1, 128)]}
 QUICK |= {"decode": [(1, 128), (4, 512)], "profile": {"prefill": [], "decode": [(4, 512)]}}
 

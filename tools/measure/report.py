@@ -17,6 +17,9 @@ def main(path: str | None = None) -> None:
     for key, figure in machine.figures(measurement).items():
         unit = "GFLOP/s" if key.startswith("flop") else "GB/s"
         print(f"  {key:17s} {figure['value'] / 1e9:8.1f} {unit}: {figure['how']}")
+    print()
+    print(machine.matmul_table(measurement))
+    print()
     arch = machine.model_config(measurement)
     print(
         f"model {arch.name}: d={arch.d_model}, {arch.n_layers} layers, {arch.n_heads} heads "

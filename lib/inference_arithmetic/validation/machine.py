@@ -49,6 +49,7 @@ __all__ = [
     "compare",
     "errors",
     "table",
+    "matmul_table",
     "breakdown",
     "breakdown_table",
 ]
@@ -62,7 +63,7 @@ prompt of hundreds of tokens through a layer's weights. The device's FLOP rate i
 sustained (median) rate among them."""
 
 
-def load(path: str | Path | None = None) -> dict:
+def load(path=None) -> dict:
     """A ``make measure`` result: the file at ``path``, or the committed ``data/`` one."""
     if path is None:
         text = (resources.files("inference_arithmetic.validation") / "data" / DATA).read_text()
@@ -252,6 +253,18 @@ def table(rows: list[dict]) -> str:
             f"{case:34s} {r['bound']:>7s} {r['predicted_s'] * 1e3:8.2f} ms "
             f"{r['measured_s'] * 1e3:8.2f} ms {r['error'] * 100:+7.1f}%"
         )
+    return "\n".join(lines)
+
+
+def matmul_table(measurement: Mapping) -> str:
+    """The measured products as text: FLOP/s, and the rate they stream their weights at,
+    for each dtype, K = N and M (the rate at small M is what a decode step's products get)."""
+    lines = [f"{'product':26s} {'GFLOP/s':>9s} {'weights GB/s':>13s}"]
+    for r in measurement["matmul"]:
+        shape = f"{r['dtype']} M={r['m']} K=N={r['k']}" if r["k"] == r["n"] else (
+            f"{r['dtype']} M={r['m']} K={r['k']} N={r['n']}"
+        )  # fmt: skip
+        lines.append(f"{shape:26s} {r['flop_rate'] / 1e9:9.1f} {r['weight_bandwidth'] / 1e9:13.1f}")
     return "\n".join(lines)
 
 
