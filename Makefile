@@ -17,7 +17,7 @@ JOBS ?= 2
 # Strict: warnings are errors, broken references are reported, all problems in one run.
 BOOK_FLAGS := -W -n --keep-going
 
-.PHONY: book test lint format unit notebooks lab bench reference linkcheck pdf clean help
+.PHONY: book test lint format unit notebooks lab bench reference measure linkcheck pdf clean help
 
 help:
 	@echo "make book       build the HTML book (executes every chapter; warnings are errors)"
@@ -29,7 +29,8 @@ help:
 	@echo "make pdf        the whole book as one PDF (installs texlive when missing)"
 	@echo "make linkcheck  check the external links (needs the network)"
 	@echo "make reference  re-measure the registry models with torch + transformers"
-	@echo "make clean      remove _build/, .venv/ and tests/reference/.venv/"
+	@echo "make measure    time a small transformer on this machine; predicted vs measured"
+	@echo "make clean      remove _build/, .venv/, tests/reference/.venv/ and tools/measure/.venv/"
 
 # Then the calculator's formulas of every registry model are compiled into the disk cache
 # (inference_arithmetic.serving.cache), so that a model's first calculation in a process is fast.
@@ -133,5 +134,24 @@ reference: $(REF_STAMP)
 	$(REF_BIN)/python $(REF)/families.py
 	@echo "Reference: $(CURDIR)/lib/inference_arithmetic/models/reference/measured.json"
 
+# This machine as a lab: its achieved FLOP/s and bandwidth, and the times of a small
+# random-weight Llama, measured with torch (its own environment, the CPU wheel) into
+# lib/inference_arithmetic/validation/data/this_machine.json; then the library (.venv, no
+# torch) predicts every case from the measured figures and prints predicted against measured.
+# MEASURE_FLAGS passes options to the harness, e.g. MEASURE_FLAGS=--quick.
+MEASURE := tools/measure
+MEASURE_BIN := $(MEASURE)/.venv/bin
+MEASURE_STAMP := $(MEASURE)/.venv/.installed
+MEASURED ?= lib/inference_arithmetic/validation/data/this_machine.json
+
+$(MEASURE_STAMP): $(MEASURE)/requirements.txt
+	$(PYTHON) -m venv $(MEASURE)/.venv
+	$(MEASURE_BIN)/python -m pip install --quiet --disable-pip-version-check -r $(MEASURE)/requirements.txt
+	touch $@
+
+measure: $(MEASURE_STAMP) $(STAMP)
+	$(MEASURE_BIN)/python $(MEASURE)/measure.py --output $(MEASURED) $(MEASURE_FLAGS)
+	$(BIN)/python $(MEASURE)/report.py $(MEASURED)
+
 clean:
-	rm -rf _build $(VENV) $(REF)/.venv
+	rm -rf _build $(VENV) $(REF)/.venv $(MEASURE)/.venv
