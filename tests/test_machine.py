@@ -91,9 +91,9 @@ def test_every_case_is_predicted_and_compared():
 def test_predict_is_the_one_place_a_case_is_predicted():
     calls = []
 
-    def halved(config, device, case):
+    def halved(config, device, case, harness):
         calls.append(case["phase"])
-        return machine.predict(config, device, case) / 2
+        return machine.predict(config, device, case, harness) / 2
 
     rows = machine.compare(MEASUREMENT, predict=halved)
     assert len(calls) == len(rows)
@@ -134,3 +134,16 @@ def test_the_harness_measures_with_numpy_alone():
     cpu = harness.cpu_description()
     assert cpu["logical_cpus"] >= 1 and isinstance(cpu["caches"], list)
     assert "hostname" not in cpu and "node" not in cpu
+
+
+def test_this_cpu_is_predicted_by_the_kernel_model_from_its_own_measured_kernels():
+    # The target: every decode step within 25%, from the machine's own figures.
+    rows = machine.compare(MEASUREMENT)
+    decode = machine.errors(rows, "decode")
+    assert decode["max"] < 0.25
+    assert machine.errors(rows, "prefill")["median"] < 0.25
+    cpu = machine.device(MEASUREMENT)
+    assert {"stream", "decode_attention.bf16", "matmul_half_rows.bf16"} <= set(cpu.achieved)
+    assert all("measured by make measure" in cpu.sources[f"achieved.{k}"] for k in cpu.achieved)
+    harness = machine.engine(MEASUREMENT)
+    assert 0 < harness.step_overhead < 0.05 and harness.batching == "static"

@@ -159,8 +159,11 @@ def _kernel(name, kind, flops, nbytes, rate, bandwidth, rows, count=1, fixed=tau
 def matmul_rate(rows):
     """FLOP/s of a product of ``rows`` token rows: eta_c of the peak for a large one, less for
     few rows, rows / (rows + m_c) of it, since the GPU computes its tiles whole (measured on
-    LLM-shaped weights: cuBLAS on an H100, ``GPU.achieved``)."""
-    return eta_c * pi * rows / (rows + m_c)
+    LLM-shaped weights: cuBLAS on an H100, ``GPU.achieved``). A single row is a matrix-vector
+    product, which libraries run with a kernel of its own that wastes no rows: its rate is the
+    large products', and it is bound by its weights' stream."""
+    tiles = sympy.Max(sympy.Min(rows - 1, 1), 0)  # 0 for one row, 1 from two rows up
+    return eta_c * pi * rows / (rows + m_c * tiles)
 
 
 def gemm(name, rows, inner, outer, count=1, weights=None, per_matrix=None, grouped=False):

@@ -85,6 +85,10 @@ source; an absent one needs none."""
 OPTIONAL = (*ON_CHIP, "usable_memory_bytes")
 """Every optional whole-number figure: the on-chip ones and the memory the driver reports."""
 
+_PER_FORMAT = ("matmul_half_rows", "decode_attention", "prompt_attention")
+"""Figures a device may have measured per format (``<name>.<dtype>``), the plain name standing
+in for a format it has not."""
+
 ACHIEVED = (
     *(f"matmul.{dtype}" for dtype in FLOP_DTYPES),
     "matmul_half_rows",
@@ -100,6 +104,7 @@ ACHIEVED = (
     "allreduce_latency.custom",
     "allreduce_bandwidth.nccl",
     "allreduce_bandwidth.custom",
+    *(f"{name}.{dtype}" for name in _PER_FORMAT for dtype in DTYPE_BYTES),
 )
 """What a GPU's kernels were measured to reach, each a fraction of a peak unless it says so:
 ``matmul.<dtype>``, of the peak FLOP/s in large matrix products; ``matmul_half_rows``, the
@@ -112,9 +117,11 @@ reads of a KV head (once per query head) that the L2 cache serves; ``prompt_atte
 the peak FLOP/s FlashAttention reaches on long prompts, and ``attention_half_len``, the
 prompt length at which it reaches half of that; ``allreduce_latency.<nccl|custom>`` and
 ``allreduce_bandwidth.<nccl|custom>``, the seconds of the smallest all-reduce over the GPU's
-link and the bytes per second its time grows by. Each present one needs a source, keyed
-``achieved.<name>``."""
+link and the bytes per second its time grows by. ``matmul_half_rows``, ``decode_attention``
+and ``prompt_attention`` may also be given per format (``decode_attention.fp32``). Each present
+one needs a source, keyed ``achieved.<name>``."""
 _AMOUNTS = ("matmul_half_rows", "attention_half_len", "decode_attention_latency")
+_AMOUNTS += tuple(f"matmul_half_rows.{dtype}" for dtype in DTYPE_BYTES)
 _AMOUNTS += tuple(
     f"allreduce_{k}.{a}" for k in ("latency", "bandwidth") for a in ("nccl", "custom")
 )
@@ -299,6 +306,8 @@ def achieved_figure(device: GPU, name: str) -> tuple[float, str]:
         keys.append("matmul.bf16")
     if name.startswith("stream."):
         keys.append("stream")
+    if name.split(".")[0] in _PER_FORMAT:
+        keys.append(name.split(".")[0])
     registry = list(_registry().values())
     for key in keys:
         if key in device.achieved:

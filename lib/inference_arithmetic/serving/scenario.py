@@ -332,8 +332,10 @@ class Scenario:
         found = {
             "compute_efficiency": g.achieved_figure(f"matmul.{self.compute_dtype}"),
             "bandwidth_efficiency": g.achieved_figure(_stream(self.dtype)),
-            "attention_efficiency": g.achieved_figure("prompt_attention"),
-            "decode_attention_efficiency": g.achieved_figure("decode_attention"),
+            "attention_efficiency": g.achieved_figure(f"prompt_attention.{self.compute_dtype}"),
+            "decode_attention_efficiency": g.achieved_figure(
+                f"decode_attention.{self.compute_dtype}"
+            ),
             "kernel_overhead": e.kernel_overhead,
             "step_overhead": e.step_overhead,
             "request_overhead": e.request_overhead,
@@ -341,7 +343,7 @@ class Scenario:
             "allreduce_bandwidth": g.achieved_figure(f"allreduce_bandwidth.{reduce}"),
             "ring_latency": g.achieved_figure("allreduce_latency.nccl"),
             "ring_bandwidth": g.achieved_figure("allreduce_bandwidth.nccl"),
-            "matmul_half_rows": g.achieved_figure("matmul_half_rows"),
+            "matmul_half_rows": g.achieved_figure(f"matmul_half_rows.{self.compute_dtype}"),
             "grouped_matmul": g.achieved_figure("grouped_matmul"),
             "attention_half_len": g.achieved_figure("attention_half_len"),
             "decode_attention_latency": g.achieved_figure("decode_attention_latency"),
@@ -438,7 +440,7 @@ class Scenario:
 
 def _stream(dtype):
     """The achieved figure weights of ``dtype`` stream at (``GPU.achieved``)."""
-    return "stream" if bytes_per_number(dtype) >= 2 else f"stream.{dtype}"
+    return "stream" if dtype in ("bf16", "fp16") else f"stream.{dtype}"
 
 
 _EFFICIENCIES = (

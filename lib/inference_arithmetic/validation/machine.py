@@ -32,6 +32,7 @@ from pathlib import Path
 from inference_arithmetic.core.numeric import numeric
 from inference_arithmetic.core.symbols import B, S, T
 from inference_arithmetic.formulas import latency, transformer
+from inference_arithmetic.hardware.engines import Engine
 from inference_arithmetic.hardware.gpus import GPU
 from inference_arithmetic.models.config import ModelConfig
 from inference_arithmetic.models.counts import param_count
@@ -44,6 +45,8 @@ __all__ = [
     "figures",
     "device",
     "model_config",
+    "achieved",
+    "engine",
     "predict",
     "roofline_sides",
     "compare",
@@ -118,9 +121,113 @@ def figures(measurement: Mapping) -> dict[str, dict]:
     return result
 
 
+def _half_rows(rows, peak) -> float:
+    """The M_half of ``rate = peak M / (M + M_half)`` that fits products of several M best (a
+    least-squares fit of M / rate, which is linear in M: (M + M_half) / peak)."""
+    ms = [r["m"] for r in rows]
+    ys = [r["m"] / r["flop_rate"] * peak - r["m"] for r in rows]  # = M_half for each, ideally
+    return max(statistics.median(ys), 1e-3) if ms else 1.0
+
+
+def achieved(measurement: Mapping) -> dict[str, dict]:
+    """The device's kernel figures (``GPU.achieved``), each ``{"value", "how"}``, from the
+    machine's own products and the profile of its timed steps: per format, the large-product
+    rate (1: the peak recorded is the best sustained), the rows at half of it (fitted to the
+    products of M >= 4 at the widest K = N, where they are compute-bound), the rate a product
+    of one row streams its weights at, and what decode and prompt attention reached in the
+    profiled cases."""
+    chosen = figures(measurement)
+    bandwidth = chosen["memory_bandwidth"]["value"]
+    result = {}
+    for key in [k for k in chosen if k.startswith("flop_rate.")]:
+        dtype, peak = key.split(".")[1], chosen[key]["value"]
+        rows = [r for r in measurement["matmul"] if r["dtype"] == dtype]
+        widest = max(r["k"] for r in rows)
+        rows = [r for r in rows if r["k"] == r["n"] == widest]
+        result[f"matmul.{dtype}"] = {"value": 1.0, "how": chosen[key]["how"]}
+        bound = [r for r in rows if r["m"] >= 4]
+        result[f"matmul_half_rows.{dtype}"] = {
+            "value": _half_rows(bound, peak),
+            "how": f"the median over M = {', '.join(str(r['m']) for r in bound)} (K = N = "
+            f"{widest}) of M (peak / rate - 1), so that rate = peak M / (M + M_half)",
+        }
+        (one,) = [r for r in rows if r["m"] == 1]
+        key = "stream" if dtype in ("bf16", "fp16") else f"stream.{dtype}"
+        result[key] = {
+            "value": min(one["weight_bandwidth"] / bandwidth, 1.0),
+            "how": f"a product of one row by K = N = {widest} weights in {dtype} streams them "
+            f"at {one['weight_bandwidth'] / 1e9:.1f} GB/s, of the {bandwidth / 1e9:.1f} read",
+        }
+    for row in breakdown(measurement, with_achieved=False):
+        dtype = row["dtype"]
+        if row["phase"] == "decode":
+            value = row["cache_bandwidth"] / bandwidth
+            name, how = f"decode_attention.{dtype}", "reads the KV cache"
+        else:
+            value = row["attention_flop_rate"] / row["flop_rate"]
+            name, how = f"prompt_attention.{dtype}", "reaches, of the peak FLOP/s,"
+        if name not in result or row["length"] * row["batch"] > result[name]["size"]:
+            result[name] = {  # the largest profiled case: the least fixed cost in it
+                "value": min(value, 1.0),
+                "size": row["length"] * row["batch"],
+                "how": f"attention {how} {value:.2f} in the profiled {row['phase']} of batch "
+                f"{row['batch']} at {row['length']} tokens (torch's profiler)",
+            }
+    for entry in result.values():
+        entry.pop("size", None)
+    return result
+
+
+def engine(measurement: Mapping) -> Engine:
+    """The harness's own decoder as an engine: PyTorch eager, scaled_dot_product_attention on
+    the cache (one read per KV head, fused), one stream; its fixed cost per step is the
+    profiled time outside the products and attention (Python, dispatch, the small operators),
+    the median over the profiled decode steps."""
+    fixed = [
+        r["python_s"] + r["other_ops_s"]
+        for r in breakdown(measurement, with_achieved=False)
+        if r["phase"] == "decode"
+    ]
+    measured = f"measured by make measure on {measurement['date']}"
+    step = statistics.median(fixed)
+    sources = {
+        "kv_shared": "tools/measure/model.py stacks a group's queries against its KV head "
+        "(scaled_dot_product_attention with enable_gqa): no key or value is repeated",
+        "flash_attention": "scaled_dot_product_attention: one fused kernel",
+        "kernel_overhead": "counted in the step's fixed cost (the profile does not split it)",
+        "step_overhead": f"{measured}: the profiled decode steps' time outside products and "
+        f"attention, median {step * 1e3:.1f} ms",
+        "request_overhead": "one stream: none apart from the step",
+        "allreduce": "one device: unused",
+        "batching": "the harness times one batch at a time",
+    }
+    return Engine(
+        name="this-harness",
+        full_name="make measure's decoder (PyTorch eager, CPU)",
+        kv_shared=True,
+        flash_attention=True,
+        kernel_overhead=0.0,
+        step_overhead=step,
+        request_overhead=0.0,
+        allreduce="nccl",
+        batching="static",
+        sources=sources,
+    )
+
+
 def device(measurement: Mapping) -> GPU:
     """The measured machine as a ``GPU`` entry of its achieved figures (not a datasheet's):
-    predictions at ``**ia.timing.IDEAL`` are then the roofline of what this CPU reaches."""
+    its peaks are the best it sustained, and its kernel figures (``achieved``) what its
+    products and attention reached."""
+    return _device(measurement, achieved(measurement))
+
+
+def _bare_device(measurement: Mapping) -> GPU:
+    """The device without its kernel figures (which ``achieved`` derives from it)."""
+    return _device(measurement, {})
+
+
+def _device(measurement: Mapping, kernels: Mapping) -> GPU:
     cpu = measurement["cpu"]
     measured = f"measured by make measure on {measurement['date']}"
     chosen = figures(measurement)
@@ -136,6 +243,7 @@ def device(measurement: Mapping) -> GPU:
         f"{chosen['copy_bandwidth']['how']}"
     )
     sources["link_domain"] = "one CPU: no other device to talk to"
+    sources.update({f"achieved.{k}": f"{measured}: {v['how']}" for k, v in kernels.items()})
     vendors = {"GenuineIntel": "Intel", "AuthenticAMD": "AMD"}
     threads = measurement["threads"]["torch_intra_op"]
     caches = ", ".join(
@@ -151,6 +259,7 @@ def device(measurement: Mapping) -> GPU:
         interconnect="none (one CPU)",
         interconnect_bandwidth=chosen["copy_bandwidth"]["value"],
         link_domain=1,
+        achieved={k: v["value"] for k, v in kernels.items()},
         sources=sources,
         notes=f"{cpu['logical_cpus']} logical CPUs; caches per core and shared: {caches}; "
         f"extensions {', '.join(cpu['flags'])}",
@@ -176,12 +285,13 @@ def _length(case: Mapping) -> int:
     return case["prompt_len"] if case["phase"] == "prefill" else case["context_len"]
 
 
-def predict(config: ModelConfig, device: GPU, case: Mapping) -> float:
+def predict(config: ModelConfig, device: GPU, case: Mapping, harness: Engine | None = None):
     """Seconds the library predicts for one timed ``case`` (a prefill of ``batch`` prompts of
     ``prompt_len`` tokens, or a decode step of ``batch`` sequences at ``context_len``): the
-    ideal roofline (``IDEAL``) at the device's figures, which are already achieved rates.
-    The one place a case is predicted; a kernel-level step model replaces this function."""
-    options = dict(batch=case["batch"], dtype=case["dtype"], **IDEAL)
+    kernel-level step model at the device's measured kernels and the harness's fixed cost
+    (``harness``, default: the one of the committed measurement)."""
+    harness = engine(load()) if harness is None else harness
+    options = dict(batch=case["batch"], dtype=case["dtype"], step="kernels", engine=harness)
     if case["phase"] == "prefill":
         return prefill_time(config, device, prompt_len=case["prompt_len"], **options)
     return decode_step_time(config, device, context_len=case["context_len"], **options)
@@ -208,15 +318,15 @@ def roofline_sides(config: ModelConfig, device: GPU, case: Mapping) -> tuple[flo
 
 
 def compare(
-    measurement: Mapping, predict: Callable[[ModelConfig, GPU, Mapping], float] = predict
+    measurement: Mapping, predict: Callable[[ModelConfig, GPU, Mapping, Engine], float] = predict
 ) -> list[dict]:
     """Every timed case with its prediction: phase, dtype, batch, length (prompt or context),
     ``predicted_s``, ``measured_s`` (the median), ``error`` (predicted / measured - 1) and
     ``bound`` (the side of the roofline that is longer)."""
-    config, cpu = model_config(measurement), device(measurement)
+    config, cpu, harness = model_config(measurement), device(measurement), engine(measurement)
     rows = []
     for case in measurement["cases"]:
-        predicted = predict(config, cpu, case)
+        predicted = predict(config, cpu, case, harness)
         compute, memory = roofline_sides(config, cpu, case)
         rows.append(
             {
@@ -286,7 +396,7 @@ def _work(config: ModelConfig, phase: str):
     return {name: numeric(expr) for name, expr in (parts | {"attention": attention}).items()}
 
 
-def breakdown(measurement: Mapping) -> list[dict]:
+def breakdown(measurement: Mapping, with_achieved: bool = True) -> list[dict]:
     """Where the time of each profiled case went, against what the roofline assumes.
 
     For each case ``make measure`` profiled: the seconds in the matrix products, in attention
@@ -296,7 +406,8 @@ def breakdown(measurement: Mapping) -> list[dict]:
     the device's ``memory_bandwidth``); a prefill's products reach ``products_flop_rate``
     (against its peak FLOP rate).
     """
-    config, cpu = model_config(measurement), device(measurement)
+    config = model_config(measurement)
+    cpu = device(measurement) if with_achieved else _bare_device(measurement)
     rows = []
     for case in measurement["cases"]:
         if "profile" not in case:
