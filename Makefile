@@ -32,12 +32,13 @@ help:
 	@echo "make measure    time a small transformer on this machine; predicted vs measured"
 	@echo "make clean      remove _build/, .venv/, tests/reference/.venv/ and tools/measure/.venv/"
 
-# Then the calculator's formulas of every registry model are compiled into the disk cache
-# (inference_arithmetic.serving.cache), so that a model's first calculation in a process is fast.
+# Then the calculator's formulas of every registry model are compiled (and printed for its page)
+# into the disk cache (inference_arithmetic.serving.cache), so that a model's first calculation
+# in a process is fast.
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
-	$(BIN)/python -c "import inference_arithmetic as ia; ia.serving.warm()"
+	$(BIN)/python -c "import inference_arithmetic as ia; ia.serving.warm(); ia.calculator.warm()"
 	touch $@
 
 # The execution cache is keyed on each chapter's text, not on the library it imports: drop it

@@ -5,7 +5,6 @@ import json
 import re
 
 import pytest
-import sympy
 
 import inference_arithmetic as ia
 from inference_arithmetic import serving
@@ -66,13 +65,16 @@ def test_the_page_carries_the_librarys_formulas_checks_and_messages():
     assert set(spec["models"]) == set(ia.model_names())
     assert set(spec["gpus"]) == set(ia.gpu_names())
     page = spec["models"]["llama-3.1-8b"]
-    for key, expr in serving.report_formulas(M).items():
-        assert page["formulas"][key]["js"] == sympy.jscode(expr), key
-        assert page["formulas"][key]["args"] == list(ia.numeric(expr).args), key
+    # The report's formulas, their common parts computed once: the library's formulas printed.
+    formulas = serving.report_formulas(M)
+    assert page["report"] == calculator._js_block(formulas)
+    assert set(page["report"]["args"]) == {a for e in formulas.values() for a in ia.numeric(e).args}
+    for key in formulas:
+        assert f'"{key}":(' in page["report"]["body"], key
     rules = [c for c in scenario.CHECKS if c.applies(M, "tensor")]
     assert [c["message"] for c in page["checks"]] == [c.message for c in rules]
     for shown, rule in zip(page["checks"], rules, strict=True):
-        assert shown["holds"]["js"] == sympy.jscode(rule.holds(M, "tensor"))
+        assert shown["holds"] == calculator._js(rule.holds(M, "tensor"))
     assert page["degrees"] == "1, 2, 4, 8, 16, 32"  # 32 heads; 8 KV heads, replicated past 8
     assert spec["no_rate"] == scenario.NO_RATE and spec["count_message"] == ia.checks.COUNT
     assert spec["options"]["link_latency"] == timing.DEFAULT_LINK_LATENCY
@@ -114,10 +116,10 @@ def test_the_continuous_mode_is_the_steady_state_of_the_library():
 def test_the_page_carries_the_steady_states_formulas_and_messages():
     spec = calculator.Calculator().spec()
     for key, expr in ia.continuous.STEADY.items():
-        assert spec["steady"][key]["js"] == sympy.jscode(expr), key
+        assert spec["steady"][key] == calculator._js(expr), key
     page = spec["models"]["llama-3.1-70b"]
-    step = ia.formulas.continuous.step(ia.model("llama-3.1-70b"))
-    assert page["continuous"]["step"]["js"] == sympy.jscode(step)
+    step = ia.continuous.STEP_FORMULAS[scenario.DEFAULT_STEP](ia.model("llama-3.1-70b"))
+    assert page["continuous"]["step"] == calculator._js(step)
     assert page["degree_list"] == scenario.tensor_parallel_degrees(ia.model("llama-3.1-70b"))
     assert spec["models"]["gpt2"]["degree_list"] == [1, 2, 3, 4, 6, 12]  # 12 heads
     assert spec["saturated"] == ia.continuous.SATURATED
@@ -151,3 +153,26 @@ def test_every_control_of_the_form_is_labelled_in_words():
     form = calculator.widget().widget()
     descriptions = [child.description for child in form.children[0].children]
     assert "GPUs n" in descriptions and not any("_" in d for d in descriptions)
+
+
+def test_the_pages_figures_are_the_scenarios_for_every_gpu_and_format():
+    # The page assembles a step's values from the GPU's figures by compute and weights format
+    # and the spec's options; for every registry GPU and format they are the Scenario's.
+    spec = calculator.Calculator().spec()
+    checked = 0
+    for name in ia.gpu_names():
+        g = spec["gpus"][name]
+        for compute in g["compute"]:
+            for dtype in ("bf16", "int4", compute):
+                try:
+                    s = ia.Scenario(
+                        "gpt2", name, prompt_len=512, dtype=dtype, compute_dtype=compute
+                    )
+                except (KeyError, ValueError):
+                    continue  # a format the GPU cannot compute, or a model that does not fit
+                page = {**g["figures"], **spec["options"], **g["compute"][compute]}
+                page |= g["weights"][dtype]
+                expected = s.values()
+                assert {k: expected[k] for k in page} == page, (name, compute, dtype)
+                checked += 1
+    assert checked > 2 * len(ia.gpu_names())

@@ -40,13 +40,16 @@ def test_without_the_fluctuations_of_the_decodes_the_tpot_falls_short_near_satur
     # The chain's mean step alone, the TPOT before the decodes' fluctuations were counted,
     # is more than 10% short of the simulation at 0.9 of saturation: the term is needed.
     name, n, prompt, output = CASES[1]
-    rate = 0.9 * _saturation(name, n, prompt, output)
-    s = ia.Scenario(name, "h100-sxm", n_gpus=n, prompt_len=prompt, output_len=output,
-                    in_waves=True)  # fmt: skip
+    # Whole prompts a step (a budget past a step's prompts): the regime the term is for; a
+    # small budget spreads each prompt over steps and smooths the bursts.
+    whole = dict(n_gpus=n, token_budget=8192, step="roofline")
+    s = ia.Scenario(name, "h100-sxm", prompt_len=prompt, output_len=output, in_waves=True,
+                    **whole)  # fmt: skip
+    rate = 0.9 * continuous.saturation_rate(s)
     state = continuous._Engine(s).state(rate)
     runs = [
-        continuous.simulate(name, "h100-sxm", rate, prompt, output, n_gpus=n, seed=seed,
-                            requests=REQUESTS[0.9])
+        continuous.simulate(name, "h100-sxm", rate, prompt, output, seed=seed,
+                            requests=REQUESTS[0.9], **whole)
         for seed in range(3)
     ]  # fmt: skip
     simulated = np.mean([run["tpot"] for run in runs])
@@ -161,3 +164,27 @@ def test_a_smaller_token_budget_takes_longer_to_prefill_a_burst():
     # serve() takes the burst for a continuous engine on the kernel model.
     served = ia.serve("llama-3.1-8b", "h100-sxm", 96, 1500, 40, step="kernels", token_budget=512)
     assert served["elapsed"] == pytest.approx(small["elapsed"])
+
+
+@pytest.mark.parametrize("budget", [1024, 8192])
+def test_the_steady_state_responds_to_the_token_budget_as_the_simulation_does(budget):
+    # The issue's case: 70B on 4 H100 at 2 requests a second. A budget under a prompt spreads
+    # it over steps; the closed form follows the simulation within 10% either way.
+    kw = dict(n_gpus=4, token_budget=budget, step="roofline")
+    closed = ia.steady_state("llama-3.3-70b", "h100-sxm", 2.0, 2048, 256, **kw)
+    runs = [
+        continuous.simulate(
+            "llama-3.3-70b", "h100-sxm", 2.0, 2048, 256, seed=k, requests=3000, **kw
+        )
+        for k in range(2)
+    ]
+    for key in ("ttft", "tpot"):
+        simulated = np.mean([run[key] for run in runs])
+        assert closed[key] == pytest.approx(simulated, rel=0.10), (key, closed[key], simulated)
+
+
+def test_a_smaller_budget_lengthens_the_time_to_first_token():
+    kw = dict(n_gpus=4, step="roofline")
+    small = ia.steady_state("llama-3.3-70b", "h100-sxm", 2.0, 2048, 256, token_budget=1024, **kw)
+    large = ia.steady_state("llama-3.3-70b", "h100-sxm", 2.0, 2048, 256, token_budget=8192, **kw)
+    assert small["ttft"] > 1.02 * large["ttft"]

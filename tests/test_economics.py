@@ -52,8 +52,10 @@ def test_token_costs_worked_by_hand():
 
 
 def test_numeric_costs_equal_the_symbolic_formula():
-    costs = economics.token_costs(SMALL, H100, batch=8, prompt_len=1024, output_len=2)
-    values = ia.Scenario(SMALL, H100, batch=8, prompt_len=1024, output_len=2).values()
+    # The formulas of chapter 12 price chapter 08's single roofline.
+    kw = dict(batch=8, prompt_len=1024, output_len=2, step="roofline")
+    costs = economics.token_costs(SMALL, H100, **kw)
+    values = ia.Scenario(SMALL, H100, **kw).values()
     values |= dict(context_len=1024, price_per_hour=H100.price_per_hour)
     values |= dict(utilization=1.0)
     assert ia.numeric(formulas.input_cost(SMALL)).from_values(values) == pytest.approx(
@@ -74,7 +76,9 @@ def test_input_tokens_are_cheaper_than_output_tokens_at_batch_one(name, gpus):
 
 
 def test_output_cost_falls_with_the_batch_and_input_cost_barely_moves():
-    runs = [economics.token_costs(SMALL, H100, batch=b) for b in (1, 4, 16, 64, 128)]
+    runs = [
+        economics.token_costs(SMALL, H100, batch=b, step="roofline") for b in (1, 4, 16, 64, 128)
+    ]
     outputs = [r["output"] for r in runs]
     assert all(b < a for a, b in zip(outputs, outputs[1:], strict=False))
     inputs = [r["input"] for r in runs]

@@ -65,18 +65,23 @@ def test_tpot_is_the_step_at_the_mean_context():
 
 def test_defaults_are_the_librarys():
     r = calculate(M, G)
-    assert r["compute_efficiency"] == timing.DEFAULT_COMPUTE_EFFICIENCY
-    assert r["bandwidth_efficiency"] == timing.DEFAULT_BANDWIDTH_EFFICIENCY
+    s = ia.Scenario(M, G)
+    assert r["step"] == "kernels" and r["engine"] == "vllm"
+    assert r["compute_efficiency"] == s.figure("compute_efficiency") == G.achieved["matmul.bf16"]
+    assert r["bandwidth_efficiency"] == G.achieved["stream"]
     assert r["memory_utilization"] == timing.DEFAULT_MEMORY_UTILIZATION
-    slower = calculate(M, G, bandwidth_efficiency=timing.DEFAULT_BANDWIDTH_EFFICIENCY / 2)
-    assert slower["tpot"] > 1.9 * r["tpot"]  # decode is bandwidth-bound at batch 1
+    slower = calculate(M, G, bandwidth_efficiency=r["bandwidth_efficiency"] / 2)
+    assert slower["tpot"] > 1.6 * r["tpot"]  # decode is bandwidth-bound at batch 1
+    roof = calculate(M, G, step="roofline")
+    assert roof["compute_efficiency"] == timing.DEFAULT_COMPUTE_EFFICIENCY
     ideal = calculate(M, G, **timing.IDEAL)
     assert _close(ideal["tpot"], ia.generation(M, G, **timing.IDEAL)["tpot"])
 
 
 def test_a_bound_that_changes_during_the_output_is_flagged():
     # A large batch starts compute-bound; as its caches grow, reading them overtakes.
-    r = calculate("llama-3.1-8b", "h100-sxm", batch=256, prompt_len=100, output_len=1000)
+    r = calculate("llama-3.1-8b", "h100-sxm", batch=256, prompt_len=100, output_len=1000,
+                  step="roofline")  # fmt: skip
     assert r["bound"]["decode"] == "compute, then bandwidth" and not r["exact"]
     # A sliding window that fills up during the output makes the mean approximate too.
     w = calculate("mistral-7b-v0.1", "h100-sxm", prompt_len=3000, output_len=3000)
@@ -113,7 +118,8 @@ def test_memory_grows_with_the_batch_and_shrinks_with_gpus():
         (
             {"model": "llama-3.1-405b"},
             ValueError,
-            r"llama-3.1-405b does not fit: needs 81\d GB per GPU .* budget is 72 GB \(0.9 of 80\b",
+            r"llama-3.1-405b does not fit: needs 81\d GB per GPU .* budget is 77 GB "
+            r"\(0.9 of 85.5 GB\)",
         ),
         ({"batch": 4096, "prompt_len": 100_000}, ValueError, "does not fit"),
     ],

@@ -36,7 +36,8 @@ EXACT = 1e-9  # an exact count: only float rounding is forgiven
 @functools.cache
 def _request(model, n_gpus, output_len=OUTPUT, efficiency=DEFAULTS):
     """``ia.generation`` of one request (the library's efficiencies unless ``efficiency``)."""
-    options = dict(prompt_len=PROMPT, output_len=output_len, n_gpus=n_gpus, **dict(efficiency))
+    options = dict(prompt_len=PROMPT, output_len=output_len, n_gpus=n_gpus)
+    options |= {**ia.timing.ROOFLINE, **dict(efficiency)}  # the chapter's single roofline
     return ia.generation(model, GPU, **options)
 
 

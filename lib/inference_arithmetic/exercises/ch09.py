@@ -75,7 +75,7 @@ register(
 
 @functools.cache
 def _request(batch, efficiency=_IDEAL):
-    options = dict(n_gpus=N_GPUS, **dict(efficiency))
+    options = dict(n_gpus=N_GPUS, **{**ia.timing.ROOFLINE, **dict(efficiency)})
     return ia.generation(LARGE, GPU, batch, PROMPT, OUTPUT, **options)
 
 

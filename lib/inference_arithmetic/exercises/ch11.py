@@ -26,6 +26,7 @@ from inference_arithmetic.formulas import latency
 def _rms_log_error(bandwidth_efficiency: float) -> float:
     runs = ia.measurements.serving_runs()
     options = dict(compute_efficiency=1.0, bandwidth_efficiency=bandwidth_efficiency)
+    options |= ia.timing.ROOFLINE  # the chapter's single roofline
     logs = [
         math.log(ia.measurements.predict(run, **options)["throughput"] / run.output_tokens_per_s)
         for run in runs
@@ -74,8 +75,9 @@ def _memory_runs() -> tuple[dict, dict]:
     run = max(
         (r for r in ia.measurements.serving_runs() if r.model == SMALL), key=lambda r: r.batch
     )
-    default = ia.measurements.predict(run)
-    return default, ia.measurements.predict(run, memory_utilization=MEMORY_UTILIZATION)
+    default = ia.measurements.predict(run, **ia.timing.ROOFLINE)
+    mu = MEMORY_UTILIZATION
+    return default, ia.measurements.predict(run, memory_utilization=mu, **ia.timing.ROOFLINE)
 
 
 register(
@@ -115,9 +117,10 @@ def _chen_step() -> tuple[float, float]:
     """Seconds of the communication of a decode step, and of the whole step."""
     arch = ia.ModelConfig(**CHEN_13B)
     workload = dict(batch=1, prompt_len=CHEN_CONTEXT, output_len=1)
-    s = ia.Scenario(arch, CHEN_GPU, n_gpus=CHEN_GPUS, dtype=CHEN_DTYPE, **workload)
+    deployment = dict(n_gpus=CHEN_GPUS, dtype=CHEN_DTYPE, **ia.timing.ROOFLINE)
+    s = ia.Scenario(arch, CHEN_GPU, **deployment, **workload)
     talk = s.evaluate(latency.communication_time(arch, B))
-    step = ia.decode_step_time(arch, CHEN_GPU, 1, CHEN_CONTEXT, n_gpus=CHEN_GPUS, dtype=CHEN_DTYPE)
+    step = ia.decode_step_time(arch, CHEN_GPU, 1, CHEN_CONTEXT, **deployment)
     return talk, step
 
 

@@ -36,7 +36,7 @@ FP8 = {"dtype": "fp8"}  # the weights, and so the arithmetic and the KV cache, i
 @functools.cache
 def _fp8() -> dict:
     batch = _ceiling(SMALL, **FP8)
-    costs = ia.token_costs(SMALL, GPU, batch, PROMPT, OUTPUT, **FP8)
+    costs = ia.token_costs(SMALL, GPU, batch, PROMPT, OUTPUT, **FP8, **ia.timing.ROOFLINE)
     together = _api(SMALL, "Together AI")
     even = ia.break_even_utilization(
         SMALL,
@@ -47,6 +47,7 @@ def _fp8() -> dict:
         prompt_len=PROMPT,
         output_len=OUTPUT,
         **FP8,
+        **ia.timing.ROOFLINE,
     )
     return {"batch": batch, **costs, "even": even}
 
@@ -94,6 +95,7 @@ def _matching_price() -> float:
         n_gpus=BIG_GPUS,
         price_per_hour=1.0,
         utilization=UTILIZATION,
+        **ia.timing.ROOFLINE,
     )
     groq = _api(BIG, "Groq")
     bill = ia.evaluate(
@@ -132,13 +134,15 @@ def _users(promise: float) -> int:
     low, high = 0, _ceiling(BIG, n_gpus=BIG_GPUS)
     while low < high:  # the time per token grows with the batch: bisect
         mid = (low + high + 1) // 2
-        run = ia.generation(BIG, GPU, mid, PROMPT, OUTPUT, n_gpus=BIG_GPUS)
+        run = ia.generation(BIG, GPU, mid, PROMPT, OUTPUT, n_gpus=BIG_GPUS, **ia.timing.ROOFLINE)
         low, high = (mid, high) if run["tpot"] <= promise else (low, mid - 1)
     return low
 
 
 def _output_cost(batch: int) -> float:
-    return ia.token_costs(BIG, GPU, batch, PROMPT, OUTPUT, n_gpus=BIG_GPUS)["output"]
+    return ia.token_costs(BIG, GPU, batch, PROMPT, OUTPUT, n_gpus=BIG_GPUS, **ia.timing.ROOFLINE)[
+        "output"
+    ]
 
 
 CEILING = "did you stop at the memory ceiling? The promise caps the batch before memory does"

@@ -28,8 +28,10 @@ HUGE, HUGE_GPUS = "llama-3.1-405b", 8
 def _gpus_to_hold(dtype: str, utilization: float = ia.timing.DEFAULT_MEMORY_UTILIZATION) -> int:
     """The fewest H100s whose memory budgets hold the weights in ``dtype``."""
     budget = ia.evaluate(
-        latency.memory_budget(), memory_utilization=utilization, gpu_memory=ia.gpu(GPU).memory_bytes
-    )
+        latency.memory_budget(),
+        memory_utilization=utilization,
+        gpu_memory=ia.gpu(GPU).figures()["gpu_memory"],
+    )  # the memory the driver reports
     return math.ceil(ia.timing.weights_per_gpu(HUGE, 1, dtype) / float(budget))
 
 
@@ -51,7 +53,7 @@ def _holding(dtype: str, mistaken: str, bytes_per_number: str) -> Part:
 
 def _time_per_token(**formats) -> float:
     formats = {"dtype": "fp8", "cache_dtype": "fp8", **formats}
-    return ia.decode_step_time(HUGE, GPU, 1, CONTEXT, HUGE_GPUS, **formats)
+    return ia.decode_step_time(HUGE, GPU, 1, CONTEXT, HUGE_GPUS, **formats, **ia.timing.ROOFLINE)
 
 
 register(
@@ -119,7 +121,10 @@ TARGET, DRAFT, SPEC_GPUS, DRAFT_LEN = "llama-3.1-70b", "llama-3.1-8b", 4, 4
 def _break_even_acceptance() -> float:
     """The acceptance rate at which the speedup is 1, with the chapter's draft cost: a step of
     the draft over a step of the target, both at batch 1 on four H100s."""
-    draft, target = (ia.decode_step_time(m, GPU, 1, CONTEXT, SPEC_GPUS) for m in (DRAFT, TARGET))
+    draft, target = (
+        ia.decode_step_time(m, GPU, 1, CONTEXT, SPEC_GPUS, **ia.timing.ROOFLINE)
+        for m in (DRAFT, TARGET)
+    )
     speedup = techniques.speculative_speedup().subs({gamma: DRAFT_LEN, c_d: draft / target})
     return float(sympy.nsolve(speedup - 1, a, (1e-9, 1 - 1e-9), solver="bisect"))
 

@@ -143,11 +143,12 @@ def _closed_over_steps() -> float:
     return closed["tpot"] / steps["tpot"] - 1
 
 
-def _reexpanded_over_steps() -> float:
+def _reexpanded_over_steps(**timing) -> float:
     """The same closed form over the step-by-step mean, minus one, had every decode step
-    re-expanded the latent cache (the reference implementation's way, not the engines')."""
-    s = ia.Scenario("deepseek-v3", "h200", **EXACT)
-    step = ia.numeric(latency.decode_step_time(s.model, "reexpand"))
+    re-expanded the latent cache (the reference implementation's way, not the engines'),
+    each step timed by the library's default (or ``timing``, e.g. ``ia.timing.ROOFLINE``)."""
+    s = ia.Scenario("deepseek-v3", "h200", **EXACT, **timing)
+    step = ia.numeric(s.timing.decode_step_time(s.model, "reexpand"))
     contexts = np.arange(s.prompt_len, s.prompt_len + s.output_len - 1)
     mean_context = float(latency.mean_context().subs({T: s.prompt_len, O: s.output_len}))
     steps = step.from_values({**s.values(), "context_len": contexts})

@@ -54,6 +54,7 @@ from inference_arithmetic.core.symbols import (
     L,
     L_d,
     L_w,
+    P,
     P_t,
     S,
     T,
@@ -176,18 +177,20 @@ def gemm(name, rows, inner, outer, count=1, weights=None, per_matrix=None, group
     weights = inner * outer if weights is None else weights
     nbytes = b * weights + b_a * rows * (inner + outer)
     flops = 2 * rows * inner * outer
-    rate = matmul_rate(rows if per_matrix is None else per_matrix)
+    # At least one row (an expert with no token in the step reads nothing and does nothing).
+    rate = matmul_rate(sympy.Max(rows if per_matrix is None else per_matrix, 1))
     bandwidth = eta_m * beta
     if grouped:
         rate, bandwidth = g_e * rate, g_e * bandwidth
     return _kernel(name, "matmul", flops, nbytes, rate, bandwidth, rows, count)
 
 
-def elementwise(name, rows, numbers, count=1):
+def elementwise(name, rows, numbers, count=1, weights=0):
     """A pass over activations (a norm, the residual, an activation function, RoPE): it reads
-    and writes ``numbers`` per row at b_a bytes each, at eta_m of the bandwidth; its FLOPs are
-    not counted (they are not matrix products)."""
-    return _kernel(name, "elementwise", 0, b_a * rows * numbers, pi, eta_m * beta, rows, count)
+    and writes ``numbers`` per row at b_a bytes each (and ``weights`` at b, a norm's scale), at
+    eta_m of the bandwidth; its FLOPs are not counted (they are not matrix products)."""
+    nbytes = b_a * rows * numbers + b * weights
+    return _kernel(name, "elementwise", 0, nbytes, pi, eta_m * beta, rows, count)
 
 
 def all_reduce_time(nbytes):
@@ -304,11 +307,12 @@ def _ffn(arch, tokens, share, moe):
         ]
     touched = latency.experts_touched(tokens)
     pairs = tokens * k  # token-expert pairs: each expert's rows, summed
+    per_expert = pairs / sympy.Max(touched, k)  # rows of a touched expert (none: no rows)
     up = widths * F_e / share
     kernels = [
         gemm("router", tokens, D, E),
         elementwise("expert routing", tokens, 2 * E),
-        gemm("experts up", pairs, D, up, 1, touched * D * up, pairs / touched, grouped=True),
+        gemm("experts up", pairs, D, up, 1, touched * D * up, per_expert, grouped=True),
         elementwise("expert activation", pairs, (widths + 1) * F_e / share),
         gemm(
             "experts down",
@@ -316,7 +320,7 @@ def _ffn(arch, tokens, share, moe):
             F_e / share,
             D,
             weights=touched * F_e / share * D,
-            per_matrix=pairs / touched,
+            per_matrix=per_expert,
             grouped=True,
         ),
     ]
@@ -343,7 +347,13 @@ def step_kernels(arch, parallel="tensor", mla="absorbed") -> tuple[Kernel, ...]:
     tokens = B_d + P_t
     transformer._check_mla(mla)
     before, after = _attention_projections(arch, tokens, share, mla)
-    layer = [elementwise("input norm", tokens, 2 * D)]
+    # The weights no product reads (norms, biases, attention sinks), read with the norms.
+    matrices = transformer.matmul_weights(arch, "reexpand")
+    expansion = r_kv * H * (d_nope + d_v) if arch.is_mla else 0
+    extras = transformer.over_layers(
+        arch, lambda moe: transformer.layer_params(arch, moe, True) - matrices(moe) - expansion
+    )
+    layer = [elementwise("input norm", tokens, 2 * D, weights=extras / (L * share))]
     layer += [gemm(*row) for row in before]
     cache_numbers = kv_cache.numbers_per_token(arch) / split
     rope = 2 * (H + H_kv) * d_h / share if not arch.is_mla else 2 * d_rope * (H + 1)
@@ -381,10 +391,12 @@ def step_kernels(arch, parallel="tensor", mla="absorbed") -> tuple[Kernel, ...]:
     kernels += [_with_count(kernel, L) for kernel in layer]
     logits = B_d + P_t / T  # each decoding request's next token, each prompt's first
     gathered = b * sympy.Min(tokens, V) * D if not arch.tied_embeddings else b * tokens * D
+    if arch.max_positions:  # learned positions: a row each too (GPT-2)
+        gathered = gathered + b * sympy.Min(tokens, P) * D
     kernels += [
         _kernel("embedding", "elementwise", 0, gathered + b_a * tokens * D, pi, eta_m * beta, 1),
-        elementwise("final norm", logits, 2 * D),
-        gemm("logits", logits, D, V / share),
+        elementwise("final norm", logits, 2 * D, weights=transformer.final_norm_params(arch)),
+        gemm("logits", logits, D, V / share, weights=(D + int(arch.lm_head_bias)) * V / share),
         elementwise("sampling", logits, 2 * V / share),
     ]
     if not tensor:

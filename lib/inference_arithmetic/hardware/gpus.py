@@ -32,9 +32,8 @@ Conventions, the same for every accelerator (chapter 07 explains them):
   ``price_date``; prices move, so it is an illustration, not a constant.
 - ``usable_memory_bytes`` is the memory as the driver reports it (``nvidia-smi``'s total,
   ``torch.cuda.mem_get_info``): HBM is sized in binary units, so an "80 GB" H100 shows
-  81,559 MiB, about 85.5e9 B. The kernel model's memory budget applies to it (a scenario
-  timed kernel by kernel: ``Scenario.values``); chapter 08's single roofline and the prose
-  keep the marketing figure. Not given, the marketing figure stands in.
+  81,559 MiB, about 85.5e9 B. Every memory budget applies to it (``figures``); the
+  marketing figure stays for prose. Not given, the marketing figure stands in.
 - ``achieved`` holds what the GPU's kernels were measured to reach (``ACHIEVED``), each with
   its kernel benchmark: the fraction of the peak FLOP/s of large matrix products per format,
   of the peak bandwidth when streaming weights and in decode attention, of the peak FLOP/s in
@@ -254,7 +253,7 @@ class GPU:
         return {
             "flop_rate": self.flop_rate(dtype),
             "bandwidth": float(self.memory_bandwidth),
-            "gpu_memory": float(self.memory_bytes),
+            "gpu_memory": float(self.usable_memory_bytes or self.memory_bytes),
             "link_bandwidth": float(self.interconnect_bandwidth),
             "link_domain": self.link_domain or 1,  # unknown: the link joins no other GPU
         }

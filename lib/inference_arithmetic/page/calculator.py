@@ -28,17 +28,26 @@ import sympy
 from inference_arithmetic import serving
 from inference_arithmetic.core import checks
 from inference_arithmetic.core import format as fmt
-from inference_arithmetic.core.dtypes import DTYPE_BYTES
-from inference_arithmetic.formulas import continuous as continuous_formulas
+from inference_arithmetic.core.dtypes import DTYPE_BYTES, activation_bytes
 from inference_arithmetic.formulas import latency
 from inference_arithmetic.hardware.gpus import gpu as registry_gpu
 from inference_arithmetic.hardware.gpus import gpu_names
 from inference_arithmetic.models.config import model as registry_model
 from inference_arithmetic.models.config import model_names
 from inference_arithmetic.page.live import FORMAT_RUNTIME, embed_json
-from inference_arithmetic.serving import continuous, scenario
+from inference_arithmetic.serving import cache, continuous, scenario
 
-__all__ = ["Calculator", "widget", "ranges", "cell", "readout_html", "ROWS", "SAME", "COMPUTED"]
+__all__ = [
+    "Calculator",
+    "widget",
+    "warm",
+    "ranges",
+    "cell",
+    "readout_html",
+    "ROWS",
+    "SAME",
+    "COMPUTED",
+]
 __all__ += ["NOTES", "MODES", "STATIC", "CONTINUOUS", "CONTINUOUS_ROWS", "label"]
 
 STATIC, CONTINUOUS = "static batch", "continuous serving"
@@ -359,56 +368,112 @@ def widget(**state) -> Calculator:
 
 
 def _js(expr) -> dict:
-    """An expression for the page: its arguments (in numeric's order) and its JavaScript."""
+    """An expression for the page: its arguments (in numeric's order) and the body of a
+    JavaScript function of them that returns it (``_js_body``)."""
     expr = sympy.sympify(expr)
-    return {"args": sorted(s.name for s in expr.free_symbols), "js": sympy.jscode(expr)}
+    statements, (out,) = _js_body([expr])
+    return {
+        "args": sorted(s.name for s in expr.free_symbols),
+        "body": f"{statements}return ({out});",
+    }
+
+
+def _js_block(exprs: dict) -> dict:
+    """Many expressions as one JavaScript function that returns them as an object by name:
+    their common parts computed once (``sympy.cse``), which keeps the kernel model's report,
+    tens of kernels each a roofline, a few kilobytes a model."""
+    exprs = {k: sympy.sympify(e) for k, e in exprs.items()}
+    args = sorted({s.name for e in exprs.values() for s in e.free_symbols})
+    statements, outs = _js_body(list(exprs.values()))
+    fields = ",".join(f"{json.dumps(k)}:({js})" for k, js in zip(exprs, outs, strict=True))
+    return {"args": args, "body": statements + "return {" + fields + "};"}
+
+
+def _js_body(exprs: list) -> tuple[str, list[str]]:
+    """``exprs``' common subexpressions as JavaScript ``var`` statements, and each expression
+    in terms of them."""
+    names = sympy.numbered_symbols("_c")  # no symbol of the library starts with an underscore
+    replacements, reduced = sympy.cse(exprs, symbols=names, optimizations=None)
+    statements = "".join(f"var {name}=({sympy.jscode(e)});" for name, e in replacements)
+    return statements, [sympy.jscode(e) for e in reduced]
+
+
+def _model_data(arch) -> dict:
+    """One model's part of the page's data, printed once and kept in the disk cache (printing
+    a model's kernels and their common parts takes about a second)."""
+    return cache.data(f"calculator page {arch!r}", lambda: _print_model(arch))
+
+
+def _print_model(arch) -> dict:
+    rules = [c for c in scenario.CHECKS if c.applies(arch, "tensor")]
+    return {
+        "sizes": arch.sizes(),
+        "context_window": arch.context_window,
+        "degrees": ", ".join(map(str, scenario.tensor_parallel_degrees(arch))),
+        "degree_list": scenario.tensor_parallel_degrees(arch),
+        "continuous": {
+            "step": _js(continuous.STEP_FORMULAS[scenario.DEFAULT_STEP](arch)),
+            "capacity": _js(latency.max_concurrency(arch)),
+        },
+        "report": _js_block(serving.report_formulas(arch)),
+        "checks": [
+            {
+                "holds": _js(check.holds(arch, "tensor")),
+                "message": check.message,
+                "fields": {
+                    f: {**_js(e(arch, "tensor")), "kind": k} for f, (e, k) in check.fields.items()
+                },
+            }
+            for check in rules
+        ],
+    }
+
+
+def warm() -> int:
+    """Print the page's data of every registry model into the disk cache (``make`` runs it
+    when it sets up the environment); the number of models."""
+    return len(_page_data()["models"])
 
 
 @functools.cache
 def _page_data() -> dict:
     """The page's data, the same for every calculator (module docstring)."""
-    models = {}
-    for name in model_names():
-        arch = registry_model(name)
-        rules = [c for c in scenario.CHECKS if c.applies(arch, "tensor")]
-        models[name] = {
-            "sizes": arch.sizes(),
-            "context_window": arch.context_window,
-            "degrees": ", ".join(map(str, scenario.tensor_parallel_degrees(arch))),
-            "degree_list": scenario.tensor_parallel_degrees(arch),
-            "continuous": {
-                "step": _js(continuous_formulas.step(arch)),
-                "capacity": _js(latency.max_concurrency(arch)),
-            },
-            "formulas": {k: _js(e) for k, e in serving.report_formulas(arch).items()},
-            "checks": [
-                {
-                    "holds": _js(check.holds(arch, "tensor")),
-                    "message": check.message,
-                    "fields": {
-                        f: {**_js(e(arch, "tensor")), "kind": k}
-                        for f, (e, k) in check.fields.items()
-                    },
-                }
-                for check in rules
-            ],
-        }
+    models = {name: _model_data(registry_model(name)) for name in model_names()}
+    default = scenario.Scenario("llama-3.1-8b", "h100-sxm")
+    engine, step = default.engine, default.step
     gpus = {}
     for name in gpu_names():
         g = registry_gpu(name)
         figures = {
             k: v for k, v in g.figures(next(iter(g.peak_flop_rate))).items() if k != "flop_rate"
         }
+        # The measured figures a step takes, by the compute format, and the weights' stream by
+        # theirs (scenario.WEIGHT_FIGURES): the scenario's, for each format the form offers.
+        by_compute = {}
+        for c in (c for c in g.peak_flop_rate if c in DTYPE_BYTES):  # the formats offered
+            found = scenario.found_figures(g, engine, c, c, step)
+            by_compute[c] = {k: v for k, v in found.items() if k not in scenario.WEIGHT_FIGURES}
+            by_compute[c]["activation_bytes_per_number"] = activation_bytes(c)
+        some = next(iter(by_compute))
+        by_weights = {
+            d: {k: scenario.found_figures(g, engine, some, d, step)[k]
+                for k in scenario.WEIGHT_FIGURES}
+            for d in DTYPE_BYTES
+        }  # fmt: skip
         gpus[name] = {
             "flop_rate": dict(g.peak_flop_rate),
             "figures": figures,
+            "compute": by_compute,
+            "weights": by_weights,
             "price_per_hour": g.price_per_hour,
             "price_date": g.price_date,
         }
-    default = scenario.Scenario("llama-3.1-8b", "h100-sxm")
-    defaults = {**default.options, **{n: default.figure(n) for n in scenario.FIGURES}}
-    # The numeric settings the form does not offer (efficiencies, link, budgets, replicas).
-    options = {k: v for k, v in defaults.items() if k != "n_gpus" and not isinstance(v, str)}
+    # The numeric settings the form does not offer (the engine's, the link, budgets): the
+    # default scenario's values less the model's, the GPU's and the form's own.
+    own = set(default.model.sizes()) | set(default.gpu.figures(default.compute_dtype))
+    own |= set(gpus[default.gpu.name]["compute"][default.compute_dtype])
+    own |= set(scenario.WEIGHT_FIGURES) | set(_FORM_VALUES)
+    options = {k: v for k, v in default.values().items() if k not in own}
     controls = [
         {"name": n, "kind": "degrees" if n == "n_gpus" else "range", "min": low, "max": high}
         for n, (low, high) in ranges().items()
@@ -444,6 +509,7 @@ def _page_data() -> dict:
         "steady": {k: _js(e) for k, e in continuous.STEADY.items()},
         "replicas": {k: _js(e) for k, e in continuous.REPLICAS.items()},
         "prompt_counts": continuous.PROMPT_COUNTS,
+        "spread": continuous.SPREAD_POINTS,
         "saturated": continuous.SATURATED,
         "saturated_kinds": continuous.SATURATED_KINDS,
         "replicated": continuous.REPLICATED,
@@ -451,6 +517,10 @@ def _page_data() -> dict:
         "rate_high": inspect.signature(checks.amount).parameters["high"].default,
     }
 
+
+_FORM_VALUES = ("bytes_per_number", "kv_bytes_per_number", "n_gpus", "batch", "replicas")
+_FORM_VALUES += ("seq_len", "output_len", "context_window")
+"""The values the form sets itself (``calculate()`` in the page's script)."""
 
 _ids = itertools.count()
 
@@ -483,7 +553,7 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
   var spec = JSON.parse(root.querySelector(".ia-calc-spec").textContent);
   var state = Object.assign({}, spec.state), typed = {}, compiled = {}, saturations = {};
   function compile(f) {
-    if (!f.fn) f.fn = new Function(f.args.join(","), "return (" + f.js + ");");
+    if (!f.fn) f.fn = new Function(f.args.join(","), f.body);
     return f;
   }
   function call(f, values) {
@@ -516,7 +586,8 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     names.compute_dtype = compute; names.cache_dtype = cache;
     names.rates = Object.keys(g.flop_rate).join(", "); names.degrees = m.degrees;
     if (!(compute in g.flop_rate)) return {error: fill(spec.no_rate, names)};
-    var v = Object.assign({}, m.sizes, g.figures, spec.options, {
+    var v = Object.assign({}, m.sizes, g.figures, spec.options, g.compute[compute],
+                          g.weights[state.dtype], {
       flop_rate: g.flop_rate[compute], bytes_per_number: spec.dtypes[state.dtype],
       kv_bytes_per_number: spec.dtypes[cache], n_gpus: state.n_gpus, batch: state.batch,
       replicas: state.replicas,
@@ -535,17 +606,16 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
       }
     }
     if (continuous) return steadyState(m, v, names, rate);
-    var r = {};
-    for (var k in m.formulas) {
-      r[k] = /^cost_/.test(k) && g.price_per_hour === null ? null : call(m.formulas[k], v);
-    }
+    var r = call(m.report, v);
+    for (var k in r) if (/^cost_/.test(k) && g.price_per_hour === null) r[k] = null;
     var note = (g.price_per_hour !== null ? fill(spec.notes.priced, g) : spec.notes.unpriced) +
       "; " + (r.exact ? spec.notes.exact : spec.notes.approximate) + ".";
     return {rows: spec.rows, values: r, note: note};
   }
   function steadyState(m, v, names, rate) {  // ia.continuous.steady_state_of
     var engine = iaSteady({prompt_counts: spec.prompt_counts, context: spec.context,
-      capacity: m.continuous.capacity, step: m.continuous.step, steady: spec.steady}, call, v);
+      capacity: m.continuous.capacity, step: m.continuous.step, steady: spec.steady,
+      spread: spec.spread}, call, v);
     var key = JSON.stringify([state.model, state.gpu, v]);
     if (!(key in saturations)) saturations[key] = engine.saturation();
     // The replicas share the requests: each is one engine at its share (continuous.REPLICAS).

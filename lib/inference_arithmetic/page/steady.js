@@ -2,22 +2,37 @@
 // page: the same numerical procedure as ``continuous._Engine``, over formulas the page's data
 // carries (printed by sympy.jscode). It holds no formula of its own: the step's time, the
 // memory's capacity, the mean context and the steady relations (continuous.STEADY) all come
-// from ``data``; only the chain's arithmetic (Poisson weights, linear equations, the fixed
-// point, the bisection) is here, step for step as in Python.
+// from ``data``; only the chain's arithmetic (Poisson weights, chunks under the token budget,
+// linear equations, the fixed point, the spread, the bisection) is here, step for step as in
+// Python.
 window.iaSteady = window.iaSteady || function (data, call, v) {
   var N = data.prompt_counts, T = v.seq_len, O = v.output_len, logf = [0];
+  var budget = v.token_budget;
   for (var i = 1; i < N; i++) logf.push(logf[i - 1] + Math.log(i));
   var point = Object.assign({}, v, {context_len: call(data.context, v)});
-  var capacity = call(data.capacity, Object.assign({}, v, {context_len: T + O}));
+  var capacity = Math.floor(call(data.capacity, Object.assign({}, v, {context_len: T + O})));
 
-  function steps(decodes, extra) {  // a step's time for each count of prompts (+ extra)
-    var out = [];
+  function step(decodes, tokens) {  // one step's time: decodes and prompt tokens
     point.decoding = Math.max(decodes, 0);
+    point.prefill_tokens = tokens;
+    return call(data.step, point);
+  }
+  function macro(decodes, rate) {  // continuous._Engine.macro, for each count of prompts
+    var room = Math.max(budget - decodes, 1), full = step(decodes, room);
+    var times = [], counts = [];
     for (var k = 0; k < N; k++) {
-      point.prefill_tokens = (k + extra) * T;
-      out.push(call(data.step, point));
+      var tokens = k * T;
+      if (tokens > room) {
+        var fluid = tokens / room, whole = Math.ceil(fluid);
+        var alone = (whole - 1) * full + step(decodes, tokens - (whole - 1) * room);
+        var none = Math.exp(-rate * fluid * full);  // no arrival during the prefill
+        times.push(none * alone + (1 - none) * fluid * full);
+        counts.push(none * whole + (1 - none) * fluid);
+      } else {
+        times.push(step(decodes, tokens)); counts.push(1);
+      }
     }
-    return out;
+    return {times: times, counts: counts};
   }
   function poisson(mean) {  // P(K = k), normalized over the counts kept
     var row = [], sum = 0, log = Math.log(Math.max(mean, 1e-300));
@@ -47,8 +62,10 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
     return columns;
   }
   function dot(x, y) { var s = 0; for (var k = 0; k < x.length; k++) s += x[k] * y[k]; return s; }
-  function chain(rate, decodes) {  // each count's step, the moves between counts, pi
-    var times = steps(decodes, 0), moves = times.map(function (t) { return poisson(rate * t); });
+  function product(x, y) { return x.map(function (a, k) { return a * y[k]; }); }
+  function chain(rate, decodes) {  // each count's time per step, the moves, pi, its steps
+    var m = macro(decodes, rate);
+    var moves = m.times.map(function (t) { return poisson(rate * t); });
     var a = [], b = [];
     for (var r = 0; r < N; r++) {  // pi (I - P) = 0, the last equation sum(pi) = 1
       a.push([]);
@@ -56,12 +73,14 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
       b.push([r === N - 1 ? 1 : 0]);
     }
     var pi = solve(a, b).map(function (x) { return x[0]; });
-    return {times: times, moves: moves, pi: pi};
+    var times = m.times.map(function (t, k) { return t / m.counts[k]; });
+    return {times: times, moves: moves, pi: pi, counts: m.counts};
   }
+  function perStep(c) { return dot(product(c.pi, c.counts), c.times) / dot(c.pi, c.counts); }
   function tau(rate, start) {
-    var t = start || steps(0, 0)[0];
+    var t = start || step(0, 0);
     for (var n = 0; n < 200; n++) {
-      var c = chain(rate, rate * (O - 1) * t), mean = dot(c.pi, c.times), tail = 0;
+      var c = chain(rate, rate * (O - 1) * t), mean = perStep(c), tail = 0;
       for (var k = N - 8; k < N; k++) tail += c.pi[k];
       if (mean > 1e3 || !isFinite(mean) || tail > 1e-6) return null;
       if (Math.abs(mean - t) <= 1e-10 * mean) return mean;
@@ -69,10 +88,25 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
     }
     return null;
   }
-  function ttft(rate, decodes) {
-    var c = chain(rate, decodes), after = steps(decodes, 1), mean = dot(c.pi, c.times), s = 0;
+  function ttft(rate, decodes) {  // continuous._Engine.ttft
+    var c = chain(rate, decodes), spans = product(c.times, c.counts);
+    var total = dot(c.pi, spans), room = Math.max(budget - decodes, 1), full = step(decodes, room);
+    var done = [];
+    for (var j = 0; j < N; j++) {  // j others arrived with it: ranks 1..j+1, each as likely
+      var tokens = (j + 1) * T;
+      if (tokens <= room) { done.push(step(decodes, tokens)); continue; }
+      var sum = 0, last = 0;
+      for (var rank = 1; rank <= j + 1; rank++) {
+        last = Math.ceil(rank * T / room);
+        sum += last * full;
+      }
+      // The last prompt's last step holds only what is left of it.
+      sum += (last - 1) * full + step(decodes, tokens - (last - 1) * room) - last * full;
+      done.push(sum / (j + 1));
+    }
+    var s = 0;
     for (var k = 0; k < N; k++) {
-      s += c.pi[k] * c.times[k] / mean * (c.times[k] / 2 + dot(c.moves[k], after));
+      s += c.pi[k] * spans[k] / total * (spans[k] / 2 + dot(c.moves[k], done));
     }
     return s;
   }
@@ -80,31 +114,39 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
     var t = tau(rate, start);
     if (t === null) return null;
     var decodes = rate * (O - 1) * t, c = chain(rate, decodes), more = chain(rate, decodes + 1);
-    var meanK = 0;
+    var steps = dot(c.pi, c.counts), meanK = 0;
     for (var k = 0; k < N; k++) meanK += c.pi[k] * k;
-    var a = [], b = [];
-    for (var r = 0; r < N; r++) {  // the fundamental matrix I - P + 1 pi
+    var a = [], b = [], prompts = [], seconds = [];
+    for (var r = 0; r < N; r++) {  // the fundamental matrix I - P + 1 pi; rewards per step
       a.push([]);
       for (var j = 0; j < N; j++) a[r].push((r === j ? 1 : 0) - c.moves[r][j] + c.pi[j]);
-      b.push([r - meanK, c.times[r] - t]);
+      prompts.push(r - meanK / steps * c.counts[r]);
+      seconds.push((c.times[r] - t) * c.counts[r]);
+      b.push([prompts[r], seconds[r]]);
     }
-    var z = solve(a, b), burst = 0, cross = 0, tokens = 0;
+    var z = solve(a, b), burst = 0, cross = 0;
     for (k = 0; k < N; k++) {
-      var centred = k - meanK;
-      burst += c.pi[k] * centred * (2 * z[k][0] - centred);
-      cross += c.pi[k] * centred * (z[k][1] - c.times[k] + t);
-      tokens += c.pi[k] * k * T;
+      burst += c.pi[k] * prompts[k] * (2 * z[k][0] - prompts[k]);
+      cross += c.pi[k] * prompts[k] * (z[k][1] - seconds[k]);
     }
     var chainValues = {requests_per_s: rate, output_len: O, mean_step: t,
-      step_slope: Math.max(dot(more.pi, more.times) - t, 1e-300),
-      burst_ratio: burst / meanK, burst_covariance: cross};
+      step_slope: Math.max(perStep(more) - t, 1e-300),
+      burst_ratio: burst / meanK, burst_covariance: cross / steps};
     var steady = {};
     for (var name in data.steady) steady[name] = call(data.steady[name], chainValues);
     if (steady.gain >= 1) return null;
-    var first = ttft(rate, steady.busy), request = first + (O - 1) * steady.tpot;
+    // An arrival's prefill, averaged over the spread of the decodes (continuous.SPREAD_POINTS).
+    var nodes = data.spread[0], weights = data.spread[1];
+    var spread = Math.sqrt(Math.max(steady.variance, 0));
+    var first = 0, mass = 0;
+    for (k = 0; k < nodes.length; k++) {
+      var met = Math.min(Math.max(steady.busy + spread * nodes[k], 0), budget - 1);
+      first += weights[k] * ttft(rate, met); mass += weights[k];
+    }
+    first /= mass;
+    var request = first + (O - 1) * steady.tpot;
     return {ttft: first, tpot: steady.tpot, mean_step: t, request_time: request,
-      concurrency: rate * request,
-      ok: decodes + tokens <= v.token_budget && rate * request <= capacity};
+      concurrency: rate * request, ok: decodes < budget && rate * request <= capacity};
   }
   function saturation() {
     var low = 0, high = 1, below = null, s;

@@ -303,14 +303,12 @@ class FormulaWidget:
 
 def memory_budget() -> dict:
     """The library's memory budget by symbol, for a widget's bounds: the memory utilization
-    and the token budget (which sizes the activations' reserve) at their defaults."""
+    and the token budget (which sizes the activations' reserve) of a default scenario (the
+    default engine's budget)."""
     from inference_arithmetic.core.symbols import P_max, mu
-    from inference_arithmetic.serving.scenario import (
-        DEFAULT_MEMORY_UTILIZATION,
-        DEFAULT_TOKEN_BUDGET,
-    )
+    from inference_arithmetic.serving.scenario import DEFAULT_MEMORY_UTILIZATION, default_budget
 
-    return {mu: DEFAULT_MEMORY_UTILIZATION, P_max: DEFAULT_TOKEN_BUDGET}
+    return {mu: DEFAULT_MEMORY_UTILIZATION, P_max: default_budget()}
 
 
 def memory_limit(arch, **values):

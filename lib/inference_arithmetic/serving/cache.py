@@ -30,7 +30,7 @@ import sympy
 
 from inference_arithmetic.core.numeric import CompiledFormulas
 
-__all__ = ["formulas", "folder"]
+__all__ = ["formulas", "data", "folder"]
 
 
 @functools.cache
@@ -55,11 +55,25 @@ def folder():
     return Path(root) / _fingerprint()
 
 
+def _path(key: str):
+    where = folder()
+    return where / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".json") if where else None
+
+
+def _store(path, parts) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False) as file:
+            json.dump(parts, file)
+        os.replace(file.name, path)  # whole or not at all, for a process reading it
+    except OSError:
+        pass
+
+
 def formulas(key: str, build: Callable[[], dict]) -> CompiledFormulas:
     """The formulas ``build()`` returns, compiled together, read from the cache under ``key``
     (a text that names them uniquely, e.g. a model's repr) or compiled and stored there."""
-    where = folder()
-    path = where / (hashlib.sha256(key.encode()).hexdigest()[:32] + ".json") if where else None
+    path = _path(key)
     if path is not None:
         try:
             return CompiledFormulas.from_parts(json.loads(path.read_text()))
@@ -67,11 +81,20 @@ def formulas(key: str, build: Callable[[], dict]) -> CompiledFormulas:
             pass  # absent or unreadable: compile it
     compiled = CompiledFormulas(build())
     if path is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False) as file:
-                json.dump(compiled.parts(), file)
-            os.replace(file.name, path)  # whole or not at all, for a process reading it
-        except OSError:
-            pass
+        _store(path, compiled.parts())
     return compiled
+
+
+def data(key: str, build: Callable[[], object]):
+    """JSON-ready data ``build()`` returns (the calculator page's formulas, printed), read
+    from the cache under ``key`` or built and stored there."""
+    path = _path(key)
+    if path is not None:
+        try:
+            return json.loads(path.read_text())
+        except (OSError, ValueError):
+            pass  # absent or unreadable: build it
+    built = build()
+    if path is not None:
+        _store(path, built)
+    return built

@@ -52,15 +52,19 @@ from inference_arithmetic.serving.scenario import (
     deployment_keywords,
 )
 
-__all__ = ["DEFAULT_TOKEN_BUDGET", "PROMPT_COUNTS", "STEADY", "REPLICAS", "SATURATED"]
+__all__ = ["DEFAULT_TOKEN_BUDGET", "PROMPT_COUNTS", "SPREAD_POINTS", "STEADY", "REPLICAS"]
+__all__ += ["SATURATED"]
 __all__ += ["steady_state"]
 __all__ += ["steady_state_of", "saturation_rate", "saturated_message", "plan", "simulate"]
-__all__ += ["burst", "burst_schedule", "closed_loop"]
+__all__ += ["burst", "burst_schedule", "closed_loop", "STEP_FORMULAS"]
 
 PROMPT_COUNTS = 64
 """Prompts per step the chain keeps, 0 to 63: far past any Poisson mean below saturation (40
 cut the chain's tail before the memory set the saturation)."""
 _K = np.arange(PROMPT_COUNTS)
+SPREAD_POINTS = tuple(tuple(map(float, a)) for a in np.polynomial.hermite_e.hermegauss(5))
+"""Gauss-Hermite nodes and weights (of a standard normal) over which an arrival's prefill is
+averaged across the spread of the decoding count (``_Engine.state``; the page's too)."""
 
 # The steady state's relations, once: the library evaluates them, the calculator's page prints
 # them to JavaScript. Inputs: the rate, and what the chain gives at the fixed point.
@@ -107,13 +111,13 @@ REPLICATED = "{replicas} replicas of {n_gpus}"
 """How ``SATURATED`` names the GPUs of more than one replica."""
 
 
-_MIXED = {"kernels": kernels.step, "roofline": continuous.step}
+STEP_FORMULAS = {"kernels": kernels.step, "roofline": continuous.step}
 """A step of B_d decodes and P_t prompt tokens, by the scenario's step model."""
 
 
 @functools.lru_cache(maxsize=64)
 def _step(arch, step="kernels"):
-    return numeric(_MIXED[step](arch))
+    return numeric(STEP_FORMULAS[step](arch))
 
 
 @functools.cache
@@ -153,19 +157,41 @@ class _Engine:
         self.capacity = int(fit.from_values(whole)["n"])
 
     def steps(self, decodes, prompts):
-        """Step times for ``decodes`` decoding requests and each count of ``prompts``."""
+        """Step times for ``decodes`` decoding requests and each count of ``prompt tokens``."""
         point = {**self.values, "decoding": np.maximum(decodes, 0.0) + 0 * prompts,
                  "context_len": np.full(np.shape(prompts), self.context),
-                 "prefill_tokens": prompts * self.T}  # fmt: skip
+                 "prefill_tokens": prompts}  # fmt: skip
         return _step(self.s.model, self.s.step).from_values(point)
 
+    def macro(self, decodes, counts, rate=0.0):
+        """The steps that prefill ``counts`` prompts (each count of an array), chunked under
+        the token budget: what the budget leaves beside the decodes, b, a step. Prompts of more
+        than b tokens take tokens / b full steps, and the room their last step leaves goes to
+        the next prompts if one has arrived by then (at ``rate``), else it is lost: the rest
+        of that step with the probability that none did. Fewer take one step of their own.
+        Returns the steps' time and their number. Without a budget it is that one step."""
+        tokens = np.asarray(counts, dtype=float) * self.T
+        room = max(self.budget - decodes, 1.0)
+        fluid = np.maximum(tokens / room, 1.0)
+        full = self.steps(decodes, np.full(np.shape(tokens), room))
+        # Without an arrival the last step holds only the prompts' rest: a shorter step.
+        whole = np.ceil(fluid)
+        alone = (whole - 1) * full + self.steps(decodes, tokens - (whole - 1) * room)
+        none = np.exp(-rate * fluid * full)  # no arrival during the prefill
+        time = none * alone + (1 - none) * fluid * full
+        n = none * whole + (1 - none) * fluid
+        own = self.steps(decodes, np.minimum(tokens, room))
+        return np.where(tokens > room, time, own), np.where(tokens > room, n, 1.0)
+
     def chain(self, rate, decodes):
-        """The steps as a Markov chain on the prompts K a step prefills: the prompts that
-        arrive during a step of k prompts, Poisson(lambda t_k), are the next step's. Returns
-        each k's step time, the transition matrix and its stationary distribution."""
-        times = self.steps(decodes, _K.astype(float))
+        """The prefills as a Markov chain on the prompts K that arrived during the steps
+        before: those steps prefill them (in n_K steps under the budget, ``macro``), and the
+        prompts that arrive meanwhile, Poisson(lambda M_K) for the steps' time M_K, are the
+        next K. Returns each K's time per step (M_K / n_K), the transition matrix, its
+        stationary distribution over K, and each K's steps n_K."""
+        times, counts = self.macro(decodes, _K.astype(float), rate)
         moves = _poisson(rate * times)  # moves[k, j]: k prompts, then j
-        return times, moves, _stationary(moves)
+        return times / counts, moves, _stationary(moves), counts
 
     def tau(self, rate, start=None):
         """The fixed point tau = E[step] of the chain at lambda (O - 1) tau decodes, from
@@ -173,8 +199,8 @@ class _Engine:
         away."""
         tau = start or float(self.steps(0.0, np.zeros(1))[0])
         for _ in range(200):  # converges in tens of steps below saturation; creeps at it
-            times, _, weights = self.chain(rate, rate * (self.O - 1) * tau)
-            mean = float(weights @ times)
+            times, _, weights, counts = self.chain(rate, rate * (self.O - 1) * tau)
+            mean = float((weights * counts) @ times / (weights @ counts))
             if mean > 1e3 or not np.isfinite(mean) or weights[-8:].sum() > 1e-6:
                 return None  # a step's prompts beyond the range kept: it runs away
             if abs(mean - tau) <= 1e-10 * mean:
@@ -183,36 +209,61 @@ class _Engine:
         return None
 
     def ttft(self, rate, decodes):
-        """An arrival falls in a step picked by its length, waits for the rest of it, then is
-        prefilled in the next step, with the others that arrived in the same step."""
-        times, moves, weights = self.chain(rate, decodes)
-        picked = weights * times / (weights @ times)
-        after = self.steps(decodes, _K.astype(float) + 1)
-        return float(picked @ (times / 2 + moves @ after))
+        """An arrival falls in a prefill's steps picked by their length, waits for the rest of
+        them, then is prefilled with the others that arrived meanwhile, in their order: its
+        first token comes with the step that takes its last chunk."""
+        times, moves, weights, counts = self.chain(rate, decodes)
+        spans = times * counts
+        picked = weights * spans / (weights @ spans)
+        room = max(self.budget - decodes, 1.0)
+        full = float(self.steps(decodes, np.full(1, room))[0])
+        done = np.empty(len(_K))
+        for j in _K:  # j others arrived with it: ranks 1..j+1, each as likely
+            tokens = (j + 1) * self.T
+            if tokens <= room:  # all in one step
+                done[j] = float(self.steps(decodes, np.full(1, float(tokens)))[0])
+            else:  # its last chunk in the step that reaches its rank's tokens: a full step,
+                # but for the last prompt, whose last step holds only what is left of it
+                steps = np.ceil(np.arange(1, j + 2) * self.T / room)
+                times = steps * full
+                left = tokens - (steps[-1] - 1) * room
+                times[-1] = (steps[-1] - 1) * full + float(self.steps(decodes, np.full(1, left))[0])
+                done[j] = np.mean(times)
+        return float(picked @ (spans / 2 + moves @ done))
 
     def state(self, rate, start=None):
         tau = self.tau(rate, start)
         if tau is None:
             return None
         decodes = rate * (self.O - 1) * tau
-        times, moves, weights = self.chain(rate, decodes)
-        more, _, more_weights = self.chain(rate, decodes + 1)
+        times, moves, weights, counts = self.chain(rate, decodes)
+        more, _, more_weights, more_counts = self.chain(rate, decodes + 1)
+        slope = float((more_weights * more_counts) @ more / (more_weights @ more_counts)) - tau
         # Sums over the chain's future: Z f = sum_j>=0 P^j f for centred f (Z, the
         # fundamental matrix (I - P + 1 pi)^-1).
+        # A prefill of K prompts spreads over its n_K steps: the chain's rewards are centred
+        # per step (K - mu n_K prompts, M_K - tau n_K seconds, mu the prompts a step).
         fundamental = np.eye(len(_K)) - moves + weights
-        prompts = _K - weights @ _K
-        zk, zt = np.linalg.solve(fundamental, np.stack([prompts, times - tau], 1)).T
+        steps = weights @ counts
+        prompts = _K - (weights @ _K) / steps * counts
+        seconds = (times - tau) * counts
+        zk, zt = np.linalg.solve(fundamental, np.stack([prompts, seconds], 1)).T
         chain = {"requests_per_s": rate, "output_len": self.O, "mean_step": tau,
-                 "step_slope": max(float(more_weights @ more) - tau, 1e-300),
+                 "step_slope": max(slope, 1e-300),
                  "burst_ratio": float(weights @ (prompts * (2 * zk - prompts)) / (weights @ _K)),
-                 "burst_covariance": float(weights @ (prompts * (zt - times + tau)))}  # fmt: skip
+                 "burst_covariance": float(weights @ (prompts * (zt - seconds)) / steps),
+                 }  # fmt: skip
         steady = {name: float(f.from_values(chain)) for name, f in _steady().items()}
         if steady["gain"] >= 1:
             return None  # more decodes feed back more than they add: no steady state
-        ttft = self.ttft(rate, steady["busy"])
+        # The budget left for prompts, b - B_d, moves with the decodes: an arrival's prefill is
+        # the mean over their spread (normal, of the steady state's variance), not at the mean.
+        nodes, weights_b = map(np.array, SPREAD_POINTS)
+        spread = np.sqrt(max(steady["variance"], 0.0))
+        met = np.clip(steady["busy"] + spread * nodes, 0.0, self.budget - 1.0)
+        ttft = float(weights_b @ [self.ttft(rate, b) for b in met] / weights_b.sum())
         request = ttft + (self.O - 1) * steady["tpot"]
-        most = decodes + float(weights @ (_K * self.T))
-        ok = most <= self.budget and rate * request <= self.capacity
+        ok = decodes < self.budget and rate * request <= self.capacity
         return {"ttft": ttft, "tpot": steady["tpot"], "mean_step": tau, "request_time": request,
                 "concurrency": rate * request, "ok": ok, **chain, **steady}  # fmt: skip
 
@@ -390,6 +441,10 @@ def burst(s: Scenario, **figures) -> dict:
     elapsed = ends[-1]
     ttft = ends[first].mean(axis=0)
     tpot = ((ends[last] - ends[first]) / max(s.output_len - 1, 1)).mean(axis=0)
+    if s.output_len == 1:  # no decode step runs: one is timed, at the batch and the prompt
+        one = {**values, "decoding": min(s.batch, _capacity(s)), "context_len": s.prompt_len,
+               "prefill_tokens": 0}  # fmt: skip
+        tpot = _step(s.model, s.step).from_values(one) + 0 * elapsed
     return {
         "elapsed": elapsed,
         "throughput": s.batch * s.output_len / elapsed,
@@ -515,7 +570,7 @@ def _scalar_step(s: Scenario):
     """The step of ``s``'s model with its values put in, as a plain function of the decodes,
     their mean context and the prompt tokens: the simulation calls it once a step, where the
     checked array function would cost a hundred times as much."""
-    expr = _MIXED[s.step](s.model)
+    expr = STEP_FORMULAS[s.step](s.model)
     values = s.values()
     known = {x: sympy.sympify(values[x.name]) for x in expr.free_symbols if x.name in values}
     return sympy.lambdify((B_d, S, P_t), expr.xreplace(known), "math")

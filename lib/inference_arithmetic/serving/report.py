@@ -8,14 +8,16 @@ True
 >>> calculate("llama-3.1-405b", "h100-sxm")
 Traceback (most recent call last):
 ...
-inference_arithmetic.core.numeric.ArgumentError: llama-3.1-405b does not fit: needs 815 GB ...
+inference_arithmetic.core.numeric.ArgumentError: llama-3.1-405b does not fit: needs 81... GB ...
 
 Every number is a closed-form SymPy formula of ``report_formulas``, evaluated at a
 ``Scenario``'s values; the calculator's page (``ia.calculator``) prints the same formulas to
 JavaScript. The time to first token is ``latency.prefill_time``; the time per output token is
-``latency.time_per_output_token``, a decode step at the mean context of the O - 1 steps,
-exact while one bound holds over the whole output and no sliding window fills up (``exact``
-says whether it is; ``ia.generation`` sums the steps one by one). Costs are
+``time_per_output_token`` of the step model (``formulas.kernels`` by default), a decode step
+at the mean context of the O - 1 steps, exact while the step is linear in the context: each
+kernel on one side of its roofline (the whole step's, with ``step="roofline"``) over the whole
+output, and no sliding window filling up (``exact`` says whether it is; ``ia.generation`` sums
+the steps one by one). Costs are
 ``formulas.economics`` at full utilization and the GPU's dated example price. Memory is the
 weights, split n ways with tensor parallelism, the KV cache of B requests of T + O tokens,
 split by KV heads (``latency.kv_split``), and one step's activations, against
@@ -31,8 +33,8 @@ import functools
 import sympy
 
 from inference_arithmetic.core.numeric import CompiledFormulas
-from inference_arithmetic.core.symbols import L_w, M, O, R, S, T, W, n_gpus
-from inference_arithmetic.formulas import economics, latency
+from inference_arithmetic.core.symbols import B, B_d, L_w, M, O, P_t, R, S, T, W, n_gpus
+from inference_arithmetic.formulas import economics, kernels, latency
 from inference_arithmetic.models.config import model, model_names
 from inference_arithmetic.serving import cache, scenario
 from inference_arithmetic.serving.scenario import (
@@ -86,6 +88,15 @@ def report_formulas(arch, step=DEFAULT_STEP) -> dict[str, sympy.Expr]:
     if arch.n_window_layers:  # the window fills up during the output: S crosses W - 1
         crosses = sympy.And(T < W - 1, W - 1 < latency.last_context(), L_w > 0)
     first, last = _flag(decode(T)), _flag(decode(latency.last_context()))
+    # The mean context is exact while the step is linear in S: one side of the whole step's
+    # roofline throughout, or, kernel by kernel, one side of each kernel's own.
+    same = sympy.Eq(first, last)
+    if step == "kernels":
+        decoding = {P_t: 0, B_d: B}
+        bends = [kr.bound.subs(decoding) for kr in kernels.step_kernels(arch)]
+        bends = [bound for bound in bends if S in bound.free_symbols]
+        ends = (T, latency.last_context())
+        same = sympy.And(*(sympy.Eq(*(bound.subs(S, end) for end in ends)) for bound in bends))
     return {
         "weights": latency.weight_bytes_per_gpu(arch),
         "kv_cache": latency.cache_bytes_per_gpu(arch).subs(whole),
@@ -106,7 +117,7 @@ def report_formulas(arch, step=DEFAULT_STEP) -> dict[str, sympy.Expr]:
         ),
         "decode_compute_bound_first": first,
         "decode_compute_bound_last": last,
-        "exact": _flag(sympy.And(sympy.Eq(first, last), sympy.Not(crosses))),
+        "exact": _flag(sympy.And(same, sympy.Not(crosses))),
         "mean_context": latency.mean_context(),
         "gpus": R * n_gpus,
         "capacity": M,

@@ -42,6 +42,8 @@ from inference_arithmetic.serving import cache
 __all__ = [
     "STEPS",
     "FIGURES",
+    "WEIGHT_FIGURES",
+    "found_figures",
     "DEFAULT_STEP",
     "DEFAULT_ENGINE",
     "DEFAULT_COMPUTE_EFFICIENCY",
@@ -51,6 +53,7 @@ __all__ = [
     "DEFAULT_NETWORK_BANDWIDTH",
     "DEFAULT_MEMORY_UTILIZATION",
     "DEFAULT_TOKEN_BUDGET",
+    "default_budget",
     "MAX_TOKENS",
     "Check",
     "CHECKS",
@@ -65,7 +68,7 @@ STEPS = {"kernels": kernels, "roofline": latency}
 """How a scenario times a step: kernel by kernel, each at its own roofline with its fixed cost
 (``formulas.kernels``, the default), or as chapter 08's single roofline of the whole step
 (``formulas.latency``). Both modules build the same formulas by the same names."""
-DEFAULT_STEP = "roofline"
+DEFAULT_STEP = "kernels"
 """How a scenario times its steps unless it says (``STEPS``)."""
 DEFAULT_ENGINE = "vllm"
 """The engine a scenario runs on unless it names one (``ia.engine_names()``)."""
@@ -88,8 +91,9 @@ DEFAULT_NETWORK_BANDWIDTH = 400e9 / 8
 """Bytes per second each GPU sends to other boards: one 400 Gb/s InfiniBand NDR port per GPU,
 as on a DGX H100 (eight ConnectX-7 cards; NVIDIA DGX H100 User Guide)."""
 DEFAULT_TOKEN_BUDGET = 8192
-"""Tokens one step may put through the model (vLLM's ``max_num_batched_tokens`` under chunked
-prefill): the step the activation reserve is sized for, and a continuous engine's budget."""
+"""Tokens one step may put through the model where an engine states no budget of its own (a
+static engine): the step the activation reserve is sized for. A continuous engine has its own
+(``Engine.token_budget``; vLLM's is fitted in chapter 11)."""
 DEFAULT_LINK_LATENCY = 1e-6
 """Seconds per message between GPUs (a ring all-reduce sends 2(n - 1) of them; chapter 10)."""
 DEFAULT_MEMORY_UTILIZATION = 0.9
@@ -208,6 +212,12 @@ def _rules(arch: ModelConfig, parallel: str) -> tuple[tuple[Check, ...], Compile
     return rules, conditions
 
 
+def default_budget() -> int:
+    """The token budget of a scenario that names none: the default engine's (a static
+    engine's stand-in, ``DEFAULT_TOKEN_BUDGET``, where it has none)."""
+    return registry_engine(DEFAULT_ENGINE).token_budget or DEFAULT_TOKEN_BUDGET
+
+
 def tensor_parallel_degrees(arch: ModelConfig, most: int = 64) -> list[int]:
     """The tensor-parallel degrees up to ``most`` that split ``arch``'s heads (``CHECKS``)."""
     (heads,) = [c for c in CHECKS if c.name == "heads"]
@@ -295,9 +305,8 @@ class Scenario:
         if not isinstance(self.in_waves, bool):
             raise ArgumentError(f"in_waves must be True or False, got {self.in_waves!r}")
         budget = self.token_budget
-        if budget is None:  # the engine's own, for the kernel model that times its steps
-            engine_budget = normal["engine"].token_budget if normal["step"] == "kernels" else None
-            budget = engine_budget or DEFAULT_TOKEN_BUDGET
+        if budget is None:  # the engine's own
+            budget = normal["engine"].token_budget or DEFAULT_TOKEN_BUDGET
         normal["token_budget"] = checks.count("token_budget", budget)
         for name, value in normal.items():
             object.__setattr__(self, name, value)
@@ -323,43 +332,9 @@ class Scenario:
                 raise error
 
     def _resolve(self) -> dict[str, float]:
-        """The efficiencies and fixed costs the step takes, each as given, else: the GPU's
-        measured kernels (``GPU.achieved_figure``) and the engine's properties, for the
-        kernel model; for the single roofline, its fitted efficiencies and no fixed costs."""
-        g, e = self.gpu, self.engine
-        nvlink = (g.link_domain or 1) > 1
-        reduce = e.allreduce if nvlink else "nccl"  # one-shot kernels need a peer link
-        found = {
-            "compute_efficiency": g.achieved_figure(f"matmul.{self.compute_dtype}"),
-            "bandwidth_efficiency": g.achieved_figure(_stream(self.dtype)),
-            "attention_efficiency": g.achieved_figure(f"prompt_attention.{self.compute_dtype}"),
-            "decode_attention_efficiency": g.achieved_figure(
-                f"decode_attention.{self.compute_dtype}"
-            ),
-            "kernel_overhead": e.kernel_overhead,
-            "step_overhead": e.step_overhead,
-            "request_overhead": e.request_overhead,
-            "allreduce_latency": g.achieved_figure(f"allreduce_latency.{reduce}"),
-            "allreduce_bandwidth": g.achieved_figure(f"allreduce_bandwidth.{reduce}"),
-            "ring_latency": g.achieved_figure("allreduce_latency.nccl"),
-            "ring_bandwidth": g.achieved_figure("allreduce_bandwidth.nccl"),
-            "matmul_half_rows": g.achieved_figure(f"matmul_half_rows.{self.compute_dtype}"),
-            "grouped_matmul": g.achieved_figure("grouped_matmul"),
-            "attention_half_len": g.achieved_figure("attention_half_len"),
-            "decode_attention_latency": g.achieved_figure("decode_attention_latency"),
-            "kv_reread_hits": g.achieved_figure("kv_reread_hits"),
-        }
-        if self.step == "roofline":  # chapter 08's single roofline: no kernel, no fixed cost
-            found.update(
-                compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY,
-                bandwidth_efficiency=DEFAULT_BANDWIDTH_EFFICIENCY,
-                attention_efficiency=DEFAULT_ATTENTION_EFFICIENCY,
-                decode_attention_efficiency=DEFAULT_BANDWIDTH_EFFICIENCY,
-                kernel_overhead=0.0,
-                step_overhead=0.0,
-                request_overhead=0.0,
-                allreduce_latency=0.0,
-            )
+        """The efficiencies and fixed costs the step takes, each as given, else found
+        (``found_figures``)."""
+        found = found_figures(self.gpu, self.engine, self.compute_dtype, self.dtype, self.step)
         given = {name: getattr(self, name) for name in FIGURES if getattr(self, name) is not None}
         return {**found, **given}
 
@@ -416,8 +391,6 @@ class Scenario:
             "seq_len": self.prompt_len,
             "output_len": self.output_len,
         }
-        if self.step == "kernels":  # the memory an engine sees, as the driver reports it
-            values["gpu_memory"] = float(self.gpu.usable_memory_bytes or self.gpu.memory_bytes)
         if self.model.context_window:
             values["context_window"] = self.model.context_window
         return values
@@ -436,6 +409,50 @@ class Scenario:
         name)."""
         options = {name: getattr(self, name) for name in DEPLOYMENT}
         return {**options, "engine": self.engine.name}
+
+
+WEIGHT_FIGURES = ("bandwidth_efficiency",)
+"""The found figures that depend on the weights' format (the rest on the compute format)."""
+
+
+def found_figures(g, e, compute_dtype: str, dtype: str, step: str = DEFAULT_STEP) -> dict:
+    """The efficiencies and fixed costs a step takes on GPU ``g`` with engine ``e`` unless
+    given, keyed by their symbols' names: for the kernel model, the GPU's measured kernels
+    (``GPU.achieved_figure``, in the compute format; the weights' stream in theirs,
+    ``WEIGHT_FIGURES``) and the engine's properties; for the single roofline, its fitted
+    efficiencies and no fixed costs."""
+    nvlink = (g.link_domain or 1) > 1
+    reduce = e.allreduce if nvlink else "nccl"  # one-shot kernels need a peer link
+    found = {
+        "compute_efficiency": g.achieved_figure(f"matmul.{compute_dtype}"),
+        "bandwidth_efficiency": g.achieved_figure(_stream(dtype)),
+        "attention_efficiency": g.achieved_figure(f"prompt_attention.{compute_dtype}"),
+        "decode_attention_efficiency": g.achieved_figure(f"decode_attention.{compute_dtype}"),
+        "kernel_overhead": e.kernel_overhead,
+        "step_overhead": e.step_overhead,
+        "request_overhead": e.request_overhead,
+        "allreduce_latency": g.achieved_figure(f"allreduce_latency.{reduce}"),
+        "allreduce_bandwidth": g.achieved_figure(f"allreduce_bandwidth.{reduce}"),
+        "ring_latency": g.achieved_figure("allreduce_latency.nccl"),
+        "ring_bandwidth": g.achieved_figure("allreduce_bandwidth.nccl"),
+        "matmul_half_rows": g.achieved_figure(f"matmul_half_rows.{compute_dtype}"),
+        "grouped_matmul": g.achieved_figure("grouped_matmul"),
+        "attention_half_len": g.achieved_figure("attention_half_len"),
+        "decode_attention_latency": g.achieved_figure("decode_attention_latency"),
+        "kv_reread_hits": g.achieved_figure("kv_reread_hits"),
+    }
+    if step == "roofline":  # chapter 08's single roofline: no kernel, no fixed cost
+        found.update(
+            compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY,
+            bandwidth_efficiency=DEFAULT_BANDWIDTH_EFFICIENCY,
+            attention_efficiency=DEFAULT_ATTENTION_EFFICIENCY,
+            decode_attention_efficiency=DEFAULT_BANDWIDTH_EFFICIENCY,
+            kernel_overhead=0.0,
+            step_overhead=0.0,
+            request_overhead=0.0,
+            allreduce_latency=0.0,
+        )
+    return found
 
 
 def _stream(dtype):

@@ -2,19 +2,23 @@
 
 >>> import inference_arithmetic as ia
 >>> m, g = ia.model("llama-3.1-70b"), ia.gpu("h100-sxm")
->>> round(decode_step_time(m, g, batch=1, context_len=2048, n_gpus=2), 3)
+>>> round(decode_step_time(m, g, batch=1, context_len=2048, n_gpus=2), 3)  # kernel by kernel
+0.03
+>>> round(decode_step_time(m, g, 1, 2048, n_gpus=2, step="roofline"), 3)  # chapter 08's roofline
 0.035
 
 Every function makes a ``Scenario`` (which checks every argument once) and evaluates a SymPy
-formula of ``formulas.latency`` at its values. ``compute_efficiency`` and
-``bandwidth_efficiency`` are the fractions of the peak FLOP/s and bandwidth a real serving
-engine reaches, and ``link_latency`` the fixed cost of one message between GPUs. Their defaults
-are the one set the whole book uses, calibrated once in chapter 11 against measured vLLM runs
-(not fitted per case); ``IDEAL`` gives the ideal roofline of chapter 08. ``cache_dtype`` stores
-the KV cache in another dtype than the weights, and ``compute_dtype`` computes in another than
-they are stored in: weight-only int4 (AWQ, GPTQ) is read at half a byte per weight and
-computed in bf16. Every function refuses a deployment whose memory per GPU exceeds
-``memory_utilization`` of the GPU's memory.
+formula at its values: by default the kernel-level step model of ``formulas.kernels``, each
+kernel at the GPU's measured rate (``GPU.achieved``) with the engine's fixed costs (``engine``,
+``ia.engine_names()``); with ``step="roofline"``, chapter 08's single roofline of the whole
+step (``formulas.latency``), at ``compute_efficiency`` and ``bandwidth_efficiency``, one set
+for the whole book fitted in chapter 11 as a first approximation. An efficiency or a fixed cost
+given as an argument replaces the measured one; ``IDEAL`` gives the ideal roofline of chapter
+08. ``cache_dtype`` stores the KV cache in another dtype than the weights, and
+``compute_dtype`` computes in another than they are stored in: weight-only int4 (AWQ, GPTQ)
+is read at half a byte per weight and computed in bf16. Every function refuses a deployment
+whose memory per GPU exceeds ``memory_utilization`` of the GPU's memory (as its driver reports
+it).
 
 ``run(scenario)`` and ``in_waves(scenario)`` evaluate a ``Scenario`` made by hand; the keyword
 functions are thin ways to make one.
@@ -49,6 +53,7 @@ __all__ = [
     "PARALLEL",
     "IDEAL",
     "IDEAL_EFFICIENCIES",
+    "ROOFLINE",
     "prefill_time",
     "decode_step_time",
     "generation",
@@ -69,7 +74,11 @@ IDEAL_EFFICIENCIES = {
     "attention_efficiency": 1.0,
 }
 """The peak FLOP/s and the peak bandwidth, as the values of their efficiencies' symbols."""
-IDEAL = {"step": "roofline", **IDEAL_EFFICIENCIES}
+ROOFLINE = {"step": "roofline"}
+"""Chapter 08's single roofline of the whole step at its fitted efficiencies (chapter 11's
+first approximation), for the chapters that derive it: ``**ia.timing.ROOFLINE``. The
+library's default times a step kernel by kernel."""
+IDEAL = {**ROOFLINE, **IDEAL_EFFICIENCIES}
 """The ideal roofline of chapter 08, one roofline of the whole step at the peak FLOP/s and the
 peak bandwidth: ``**ia.timing.IDEAL``. (Messages between GPUs keep their latency: it is not
 part of the roofline.)"""

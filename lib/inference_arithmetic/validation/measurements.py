@@ -102,7 +102,7 @@ def serving_runs(name: str = "vllm_llama_h100") -> list[ServingRun]:
 
 def predict(run: ServingRun, **options) -> dict[str, float]:
     """The library's prediction for a measured run (``ia.serve`` at its sizes; ``options``
-    override the defaults: efficiencies, link latency, memory utilization)."""
+    override the defaults: the step model, efficiencies, link latency, memory utilization)."""
     return serve(
         model(run.model),
         gpu(run.gpu),
@@ -123,9 +123,9 @@ def _formulas(name: str):
 
 def log_errors(run: ServingRun, **efficiencies) -> np.ndarray:
     """log(predicted / measured) of one run's throughput, in the engine's waves, from the
-    closed formula of chapter 11 (``latency.generation_time``). The efficiencies
-    (``compute_efficiency``, ``bandwidth_efficiency``, ``link_latency``, each the library's
-    default unless given) may be arrays, to score a whole grid at once.
+    closed formula of chapter 08's single roofline (``latency.generation_time``). The
+    efficiencies (``compute_efficiency``, ``bandwidth_efficiency``, ``link_latency``, each the
+    roofline's default unless given) may be arrays, to score a whole grid at once.
 
     >>> run = serving_runs()[-1]  # Llama 3.1 8B, a batch of 512 in three waves
     >>> float(np.exp(log_errors(run)) * run.output_tokens_per_s) > 0
@@ -134,7 +134,8 @@ def log_errors(run: ServingRun, **efficiencies) -> np.ndarray:
     generation_time, fits = _formulas(run.model)
     prompt, output = round(run.input_tokens), round(run.output_tokens)
     workload = dict(batch=run.batch, prompt_len=prompt, output_len=output, in_waves=True)
-    values = {**Scenario(run.model, run.gpu, n_gpus=run.n_gpus, **workload).values()}
+    s = Scenario(run.model, run.gpu, n_gpus=run.n_gpus, **workload, step="roofline")
+    values = s.values()
     values.update(efficiencies)
     wave = min(run.batch, int(fits.from_values({**values, "context_len": prompt + output})))
     full, rest = divmod(run.batch, wave)

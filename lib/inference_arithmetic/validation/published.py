@@ -193,7 +193,7 @@ def _measurement(row) -> Measurement:
 
 @functools.cache
 def validation_set() -> tuple[tuple[Measurement, ...], tuple[tuple[dict, str], ...]]:
-    """The rows the library can time, as ``Measurement``s, and the rest with the reason each
+    """The rows the library can time, each a ``Measurement``, and the rest with the reason each
     is set aside (a registry the library lacks, a setup the source leaves unstated)."""
     rows, left = [], []
     for row in published_rows():
