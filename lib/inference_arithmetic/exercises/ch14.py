@@ -30,9 +30,12 @@ COUNTS = (1, 2, 4, 8)
 @functools.cache
 def _output_costs() -> dict[tuple[str, int], float]:
     """Dollars per million output tokens of every registry GPU and count that holds the
-    batch and has a price."""
+    batch and has a price; a GPU without a bf16 rate (an Apple GPU) cannot run the exercise's
+    bf16 model."""
     costs = {}
     for name in ia.gpu_names():
+        if "bf16" not in ia.gpu(name).peak_flop_rate:
+            continue
         for n in COUNTS:
             try:
                 cost = ia.calculate(MODEL, name, n, **WORKLOAD)["cost"]["output"]
