@@ -17,14 +17,15 @@ JOBS ?= 2
 # Strict: warnings are errors, broken references are reported, all problems in one run.
 BOOK_FLAGS := -W -n --keep-going
 
-.PHONY: book test lint format unit notebooks lab bench reference measure linkcheck pdf clean help
+.PHONY: book test lint format unit notebooks lab bench bands reference measure linkcheck pdf clean help
 
 help:
 	@echo "make book       build the HTML book (executes every chapter; warnings are errors)"
 	@echo "make test       ruff, the strict book build (runs every chapter), the tests, the browser test"
 	@echo "make notebooks  the chapters as .ipynb, student and instructor editions, in _build/notebooks/"
 	@echo "make lab        JupyterLab on the chapters"
-	@echo "make bench      import time, compiled formula vs numpy, widget update time"
+	@echo "make bench      import time, compiled formula vs numpy, a step model, widget update time"
+	@echo "make bands      rewrite the predictions' error bands from the validation set's residuals"
 	@echo "make format     ruff format over the library, the tests and the chapters' code"
 	@echo "make pdf        the whole book as one PDF (installs texlive when missing)"
 	@echo "make linkcheck  check the external links (needs the network)"
@@ -117,6 +118,12 @@ lab: $(VENV)/.lab-installed
 
 bench: $(STAMP)
 	$(BIN)/python tests/bench.py
+
+# The band every prediction carries: the 10-90% range of the validation set's residuals at the
+# library's defaults, shipped as serving/data/bands.json. Run it when the predictions change;
+# tests/test_residuals.py fails until the file is the recomputation.
+bands: $(STAMP)
+	$(BIN)/python tools/bands.py
 
 # The ground truth the library's tests compare to: parameter counts, FLOP-counter totals and
 # KV-cache bytes of every registry model, measured with transformers on PyTorch's meta device.

@@ -137,7 +137,7 @@ def _burst_scenario(**changes):
 
 def test_a_burst_serves_every_request_within_the_budget_and_the_memory():
     s = _burst_scenario(token_budget=2048)
-    plan, first, last = continuous.burst_schedule(s)
+    plan, first, last, *_ = continuous.burst_schedule(s)
     decodes, contexts, prompts = np.array(plan).T
     assert len(first) == len(last) == s.batch
     assert np.all(first <= last) and last.max() == len(plan) - 1
@@ -156,6 +156,25 @@ def test_a_burst_timed_under_many_settings_is_the_same_as_one_at_a_time():
     r = continuous.burst(s)
     assert r["throughput"] == pytest.approx(s.batch * s.output_len / r["elapsed"])
     assert r["ttft"] < r["elapsed"]
+
+
+def test_a_closed_loop_timed_from_its_schedule_is_the_simulation_timed_step_by_step():
+    # A closed loop's requests arrive as others finish, at a step's end: its schedule does
+    # not depend on how long the steps take, so timing the schedule afterwards must give what
+    # SimPy gives when every step takes its own time.
+    s = _burst_scenario(batch=1, prompt_len=700, output_len=24, token_budget=512)
+    users, requests = 5, 17
+    done = continuous._engine(s, np.zeros(users), total=requests)
+    kept = [r for r in done if r["i"] >= users]
+    r = continuous.closed_loop(s, users, requests)
+    assert r["elapsed"] == pytest.approx(max(d["last"] for d in done), rel=1e-12)
+    assert r["ttft"] == pytest.approx(np.mean([d["first"] - d["arrived"] for d in kept]))
+    tpot = np.mean([(d["last"] - d["first"]) / (s.output_len - 1) for d in kept])
+    assert r["tpot"] == pytest.approx(tpot, rel=1e-12)
+    assert r["throughput"] == pytest.approx(requests * s.output_len / r["elapsed"])
+    # Later requests wait for a user's last one: some arrive after the start.
+    _, _, _, arrived, sent = continuous.burst_schedule(s, users, requests)
+    assert np.all(arrived[sent < users] == 0) and np.all(arrived[sent >= users] > 0)
 
 
 def test_a_smaller_token_budget_takes_longer_to_prefill_a_burst():

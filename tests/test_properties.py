@@ -125,6 +125,7 @@ def refused(error: ValueError) -> str | None:
 # Results that may be None (documented): costs of a GPU without a price, a given price's date
 # and source, and compute_bound_batch when no batch up to its limit is compute-bound.
 _MAY_BE_NONE = {"input", "output", "request", "price_per_hour", "price_date", "price_source"}
+_MAY_BE_NONE |= {"band"}  # the single roofline's predictions carry no band
 # Numbers that may be zero: max_batch (nothing fits), a link latency of zero, and the fixed
 # costs of a step, which the single roofline has none of.
 _MAY_BE_ZERO = {"max_batch", "link_latency", "kernel_overhead", "step_overhead"}
@@ -135,6 +136,9 @@ def _leaves(result, path=()):
     if isinstance(result, dict):
         for key, value in result.items():
             yield from _leaves(value, (*path, key))
+    elif isinstance(result, tuple):  # a band: (low, high)
+        for side, value in zip(("low", "high"), result, strict=True):
+            yield (*path, side), value
     else:
         yield path, result
 

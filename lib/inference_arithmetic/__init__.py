@@ -26,7 +26,7 @@ from inference_arithmetic.models.counts import (
     kv_cache_bytes,
     param_count,
 )
-from inference_arithmetic.serving import cache, continuous, economics, scenario, timing
+from inference_arithmetic.serving import bands, cache, continuous, economics, scenario, timing
 from inference_arithmetic.serving.continuous import plan, steady_state
 from inference_arithmetic.serving.economics import (
     api_prices,
@@ -62,6 +62,8 @@ __all__ = [
     "break_even_utilization",
     "token_costs",
     "measurements",
+    "residuals",
+    "bands",
     "DTYPE_BYTES",
     "GPU",
     "ModelConfig",
@@ -115,6 +117,7 @@ _LAZY = {
     "diagrams": "inference_arithmetic.page.diagrams",
     "reference_page": "inference_arithmetic.page.reference_page",
     "exercises": "inference_arithmetic.exercises",
+    "residuals": "inference_arithmetic.validation.residuals",
 }
 
 

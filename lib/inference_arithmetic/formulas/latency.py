@@ -295,12 +295,14 @@ def compute_bound(compute, memory):
 # --- A request: the prefill, then O - 1 decode steps -------------------------------------------
 
 
+@functools.cache
 def mean_context():
     """The mean context of a request's O - 1 decode steps, S = T, ..., T + O - 2 (a single
     output token is timed at one step of S = T, as ``ia.generation`` does)."""
     return T + sympy.Max(O - 2, 0) / 2
 
 
+@functools.cache
 def last_context():
     """The context of a request's last decode step."""
     return T + sympy.Max(O - 2, 0)

@@ -35,7 +35,7 @@ from inference_arithmetic.hardware.gpus import gpu_names
 from inference_arithmetic.models.config import model as registry_model
 from inference_arithmetic.models.config import model_names
 from inference_arithmetic.page.live import FORMAT_RUNTIME, embed_json
-from inference_arithmetic.serving import cache, continuous, scenario
+from inference_arithmetic.serving import bands, cache, continuous, scenario
 
 __all__ = [
     "Calculator",
@@ -131,8 +131,9 @@ NOTES = {
     "window changes)",
     "continuous": "the steady state of a continuously batching engine (ia.steady_state), "
     "at the library's default efficiencies and token budget",
+    "band": bands.describe(),
 }
-"""The sentence under the readout, in two parts joined by "; "."""
+"""The sentence under the readout: its parts joined by "; ", the band's last."""
 
 
 # The form's controls that are not one of the book's symbols, in words (the keyword in code is
@@ -158,22 +159,33 @@ def label(name: str) -> str:
     return _WORDS.get(name) or controls.label(name)
 
 
+def _banded(values) -> dict:
+    """The rows of the readout that carry a band, by mode: key -> (kind, whether a speed)."""
+    return continuous.BANDED if "saturation_rate" in values else serving.BANDED
+
+
 def cell(row, values) -> str:
-    """One row of the readout (of ``ROWS``) as text: a formula's value in its kind, or the
-    bounds of a phase (``serving.bound_text``)."""
+    """One row of the readout (of ``ROWS``) as text: a formula's value in its kind, and in
+    brackets its band where it has one (``serving.bands``), or the bounds of a phase
+    (``serving.bound_text``)."""
     key, _, kind = row
     if kind == "bound":
         return serving.bound_text(*(values[k] for k in key))
-    return fmt.show(values[key], kind)
+    text, value = fmt.show(values[key], kind), values[key]
+    if key not in _banded(values) or value is None:
+        return text
+    band_kind, speed = _banded(values)[key]
+    low, high = bands.band(band_kind, value, speed)
+    return f"{text} ({fmt.show(low, kind)} to {fmt.show(high, kind)})"
 
 
 def _note(values, gpu) -> str:
     if "saturation_rate" in values:
-        return NOTES["continuous"] + "."
+        return f"{NOTES['continuous']}; {NOTES['band']}."
     price = gpu.price_per_hour
     priced = NOTES["priced"].format(price_per_hour=price, price_date=gpu.price_date)
     first = priced if price is not None else NOTES["unpriced"]
-    return f"{first}; {NOTES['exact' if values['exact'] else 'approximate']}."
+    return f"{first}; {NOTES['exact' if values['exact'] else 'approximate']}; {NOTES['band']}."
 
 
 def readout_html(values, gpu, message: str | None = None) -> str:
@@ -497,13 +509,18 @@ def _page_data() -> dict:
         "options": options,
         "count_message": checks.COUNT,
         "no_rate": scenario.NO_RATE,
-        "rows": [{"key": k, "label": label, "kind": kind} for k, label, kind in ROWS],
+        "rows": [
+            {"key": k, "label": label, "kind": kind, "band": serving.BANDED.get(k)}
+            for k, label, kind in ROWS
+        ],
+        "bands": {kind: bands.bands()[kind] for kind in bands.KINDS},
         "bounds": serving.BOUNDS,
         "then": serving.THEN,
         "notes": NOTES,
         "modes": {"static": STATIC, "continuous": CONTINUOUS},
         "continuous_rows": [
-            {"key": k, "label": label, "kind": kind} for k, label, kind in CONTINUOUS_ROWS
+            {"key": k, "label": label, "kind": kind, "band": continuous.BANDED.get(k)}
+            for k, label, kind in CONTINUOUS_ROWS
         ],
         "context": _js(latency.mean_context()),
         "steady": {k: _js(e) for k, e in continuous.STEADY.items()},
@@ -609,7 +626,7 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     var r = call(m.report, v);
     for (var k in r) if (/^cost_/.test(k) && g.price_per_hour === null) r[k] = null;
     var note = (g.price_per_hour !== null ? fill(spec.notes.priced, g) : spec.notes.unpriced) +
-      "; " + (r.exact ? spec.notes.exact : spec.notes.approximate) + ".";
+      "; " + (r.exact ? spec.notes.exact : spec.notes.approximate) + "; " + spec.notes.band + ".";
     return {rows: spec.rows, values: r, note: note};
   }
   function steadyState(m, v, names, rate) {  // ia.continuous.steady_state_of
@@ -631,7 +648,8 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
         prompt_len: state.prompt_len, output_len: state.output_len})};
     }
     one.replica_concurrency = s.concurrency;
-    return {rows: spec.continuous_rows, note: spec.notes.continuous + ".", values: {
+    return {rows: spec.continuous_rows, note: spec.notes.continuous + "; " + spec.notes.band +
+      ".", values: {
       ttft: s.ttft, tpot: s.tpot, request_time: s.request_time,
       concurrency: call(spec.replicas.concurrency, one),
       throughput: call(spec.replicas.throughput, Object.assign({output_len: v.output_len}, one)),
@@ -670,6 +688,13 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
         cell.dataset.key = row.key;
         if (value !== null) cell.dataset.value = String(value);
         strong.textContent = iaShow(value, row.kind);
+        if (row.band && value !== null) {  // serving.bands.band: a time's, or a speed's
+          var b = spec.bands[row.band[0]], speed = row.band[1];
+          var low = speed ? value / b.high : value * b.low;
+          var high = speed ? value / b.low : value * b.high;
+          strong.textContent += " (" + iaShow(low, row.kind) + " to " + iaShow(high, row.kind) +
+            ")";
+        }
       }
       cell.appendChild(strong); tr.appendChild(name); tr.appendChild(cell); table.appendChild(tr);
     });

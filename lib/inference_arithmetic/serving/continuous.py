@@ -45,7 +45,7 @@ from inference_arithmetic.core import format as fmt
 from inference_arithmetic.core.numeric import numeric
 from inference_arithmetic.core.symbols import B_d, O, P_t, R, S
 from inference_arithmetic.formulas import continuous, kernels, latency
-from inference_arithmetic.serving import cache
+from inference_arithmetic.serving import bands, cache
 from inference_arithmetic.serving.scenario import (
     DEFAULT_TOKEN_BUDGET,
     Scenario,
@@ -56,7 +56,7 @@ __all__ = ["DEFAULT_TOKEN_BUDGET", "PROMPT_COUNTS", "SPREAD_POINTS", "STEADY", "
 __all__ += ["SATURATED"]
 __all__ += ["steady_state"]
 __all__ += ["steady_state_of", "saturation_rate", "saturated_message", "plan", "simulate"]
-__all__ += ["burst", "burst_schedule", "closed_loop", "STEP_FORMULAS"]
+__all__ += ["burst", "burst_schedule", "closed_loop", "STEP_FORMULAS", "BANDED"]
 
 PROMPT_COUNTS = 64
 """Prompts per step the chain keeps, 0 to 63: far past any Poisson mean below saturation (40
@@ -109,6 +109,16 @@ SATURATED_KINDS = {"rate": "number", "saturation": "number"}
 """How ``SATURATED`` prints its two rates (``format.show``'s kinds; the page's ``iaShow``)."""
 REPLICATED = "{replicas} replicas of {n_gpus}"
 """How ``SATURATED`` names the GPUs of more than one replica."""
+
+
+BANDED = {
+    "ttft": ("ttft", False),
+    "tpot": ("tpot", False),
+    "request_time": ("request", False),
+    "saturation_rate": ("request", True),
+}
+"""The predictions of ``steady_state`` that carry a band (``serving.bands``): key -> (kind,
+whether it is a speed). Its throughput is the rate's, not a prediction."""
 
 
 STEP_FORMULAS = {"kernels": kernels.step, "roofline": continuous.step}
@@ -318,7 +328,10 @@ def steady_state(
 
     Returns ``ttft``, ``tpot``, ``request_time`` (seconds), ``throughput`` (output tokens per
     second), ``concurrency`` (requests in the engine), ``utilization`` (the rate over the
-    saturation rate) and ``saturation_rate``. ``ValueError`` past saturation.
+    saturation rate), ``saturation_rate``, the chain's ``mean_step``, ``decoding`` (requests
+    decoding in a mean step) and ``decoding_variance``, and ``band``: for ttft, tpot,
+    request_time and saturation_rate, the range in which eight of ten held-out measurements
+    fell (``serving.bands``; None with ``step="roofline"``). ``ValueError`` past saturation.
     """
     rate = checks.amount("requests_per_s", requests_per_s, "requests per second", positive=True)
     s = _scenario(arch, gpu, prompt_len, output_len, n_gpus, dtype, deployment)
@@ -347,7 +360,7 @@ def steady_state_of(s: Scenario, rate: float) -> dict:
         whole = _replicas("saturation_rate", values)
         raise checks.ArgumentError(saturated_message(s, rate, whole))
     values["replica_concurrency"] = state["concurrency"]
-    return {
+    result = {
         "ttft": state["ttft"],
         "tpot": state["tpot"],
         "request_time": state["request_time"],
@@ -358,6 +371,8 @@ def steady_state_of(s: Scenario, rate: float) -> dict:
         "decoding": state["decoding"],
         "decoding_variance": state["variance"],
     }
+    result["band"] = bands.of(result, BANDED) if s.step == "kernels" else None
+    return result
 
 
 def plan(
@@ -430,14 +445,9 @@ def burst(s: Scenario, **figures) -> dict:
     token, the output ``throughput``, the mean ``ttft`` and ``tpot``, and the most requests it
     ran at once (``concurrency``). ``figures`` override the scenario's values and may be
     arrays, to time one schedule under many settings at once (chapter 11's fit)."""
-    plan, first, last = burst_schedule(s)
+    plan, first, last, _, _ = burst_schedule(s)
     values = {**s.values(), **figures}
-    shape = np.broadcast(*[np.asarray(v) for v in figures.values()]).shape if figures else ()
-    columns = np.asarray(plan, dtype=float).reshape(len(plan), 3, *[1] * len(shape))
-    point = {**values, "decoding": columns[:, 0], "context_len": columns[:, 1],
-             "prefill_tokens": columns[:, 2]}  # fmt: skip
-    times = _step(s.model, s.step).from_values(point)
-    ends = np.cumsum(np.broadcast_to(times, (len(plan), *shape)), axis=0)
+    ends = _step_ends(s, plan, figures)
     elapsed = ends[-1]
     ttft = ends[first].mean(axis=0)
     tpot = ((ends[last] - ends[first]) / max(s.output_len - 1, 1)).mean(axis=0)
@@ -455,38 +465,60 @@ def burst(s: Scenario, **figures) -> dict:
 
 
 @functools.lru_cache(maxsize=1024)
-def burst_schedule(s: Scenario):
-    """The steps the engine takes for ``s``'s burst, as (decodes, their mean context, prompt
-    tokens) each, and the step of each request's first and last token: with every request
-    there from the start, what a step does depends on the steps before, not on how long they
-    take, so one schedule serves every setting of the step's figures."""
+def burst_schedule(s: Scenario, users: int | None = None, total: int | None = None):
+    """The steps the engine takes for ``s``'s burst (or, with ``users`` and ``total``, for a
+    closed loop of ``users`` clients sending ``total`` requests), as (decodes, their mean
+    context, prompt tokens) each, and for each request the step of its first and last token
+    and the steps done when it arrived. With every request there from the start, or sent
+    when another finishes, at the end of a step, what a step does depends on the steps
+    before, not on how long they take, so one schedule serves every setting of the step's
+    figures. Requests in the order they finished, with ``i`` the order they were sent."""
     plan = []
 
     def record(decodes, context, prompts):
         plan.append((decodes, context, prompts))
         return 1.0  # each step one time unit: its index is its end
 
-    done = _engine(s, np.zeros(s.batch), record)
+    arrivals = np.zeros(s.batch if users is None else users)
+    done = _engine(s, arrivals, record, total)
     first = np.array([round(r["first"]) - 1 for r in done])
     last = np.array([round(r["last"]) - 1 for r in done])
-    return tuple(plan), first, last
+    arrived = np.array([round(r["arrived"]) for r in done])  # steps done before it came
+    sent = np.array([r["i"] for r in done])
+    return tuple(plan), first, last, arrived, sent
+
+
+def _step_ends(s: Scenario, plan, figures):
+    """The end of each step of ``plan`` (seconds from the start), each step timed by ``s``'s
+    step formula at its values and ``figures`` (arrays broadcast: one column per setting)."""
+    values = {**s.values(), **figures}
+    shape = np.broadcast(*[np.asarray(v) for v in figures.values()]).shape if figures else ()
+    columns = np.asarray(plan, dtype=float).reshape(len(plan), 3, *[1] * len(shape))
+    point = {**values, "decoding": columns[:, 0], "context_len": columns[:, 1],
+             "prefill_tokens": columns[:, 2]}  # fmt: skip
+    times = _step(s.model, s.step).from_values(point)
+    return np.cumsum(np.broadcast_to(times, (len(plan), *shape)), axis=0)
 
 
 def closed_loop(s: Scenario, users: int, requests: int) -> dict:
     """``users`` clients, each sending its next request of the scenario's lengths as soon as
     its last one finishes, ``requests`` in all, to the engine of ``simulate`` (a benchmark at
     fixed concurrency). Returns the mean ``ttft`` and ``tpot`` of the requests after the first
-    ``users`` (the warm-up), and the output ``throughput`` of the whole run."""
+    ``users`` (the warm-up), and the output ``throughput`` of the whole run: its schedule
+    (``burst_schedule``) timed step by step."""
     users = checks.count("users", users)
     requests = checks.count("requests", requests, low=users)
-    done = _engine(s, np.zeros(users), total=requests)
-    kept = [r for r in done if r["i"] >= users] or done
-    elapsed = max(r["last"] for r in done)
+    plan, first, last, arrived, sent = burst_schedule(s, users, requests)
+    ends = _step_ends(s, plan, {})
+    start = np.concatenate([[0.0], ends])[arrived]  # a request arrives at a step's end
+    kept = sent >= users if np.any(sent >= users) else np.ones(len(sent), dtype=bool)
+    elapsed = float(ends[last].max())
+    spans = (ends[last] - ends[first]) / max(s.output_len - 1, 1)
     return {
-        "ttft": float(np.mean([r["first"] - r["arrived"] for r in kept])),
-        "tpot": float(np.mean([(r["last"] - r["first"]) / max(s.output_len - 1, 1) for r in kept])),
-        "throughput": requests * s.output_len / float(elapsed),
-        "elapsed": float(elapsed),
+        "ttft": float(np.mean((ends[first] - start)[kept])),
+        "tpot": float(np.mean(spans[kept])),
+        "throughput": requests * s.output_len / elapsed,
+        "elapsed": elapsed,
     }
 
 

@@ -36,7 +36,7 @@ from inference_arithmetic.core.numeric import CompiledFormulas
 from inference_arithmetic.core.symbols import B, B_d, L_w, M, O, P_t, R, S, T, W, n_gpus
 from inference_arithmetic.formulas import economics, kernels, latency
 from inference_arithmetic.models.config import model, model_names
-from inference_arithmetic.serving import cache, scenario
+from inference_arithmetic.serving import bands, cache, scenario
 from inference_arithmetic.serving.scenario import (
     DEFAULT_STEP,
     FIGURES,
@@ -48,6 +48,7 @@ from inference_arithmetic.serving.scenario import (
 __all__ = [
     "BOUNDS",
     "THEN",
+    "BANDED",
     "report_formulas",
     "report_values",
     "bound_text",
@@ -60,6 +61,14 @@ BOUNDS = ("bandwidth", "compute")
 """What bounds a step, by the value of its ``*_compute_bound`` formula (0 or 1)."""
 THEN = ", then "
 """Joins the bounds of a decode whose bound changes during the output."""
+BANDED = {
+    "ttft": ("ttft", False),
+    "tpot": ("tpot", False),
+    "total": ("request", False),
+    "throughput": ("request", True),
+}
+"""The predictions of ``calculate`` that carry a band (``serving.bands``): key -> (the kind of
+prediction, whether it is a speed)."""
 
 
 def _flag(condition):
@@ -163,7 +172,9 @@ def calculate(
     (output tokens per second), ``cost`` (USD per million input and output tokens, per request,
     and the price per GPU-hour with its date; None where the GPU has no price), ``bound``
     (compute or bandwidth, for prefill and decode; "bandwidth, then compute" if decode changes
-    bound during the output), ``mean_context``, ``exact``, and the settings it used.
+    bound during the output), ``band`` (for ttft, tpot, total and throughput, the range in
+    which eight of ten held-out measurements fell, ``serving.bands``; None with
+    ``step="roofline"``), ``mean_context``, ``exact``, and the settings it used.
     """
     workload = dict(batch=batch, prompt_len=prompt_len, output_len=output_len)
     deployment.update(n_gpus=n_gpus, dtype=dtype, cache_dtype=cache_dtype)
@@ -211,6 +222,8 @@ def report(s: Scenario) -> dict:
             "prefill": bound_text(r["prefill_compute_bound"]),
             "decode": bound_text(r["decode_compute_bound_first"], r["decode_compute_bound_last"]),
         },
+        # Where eight of ten held-out measurements fell: the kernel model's residuals.
+        "band": bands.of(r, BANDED) if s.step == "kernels" else None,
         "mean_context": r["mean_context"],
         "exact": bool(r["exact"]),
         "engine": s.engine.name,

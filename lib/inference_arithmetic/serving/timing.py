@@ -36,6 +36,7 @@ from inference_arithmetic.core.dtypes import bytes_per_number
 from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas, numeric
 from inference_arithmetic.formulas import latency
 from inference_arithmetic.models.config import model as registry_model
+from inference_arithmetic.serving import bands
 from inference_arithmetic.serving.scenario import (  # noqa: F401  (DEFAULT_*: ia.timing.DEFAULT_*)
     DEFAULT_ATTENTION_EFFICIENCY,
     DEFAULT_BANDWIDTH_EFFICIENCY,
@@ -213,12 +214,25 @@ def serve(
     ``concurrency`` is the number of whole requests (prompt and output) whose cache fits in
     ``memory_utilization`` of the GPUs' memory beside the weights. Returns the waves, the
     concurrency, the elapsed seconds and the throughput in output tokens per second, plus the
-    first wave's time to first token and time per output token.
+    first wave's time to first token and time per output token, and their ``band``: for
+    each, the range in which eight of ten held-out measurements fell (``serving.bands``;
+    None with ``step="roofline"``).
     """
     checks.count("requests", requests)
     workload = dict(batch=requests, prompt_len=prompt_len, output_len=output_len)
     deployment.update(n_gpus=n_gpus, dtype=dtype)
-    return in_waves(Scenario(arch, gpu, **workload, in_waves=True, **deployment))
+    s = Scenario(arch, gpu, **workload, in_waves=True, **deployment)
+    r = in_waves(s)
+    return {**r, "band": bands.of(r, SERVE_BANDED) if s.step == "kernels" else None}
+
+
+SERVE_BANDED = {
+    "ttft": ("ttft", False),
+    "tpot": ("tpot", False),
+    "elapsed": ("request", False),
+    "throughput": ("request", True),
+}
+"""The predictions of ``serve`` that carry a band: key -> (kind, whether it is a speed)."""
 
 
 def weights_per_gpu(arch, n_gpus: int = 1, dtype: str = "bf16") -> float:

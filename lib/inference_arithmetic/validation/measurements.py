@@ -316,12 +316,13 @@ def fit_set() -> tuple[Measurement, ...]:
     return tuple(rows)
 
 
-def predicted(m: Measurement, **options) -> float:
+def predicted(m: Measurement, scenario: Scenario | None = None, **options) -> float:
     """The library's prediction of what ``m`` measured, at the library's defaults unless
-    ``options`` (any ``Scenario`` setting) override them."""
+    ``options`` (any ``Scenario`` setting) override them, or of ``scenario`` (the run's own,
+    changed)."""
     from inference_arithmetic.serving import continuous
 
-    s = m.scenario(**options)
+    s = m.scenario(**options) if scenario is None else scenario
     if m.mode == "closed":
         r = continuous.closed_loop(s.replace(batch=1, in_waves=False), m.batch, m.requests)
         seconds, done = r["elapsed"], m.requests
