@@ -1,5 +1,6 @@
 """Chapter 08 (prefill and decode): when decode catches up with the prefill, the prompt below
-which a prefill is memory-bound, and a smaller model on one GPU.
+which a prefill is memory-bound, a smaller model on one GPU, and, kernel by kernel, the batch
+at which decode attention outlasts the matrix products.
 
 The inputs are the chapter's: the post's Llama 3 70B (the registry's Llama 3.3 70B, the same
 architecture) on two H100 SXM with tensor parallelism, and Llama 3.1 8B on one; a prompt of
@@ -164,4 +165,52 @@ register(
     _speedup_part("ttft_speedup", "ttft"),
     _speedup_part("tpot_speedup", "tpot"),
     _speedup_part("latency_speedup", "total"),
+)
+
+
+CACHED = 1024  # tokens cached per request in the kernel-by-kernel exercise
+
+
+def _kernels(batch):
+    """A decode step of the 8B model on one GPU, kernel by kernel (the library's defaults)."""
+    return ia.kernels(SMALL, GPU, batch=batch, context_len=CACHED)
+
+
+def _time_of(rows, kind=None, kernel=None):
+    return sum(r["time"] for r in rows if r["kind"] == kind or r["kernel"] == kernel)
+
+
+@functools.cache
+def _attention_overtakes(kernel=None):
+    """The smallest batch whose decode attention takes longer than all the step's matrix
+    products (or than the one product named)."""
+    for batch in itertools.count(1):
+        rows = _kernels(batch)
+        products = _time_of(rows, kernel=kernel) if kernel else _time_of(rows, kind="matmul")
+        if _time_of(rows, kernel="decode attention") > products:
+            return batch
+
+
+def _products_compute_bound():
+    rows = _kernels(_attention_overtakes())
+    return all(r["bound"] == "compute" for r in rows if r["kind"] == "matmul")
+
+
+register(
+    "08-prefill-decode",
+    "ex-prefill-decode-kernels",
+    Part(
+        "batch",
+        _attention_overtakes,
+        unit="requests",
+        tolerance=EXACT,
+        hints=(
+            lambda: {
+                _attention_overtakes("feed-forward up")
+                / _attention_overtakes(): "that is where attention overtakes the largest "
+                "product alone; the question asks for all the products of the step together"
+            }
+        ),
+    ),
+    Part("products_compute_bound", _products_compute_bound, kind="yes/no"),
 )
