@@ -2,9 +2,11 @@
 
 `make test` runs the strict build (`make book`: warnings are errors, every chapter executed)
 before pytest; these tests read its output in _build/html. They fail, not skip, when the
-book has not been built.
+book has not been built. The glossary's definitions of the latencies, which no computation
+stands behind, are checked in its source.
 """
 
+import re
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -105,3 +107,51 @@ def test_no_unrendered_markup(doc):
     text = _page_path(doc).read_text()
     for leftover in ("{glue:", "{ref}", "{cite}", ":::{", "```{"):
         assert leftover not in text, f"{doc} shows raw markup {leftover!r}"
+
+
+# The glossary is plain MyST, not executed: its definitions of the two latencies are checked
+# here, against the book's own sources, since no computation stands behind them.
+GLOSSARY = ROOT / "book" / "appendix-glossary.md"
+
+
+def _glossary_entry(term: str) -> str:
+    """The definition of ``term`` in the glossary: the indented lines under its term lines,
+    with {term}`...` and {ref}`...` markup reduced to their text, on one line."""
+    text = GLOSSARY.read_text()
+    for entry in re.split(r"\n\n+", text):
+        lines = entry.splitlines()
+        terms = [line for line in lines if line and not line.startswith(" ")]
+        if term in terms:
+            body = " ".join(line.strip() for line in lines if line.startswith("  "))
+            return re.sub(r"\{(?:term|ref)\}`([^`]*)`", r"\1", body)
+    pytest.fail(f"the glossary has no entry {term!r}")
+
+
+def _one_decode_step(entry: str) -> list[str]:
+    """The sentences of ``entry`` that call the TPOT a decode step without saying when: "one
+    decode step" holds only when a request decodes alone."""
+    sentences = re.split(r"(?<=[.;:])\s+", entry.lower())
+    return [s for s in sentences if "decode step" in s and "only" not in s]
+
+
+def test_glossary_ttft_counts_the_wait_before_the_prefill():
+    entry = _glossary_entry("TTFT").lower()
+    assert not re.search(r"\bno queue\b|\bwithout (?:a )?queue\b|\bno wait", entry), entry
+    assert re.search(r"\bwait", entry) and "prefill" in entry, entry
+
+
+def test_glossary_tpot_is_not_one_decode_step():
+    entry = _glossary_entry("TPOT").lower()
+    assert "mean" in entry, entry
+    assert not _one_decode_step(entry), _one_decode_step(entry)
+
+
+@pytest.mark.parametrize(
+    "entry, right",
+    [
+        ("The time between two tokens of one request after the first: one decode step.", False),
+        ("The mean time between tokens. It is one decode step only when it decodes alone.", True),
+    ],
+)
+def test_the_tpot_check_can_fail(entry, right):
+    assert (not _one_decode_step(entry)) is right

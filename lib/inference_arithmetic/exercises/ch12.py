@@ -4,7 +4,8 @@ The inputs are the chapter's: H100 SXM GPUs at their dated rental price (``gpu.p
 requests of 2,048 prompt and 256 output tokens, the library's default efficiencies, and the
 dated API prices of ``ia.api_prices`` (Together AI's for Llama 3.1 8B, Groq's for Llama 3.3
 70B). The set-ups are Llama 3.1 8B on one H100 and Llama 3.3 70B on four, with tensor
-parallelism; the memory ceiling is ``ia.max_batch`` at the requests' whole length.
+parallelism; the memory ceiling is ``ia.max_batch`` at the requests' whole length. A latency
+promise is kept by the continuously batching engine of ``ia.steady_state`` up to some rate.
 """
 
 from __future__ import annotations
@@ -122,52 +123,67 @@ register(
     ),
 )
 
-# --- ex-economics-latency: the users a promise of 17 ms or 33 ms per token allows -------------
+# --- ex-economics-latency: the rate a promise of 17 ms or 33 ms per token allows -------------
 
 TIGHT, LOOSE = 1 / 60, 1 / 30  # seconds per output token
 
 
+def _big_state(rate: float) -> dict:
+    """The steady state of the 70B set-up's continuously batching engine at ``rate``."""
+    return ia.steady_state(BIG, GPU, rate, PROMPT, OUTPUT, n_gpus=BIG_GPUS, **ia.timing.ROOFLINE)
+
+
 @functools.cache
-def _users(promise: float) -> int:
-    """The largest batch of the 70B set-up whose mean time per output token keeps
-    ``promise``, up to the memory ceiling (0 if even one request cannot keep it)."""
-    low, high = 0, _ceiling(BIG, n_gpus=BIG_GPUS)
-    while low < high:  # the time per token grows with the batch: bisect
-        mid = (low + high + 1) // 2
-        run = ia.generation(BIG, GPU, mid, PROMPT, OUTPUT, n_gpus=BIG_GPUS, **ia.timing.ROOFLINE)
-        low, high = (mid, high) if run["tpot"] <= promise else (low, mid - 1)
+def _saturation() -> float:
+    workload = dict(prompt_len=PROMPT, output_len=OUTPUT, n_gpus=BIG_GPUS, in_waves=True)
+    return ia.continuous.saturation_rate(ia.Scenario(BIG, GPU, **workload, **ia.timing.ROOFLINE))
+
+
+@functools.cache
+def _rate(promise: float) -> float:
+    """The most requests a second whose steady-state time per output token keeps ``promise``:
+    the saturation rate if a saturated engine keeps it, 0 if even a trickle (a thousandth of
+    that rate) does not."""
+    high = _saturation()
+    low = high / 1000
+    if _big_state(high)["tpot"] <= promise:
+        return high
+    if _big_state(low)["tpot"] > promise:
+        return 0.0
+    for _ in range(30):  # the time per token grows with the rate: bisect
+        middle = (low + high) / 2
+        low, high = (middle, high) if _big_state(middle)["tpot"] <= promise else (low, middle)
     return low
 
 
-def _output_cost(batch: int) -> float:
-    return ia.token_costs(BIG, GPU, batch, PROMPT, OUTPUT, n_gpus=BIG_GPUS, **ia.timing.ROOFLINE)[
-        "output"
-    ]
+def _output_cost(rate: float) -> float:
+    """Dollars per million output tokens: the four GPUs' rent for an hour over the output
+    tokens of that hour, idle time paid."""
+    return BIG_GPUS * ia.gpu(GPU).price_per_hour / (rate * OUTPUT * 3600) * 1e6
 
 
-CEILING = "did you stop at the memory ceiling? The promise caps the batch before memory does"
+SATURATION = "did you take the saturation rate? The promise caps the rate before the engine does"
 register(
     "12-economics",
     "ex-economics-latency",
-    Part("users_tight", lambda: _users(TIGHT), unit="requests"),
+    Part("rate_tight", lambda: _rate(TIGHT), unit="requests per second"),
     Part(
-        "users_loose",
-        lambda: _users(LOOSE),
-        unit="requests",
-        # The question shows the promise rounded, 33 ms: 0.033 s allows 164 users, 1/30 s 167.
-        tolerance=0.03,
-        hints=(lambda: {_ceiling(BIG, n_gpus=BIG_GPUS) / _users(LOOSE): CEILING}),
+        "rate_loose",
+        lambda: _rate(LOOSE),
+        unit="requests per second",
+        # The question shows the promise rounded, 33 ms: 0.033 s allows 1.3% less than 1/30 s.
+        tolerance=0.02,
+        hints=(lambda: {_saturation() / _rate(LOOSE): SATURATION}),
     ),
     Part(
         "output_cost_loose",
-        lambda: _output_cost(_users(LOOSE)),
+        lambda: _output_cost(_rate(LOOSE)),
         unit="dollars per million tokens",
-        tolerance=0.02,  # the rounded promise of 33 ms gives 1% more
+        tolerance=0.02,  # the rounded promise of 33 ms gives 1.3% more
         hints=(
             lambda: {
-                _output_cost(_ceiling(BIG, n_gpus=BIG_GPUS)) / _output_cost(_users(LOOSE)): (
-                    CEILING
-                )
+                1 / BIG_GPUS: "is that the rent of one GPU? The set-up pays for four",
+                _output_cost(_saturation()) / _output_cost(_rate(LOOSE)): SATURATION,
             }
         ),
     ),
