@@ -464,7 +464,6 @@ def burst(s: Scenario, **figures) -> dict:
     }
 
 
-@functools.lru_cache(maxsize=1024)
 def burst_schedule(s: Scenario, users: int | None = None, total: int | None = None):
     """The steps the engine takes for ``s``'s burst (or, with ``users`` and ``total``, for a
     closed loop of ``users`` clients sending ``total`` requests), as (decodes, their mean
@@ -473,14 +472,22 @@ def burst_schedule(s: Scenario, users: int | None = None, total: int | None = No
     when another finishes, at the end of a step, what a step does depends on the steps
     before, not on how long they take, so one schedule serves every setting of the step's
     figures. Requests in the order they finished, with ``i`` the order they were sent."""
+    limits = (_capacity(s), s.token_budget, s.prompt_len, s.output_len)
+    return _schedule(*limits, s.batch if users is None else users, total)
+
+
+@functools.lru_cache(maxsize=1024)
+def _schedule(capacity, token_budget, prompt_len, output_len, sent, total):
+    """``burst_schedule`` of what a schedule depends on, and nothing else (a term of the model
+    switched off, a figure changed: the same schedule)."""
     plan = []
 
     def record(decodes, context, prompts):
         plan.append((decodes, context, prompts))
         return 1.0  # each step one time unit: its index is its end
 
-    arrivals = np.zeros(s.batch if users is None else users)
-    done = _engine(s, arrivals, record, total)
+    limits = (capacity, token_budget, prompt_len, output_len)
+    done = _run(*limits, np.zeros(sent), record, total)
     first = np.array([round(r["first"]) - 1 for r in done])
     last = np.array([round(r["last"]) - 1 for r in done])
     arrived = np.array([round(r["arrived"]) for r in done])  # steps done before it came
@@ -538,11 +545,15 @@ def _engine(s: Scenario, arrivals, step=None, total=None) -> list[dict]:
     scenario's step formula). With ``total``, a closed loop: each of ``len(arrivals)`` users
     sends its next request as its last one finishes, ``total`` requests in all. Each finished
     request, with its arrival, first and last token times."""
+    step = _scalar_step(s) if step is None else step
+    limits = (_capacity(s), s.token_budget, s.prompt_len, s.output_len)
+    return _run(*limits, arrivals, step, total)
+
+
+def _run(capacity, token_budget, prompt_len, output_len, arrivals, step, total=None):
+    """``_engine`` of the limits it runs under."""
     import simpy
 
-    prompt_len, output_len = s.prompt_len, s.output_len
-    capacity, token_budget = _capacity(s), s.token_budget
-    step = _scalar_step(s) if step is None else step
     env, done, idle = simpy.Environment(), [], {"wake": None}
     # Admitted requests prefill in their order and decode in the order they began, one token
     # a step each, so they finish in that order too: queues, and a sum of the decodes' contexts.

@@ -358,7 +358,7 @@ def kernels(
             {
                 "kernel": kr.name,
                 "kind": kr.kind,
-                "count": int(kr.count) if kr.count.is_number else kr.count,
+                "count": round(float(s.evaluate(kr.count))),  # L, or the windowed layers
                 "flops": got[f"{i} flops"],
                 "bytes": got[f"{i} bytes"],
                 "bound": "link" if kr.kind == "collective" else bound,

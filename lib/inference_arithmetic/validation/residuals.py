@@ -97,7 +97,7 @@ TERMS = (
         {"gpu_memory": lambda v: v["gpu_memory_marketed"]},
     ),
 )
-"""The kernel model's terms that chapter 08's single roofline lacks, as ``Term``s."""
+"""The kernel model's terms that chapter 08's single roofline lacks, each a ``Term``."""
 
 
 @dataclass(frozen=True)
