@@ -207,3 +207,29 @@ def test_a_smaller_budget_lengthens_the_time_to_first_token():
     small = ia.steady_state("llama-3.3-70b", "h100-sxm", 2.0, 2048, 256, token_budget=1024, **kw)
     large = ia.steady_state("llama-3.3-70b", "h100-sxm", 2.0, 2048, 256, token_budget=8192, **kw)
     assert small["ttft"] > 1.02 * large["ttft"]
+
+
+def test_the_highest_rate_keeps_the_promise_and_a_little_more_breaks_it():
+    s = ia.Scenario("llama-3.3-70b", "h100-sxm", n_gpus=4, prompt_len=2048, output_len=256,
+                    in_waves=True, step="roofline")  # fmt: skip
+    saturation = continuous.saturation_rate(s)
+    idle = continuous.steady_state_of(s, saturation / 1000)["tpot"]
+    promise = 1.1 * idle  # binds below saturation
+    rate = continuous.highest_rate(s, promise)
+    assert 0 < rate < saturation
+    assert continuous.steady_state_of(s, rate)["tpot"] <= promise
+    assert continuous.steady_state_of(s, rate * 1.01)["tpot"] > promise
+    assert continuous.highest_rate(s, 0.9 * idle) == 0.0  # not even a trickle keeps it
+    assert continuous.highest_rate(s, 10.0) == saturation  # a saturated engine keeps it
+    with pytest.raises(ValueError, match="tpot_target"):
+        continuous.highest_rate(s, -1.0)
+
+
+def test_a_streams_cost_is_the_rent_over_its_output_tokens():
+    s = ia.Scenario("llama-3.1-8b", "h100-sxm", output_len=256, replicas=2, in_waves=True)
+    price = s.gpu.price_per_hour
+    # Two GPUs' rent for an hour over the hour's output tokens, per million.
+    assert continuous.output_cost(s, 3.0) == pytest.approx(2 * price / (3.0 * 256 * 3600) * 1e6)
+    unpriced = next(name for name in ia.gpu_names() if ia.gpu(name).price_per_hour is None)
+    with pytest.raises(ValueError, match="no example price"):
+        continuous.output_cost(s.replace(gpu=unpriced, model="gpt2", prompt_len=64), 1.0)

@@ -46,6 +46,19 @@ def test_each_kernel_has_its_own_bound_and_the_sum_exceeds_one_roofline():
     assert summed > floor
 
 
+def test_a_row_is_the_longer_of_its_two_sides_plus_its_launches():
+    s = ia.Scenario("llama-3.1-8b", H100, batch=256, prompt_len=1024, output_len=1)
+    for r in ia.kernels("llama-3.1-8b", H100, batch=256, context_len=1024):
+        if r["kind"] in ("collective", "fixed"):
+            assert r["compute"] == r["memory"] == 0  # a message or the engine: no roofline
+            continue
+        fixed = s.figure("decode_attention_latency" if r["kind"] == "attention"
+                         else "kernel_overhead")  # fmt: skip
+        assert r["time"] == pytest.approx(max(r["compute"], r["memory"]) + r["count"] * fixed)
+        assert (r["bound"] == "compute") == (r["compute"] >= r["memory"]), r["kernel"]
+        assert isinstance(r["count"], int) and r["count"] in (1, s.model.n_layers)
+
+
 def test_a_kernel_that_does_not_share_kv_reads_moves_the_group_factor():
     # Llama 3.1 8B: 32 query heads, 8 KV heads, a group of 4.
     sharing = ia.Scenario("llama-3.1-8b", H100, batch=8, step="kernels")

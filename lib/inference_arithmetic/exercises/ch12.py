@@ -128,38 +128,28 @@ register(
 TIGHT, LOOSE = 1 / 60, 1 / 30  # seconds per output token
 
 
-def _big_state(rate: float) -> dict:
-    """The steady state of the 70B set-up's continuously batching engine at ``rate``."""
-    return ia.steady_state(BIG, GPU, rate, PROMPT, OUTPUT, n_gpus=BIG_GPUS, **ia.timing.ROOFLINE)
+@functools.cache
+def _engine() -> ia.Scenario:
+    """The 70B set-up's continuously batching engine (one request enters at a time)."""
+    workload = dict(prompt_len=PROMPT, output_len=OUTPUT, n_gpus=BIG_GPUS, in_waves=True)
+    return ia.Scenario(BIG, GPU, **workload, **ia.timing.ROOFLINE)
 
 
 @functools.cache
 def _saturation() -> float:
-    workload = dict(prompt_len=PROMPT, output_len=OUTPUT, n_gpus=BIG_GPUS, in_waves=True)
-    return ia.continuous.saturation_rate(ia.Scenario(BIG, GPU, **workload, **ia.timing.ROOFLINE))
+    return ia.continuous.saturation_rate(_engine())
 
 
 @functools.cache
 def _rate(promise: float) -> float:
-    """The most requests a second whose steady-state time per output token keeps ``promise``:
-    the saturation rate if a saturated engine keeps it, 0 if even a trickle (a thousandth of
-    that rate) does not."""
-    high = _saturation()
-    low = high / 1000
-    if _big_state(high)["tpot"] <= promise:
-        return high
-    if _big_state(low)["tpot"] > promise:
-        return 0.0
-    for _ in range(30):  # the time per token grows with the rate: bisect
-        middle = (low + high) / 2
-        low, high = (middle, high) if _big_state(middle)["tpot"] <= promise else (low, middle)
-    return low
+    """The most requests a second whose steady-state time per output token keeps
+    ``promise`` (0 if none does)."""
+    return ia.continuous.highest_rate(_engine(), promise)
 
 
 def _output_cost(rate: float) -> float:
-    """Dollars per million output tokens: the four GPUs' rent for an hour over the output
-    tokens of that hour, idle time paid."""
-    return BIG_GPUS * ia.gpu(GPU).price_per_hour / (rate * OUTPUT * 3600) * 1e6
+    """Dollars per million output tokens: the four GPUs' rent over the tokens they write."""
+    return ia.continuous.output_cost(_engine(), rate)
 
 
 SATURATION = "did you take the saturation rate? The promise caps the rate before the engine does"

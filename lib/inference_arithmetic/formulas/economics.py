@@ -26,6 +26,7 @@ __all__ = [
     "cost_per_million_tokens",
     "cost_per_million_input_tokens",
     "cost_per_million_output_tokens",
+    "output_cost_at_rate",
     "input_cost",
     "output_cost",
     "request_cost",
@@ -61,6 +62,17 @@ def cost_per_million_output_tokens(seconds, parallel="tensor"):
     """Dollars per million output tokens when a decode step, one token for each of the B
     requests of each batch in flight, takes ``seconds``."""
     return cost_per_million_tokens(seconds, latency.batches_in_flight(parallel) * B)
+
+
+def output_cost_at_rate(rate):
+    """Dollars per million output tokens of the n GPUs serving ``rate`` requests a second of O
+    output tokens each, their rent paid busy or idle: a second's rent over the rate O tokens
+    of that second (the rate says how busy they are, so u = 1).
+
+    >>> output_cost_at_rate(sympy.Symbol("requests_per_s", positive=True))
+    2500*n_gpus*price_per_hour/(9*output_len*requests_per_s)
+    """
+    return cost_per_million_tokens(1, rate * O).subs(u, 1)
 
 
 def input_cost(arch, parallel="tensor"):

@@ -132,8 +132,10 @@ KINDS = ("matmul", "attention", "elementwise", "collective")
 class Kernel:
     """One kernel of a step: its FLOPs, bytes and seconds on one GPU (each a SymPy expression
     of the step's sizes), and how many times a step runs it (``count``: L for most kernels of
-    a layer, 1 for the embedding and the head). ``time`` is its own roofline plus its fixed
-    cost; ``bound`` is 1 where the compute side is the longer."""
+    a layer, 1 for the embedding and the head). ``time`` is its own roofline, the longer of
+    its two sides (``compute``: its FLOPs at its rate; ``memory``: its bytes at its bandwidth),
+    plus its fixed cost; ``bound`` is 1 where the compute side is the longer. A message has no
+    sides: its time is the link's."""
 
     name: str
     kind: str
@@ -142,6 +144,8 @@ class Kernel:
     time: sympy.Expr
     bound: sympy.Expr
     count: sympy.Expr = sympy.Integer(1)
+    compute: sympy.Expr = sympy.Integer(0)
+    memory: sympy.Expr = sympy.Integer(0)
 
 
 def _runs(rows):
@@ -154,7 +158,7 @@ def _kernel(name, kind, flops, nbytes, rate, bandwidth, rows, count=1, fixed=tau
     compute, memory = flops / rate, nbytes / bandwidth
     time = sympy.Max(compute, memory, evaluate=False) + fixed * _runs(rows)
     bound = sympy.Piecewise((1, compute >= memory), (0, True))
-    return Kernel(name, kind, flops, nbytes, time, bound, sympy.sympify(count))
+    return Kernel(name, kind, flops, nbytes, time, bound, sympy.sympify(count), compute, memory)
 
 
 def matmul_rate(rows):

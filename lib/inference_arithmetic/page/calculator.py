@@ -48,7 +48,7 @@ __all__ = [
     "SAME",
     "COMPUTED",
 ]
-__all__ += ["NOTES", "MODES", "STATIC", "CONTINUOUS", "CONTINUOUS_ROWS", "label"]
+__all__ += ["BANDED_CELL", "NOTES", "MODES", "STATIC", "CONTINUOUS", "CONTINUOUS_ROWS", "label"]
 
 STATIC, CONTINUOUS = "static batch", "continuous serving"
 MODES = [STATIC, CONTINUOUS]
@@ -159,6 +159,10 @@ def label(name: str) -> str:
     return _WORDS.get(name) or controls.label(name)
 
 
+BANDED_CELL = "{value} ({low} to {high})"
+"""A readout cell with its band (``serving.bands``): the page fills the same template."""
+
+
 def _banded(values) -> dict:
     """The rows of the readout that carry a band, by mode: key -> (kind, whether a speed)."""
     return continuous.BANDED if "saturation_rate" in values else serving.BANDED
@@ -176,7 +180,7 @@ def cell(row, values) -> str:
         return text
     band_kind, speed = _banded(values)[key]
     low, high = bands.band(band_kind, value, speed)
-    return f"{text} ({fmt.show(low, kind)} to {fmt.show(high, kind)})"
+    return BANDED_CELL.format(value=text, low=fmt.show(low, kind), high=fmt.show(high, kind))
 
 
 def _note(values, gpu) -> str:
@@ -514,6 +518,8 @@ def _page_data() -> dict:
             for k, label, kind in ROWS
         ],
         "bands": {kind: bands.bands()[kind] for kind in bands.KINDS},
+        "band_ends": {which: _js_block(ends) for which, ends in bands.BAND.items()},
+        "band_cell": BANDED_CELL,
         "bounds": serving.BOUNDS,
         "then": serving.THEN,
         "notes": NOTES,
@@ -689,11 +695,11 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
         if (value !== null) cell.dataset.value = String(value);
         strong.textContent = iaShow(value, row.kind);
         if (row.band && value !== null) {  // serving.bands.band: a time's, or a speed's
-          var b = spec.bands[row.band[0]], speed = row.band[1];
-          var low = speed ? value / b.high : value * b.low;
-          var high = speed ? value / b.low : value * b.high;
-          strong.textContent += " (" + iaShow(low, row.kind) + " to " + iaShow(high, row.kind) +
-            ")";
+          var b = spec.bands[row.band[0]];
+          var ends = call(spec.band_ends[row.band[1] ? "speed" : "time"],
+                          {predicted: value, band_low: b.low, band_high: b.high});
+          strong.textContent = fill(spec.band_cell, {value: strong.textContent,
+            low: iaShow(ends.low, row.kind), high: iaShow(ends.high, row.kind)});
         }
       }
       cell.appendChild(strong); tr.appendChild(name); tr.appendChild(cell); table.appendChild(tr);

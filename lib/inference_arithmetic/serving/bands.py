@@ -21,11 +21,29 @@ import functools
 import json
 from importlib import resources
 
-__all__ = ["KINDS", "bands", "band", "of", "describe"]
+import sympy
+
+from inference_arithmetic.core.numeric import CompiledFormulas
+
+__all__ = ["KINDS", "BAND", "PER_TOKEN", "bands", "band", "of", "describe"]
 
 KINDS = ("ttft", "tpot", "request")
 """The kinds of prediction a band is kept for: the time to first token, the time per output
 token, and a whole request's time (or a run's throughput)."""
+
+_predicted = sympy.Symbol("predicted", positive=True)
+_low, _high = sympy.Symbol("band_low", positive=True), sympy.Symbol("band_high", positive=True)
+BAND = {
+    "time": {"low": _predicted * _low, "high": _predicted * _high},
+    "speed": {"low": _predicted / _high, "high": _predicted / _low},
+}
+"""A band's ends, for a predicted time and for a predicted speed, in ``predicted`` and the
+kind's factors ``band_low`` and ``band_high``: a speed's run the other way. The library
+evaluates them; the calculator's page prints them to JavaScript."""
+
+PER_TOKEN = {"ttft": ("ttft", False), "tpot": ("tpot", False)}
+"""The first token and each later one, as the predictions that carry a band name them: key ->
+(kind, whether it is a speed). Each entry point adds its own whole-request keys."""
 
 
 @functools.cache
@@ -43,9 +61,14 @@ def band(kind: str, value: float, speed: bool = False) -> tuple[float, float]:
     if kind not in KINDS:
         raise KeyError(f"no band for {kind!r}; the kinds are: {', '.join(KINDS)}")
     b = bands()[kind]
-    if speed:
-        return (value / b["high"], value / b["low"])
-    return (value * b["low"], value * b["high"])
+    ends = _ends("speed" if speed else "time")(predicted=value, band_low=b["low"],
+                                               band_high=b["high"])  # fmt: skip
+    return (ends["low"], ends["high"])
+
+
+@functools.cache
+def _ends(which: str) -> CompiledFormulas:
+    return CompiledFormulas(BAND[which])
 
 
 def of(result: dict, banded: dict[str, tuple[str, bool]]) -> dict[str, tuple[float, float]]:

@@ -44,7 +44,7 @@ from inference_arithmetic.core import checks
 from inference_arithmetic.core import format as fmt
 from inference_arithmetic.core.numeric import numeric
 from inference_arithmetic.core.symbols import B_d, O, P_t, R, S
-from inference_arithmetic.formulas import continuous, kernels, latency
+from inference_arithmetic.formulas import continuous, economics, kernels, latency
 from inference_arithmetic.serving import bands, cache
 from inference_arithmetic.serving.scenario import (
     DEFAULT_TOKEN_BUDGET,
@@ -56,6 +56,7 @@ __all__ = ["DEFAULT_TOKEN_BUDGET", "PROMPT_COUNTS", "SPREAD_POINTS", "STEADY", "
 __all__ += ["SATURATED"]
 __all__ += ["steady_state"]
 __all__ += ["steady_state_of", "saturation_rate", "saturated_message", "plan", "simulate"]
+__all__ += ["highest_rate", "output_cost"]
 __all__ += ["burst", "burst_schedule", "closed_loop", "STEP_FORMULAS", "BANDED"]
 
 PROMPT_COUNTS = 64
@@ -112,8 +113,7 @@ REPLICATED = "{replicas} replicas of {n_gpus}"
 
 
 BANDED = {
-    "ttft": ("ttft", False),
-    "tpot": ("tpot", False),
+    **bands.PER_TOKEN,
     "request_time": ("request", False),
     "saturation_rate": ("request", True),
 }
@@ -404,7 +404,7 @@ def plan(
                 continue  # does not fit, or saturates: more replicas
             if state["ttft"] <= ttft_target and state["tpot"] <= tpot_target:
                 gpus = replicas * degree
-                cost = gpus * device.price_per_hour / 3600 / (rate * output_len) * 1e6
+                cost = _output_cost(device.price_per_hour, gpus, rate, output_len)
                 if best is None or cost < best["cost_per_million_output_tokens"]:
                     best = {"replicas": replicas, "tensor_parallel": degree, "n_gpus": gpus,
                             "ttft": state["ttft"], "tpot": state["tpot"],
@@ -416,6 +416,49 @@ def plan(
             f"per second within ttft {ttft_target:g} s and tpot {tpot_target:g} s"
         )
     return best
+
+
+def highest_rate(s: Scenario, tpot_target: float) -> float:
+    """The most requests a second whose steady state (``steady_state_of``) keeps a time per
+    output token of ``tpot_target`` seconds: the saturation rate if a saturated engine keeps
+    it, 0 if a trickle (a thousandth of that rate) does not, else found by bisection (the time
+    per token grows with the rate) to a billionth of the range."""
+    checks.amount("tpot_target", tpot_target, "seconds", positive=True)
+    one = saturation_rate(s.replace(replicas=1) if s.replicas > 1 else s)
+    high = _replicas("saturation_rate", {"replicas": s.replicas, "replica_saturation": one})
+
+    def keeps(rate):
+        return steady_state_of(s, rate)["tpot"] <= tpot_target
+
+    if keeps(high):
+        return high
+    low = high / 1000
+    if not keeps(low):
+        return 0.0
+    for _ in range(30):
+        middle = (low + high) / 2
+        low, high = (middle, high) if keeps(middle) else (low, middle)
+    return low
+
+
+@functools.cache
+def _stream_cost():
+    return numeric(economics.output_cost_at_rate(_rate))
+
+
+def _output_cost(price_per_hour, gpus, rate, output_len) -> float:
+    values = {"price_per_hour": price_per_hour, "n_gpus": gpus, "requests_per_s": rate}
+    return float(_stream_cost().from_values({**values, "output_len": output_len}))
+
+
+def output_cost(s: Scenario, rate: float) -> float:
+    """Dollars per million output tokens of ``s``'s GPUs (every replica's) serving ``rate``
+    requests a second, at the GPU's example price, paid busy or idle
+    (``formulas.economics.output_cost_at_rate``); ``ValueError`` for a GPU without a price."""
+    if s.gpu.price_per_hour is None:
+        raise checks.ArgumentError(f"{s.gpu.name} has no example price")
+    rate = checks.amount("requests_per_s", rate, "requests per second", positive=True)
+    return _output_cost(s.gpu.price_per_hour, s.n_gpus * s.replicas, rate, s.output_len)
 
 
 def simulate(
@@ -472,8 +515,7 @@ def burst_schedule(s: Scenario, users: int | None = None, total: int | None = No
     when another finishes, at the end of a step, what a step does depends on the steps
     before, not on how long they take, so one schedule serves every setting of the step's
     figures. Requests in the order they finished, with ``i`` the order they were sent."""
-    limits = (_capacity(s), s.token_budget, s.prompt_len, s.output_len)
-    return _schedule(*limits, s.batch if users is None else users, total)
+    return _schedule(*_limits(s), s.batch if users is None else users, total)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -546,8 +588,13 @@ def _engine(s: Scenario, arrivals, step=None, total=None) -> list[dict]:
     sends its next request as its last one finishes, ``total`` requests in all. Each finished
     request, with its arrival, first and last token times."""
     step = _scalar_step(s) if step is None else step
-    limits = (_capacity(s), s.token_budget, s.prompt_len, s.output_len)
-    return _run(*limits, arrivals, step, total)
+    return _run(*_limits(s), arrivals, step, total)
+
+
+def _limits(s: Scenario) -> tuple:
+    """What the engine's schedule depends on: the requests it holds at once, its token
+    budget, and the requests' lengths."""
+    return (_capacity(s), s.token_budget, s.prompt_len, s.output_len)
 
 
 def _run(capacity, token_budget, prompt_len, output_len, arrivals, step, total=None):

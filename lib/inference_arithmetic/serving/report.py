@@ -61,12 +61,7 @@ BOUNDS = ("bandwidth", "compute")
 """What bounds a step, by the value of its ``*_compute_bound`` formula (0 or 1)."""
 THEN = ", then "
 """Joins the bounds of a decode whose bound changes during the output."""
-BANDED = {
-    "ttft": ("ttft", False),
-    "tpot": ("tpot", False),
-    "total": ("request", False),
-    "throughput": ("request", True),
-}
+BANDED = {**bands.PER_TOKEN, "total": ("request", False), "throughput": ("request", True)}
 """The predictions of ``calculate`` that carry a band (``serving.bands``): key -> (the kind of
 prediction, whether it is a speed)."""
 

@@ -226,12 +226,7 @@ def serve(
     return {**r, "band": bands.of(r, SERVE_BANDED) if s.step == "kernels" else None}
 
 
-SERVE_BANDED = {
-    "ttft": ("ttft", False),
-    "tpot": ("tpot", False),
-    "elapsed": ("request", False),
-    "throughput": ("request", True),
-}
+SERVE_BANDED = {**bands.PER_TOKEN, "elapsed": ("request", False), "throughput": ("request", True)}
 """The predictions of ``serve`` that carry a band: key -> (kind, whether it is a speed)."""
 
 
@@ -297,16 +292,16 @@ def _decode_bound(arch):
 
 @functools.lru_cache(maxsize=256)
 def _kernel_rows(arch, parallel, mla):
-    """The step's kernels and their FLOPs, bytes, seconds (each times its count) and bound,
-    compiled together."""
+    """The step's kernels and their counts, FLOPs, bytes, roofline sides, seconds (each times
+    its count) and bound, compiled together."""
     from inference_arithmetic.formulas import kernels
 
     step = kernels.step_kernels(arch, parallel, mla)
     fields = {}
     for i, kr in enumerate(step):
-        fields[f"{i} flops"] = kr.count * kr.flops
-        fields[f"{i} bytes"] = kr.count * kr.nbytes
-        fields[f"{i} time"] = kr.count * kr.time
+        fields[f"{i} count"] = kr.count
+        for name in ("flops", "nbytes", "compute", "memory", "time"):
+            fields[f"{i} {name}"] = kr.count * getattr(kr, name)
         fields[f"{i} bound"] = kr.bound
     return step, CompiledFormulas({k: sympy.sympify(v) for k, v in fields.items()})
 
@@ -328,8 +323,10 @@ def kernels(
     **deployment,
 ) -> list[dict]:
     """One step kernel by kernel: a row per kernel, in the order the GPU runs them, with its
-    kind, the times the step runs it, and for all of them together their FLOPs, bytes,
-    bound and seconds on one GPU (``formulas.kernels``). ``phase="decode"``: a decode step of
+    kind, the times the step runs it, and for all of them together their FLOPs, bytes, the
+    two sides of their roofline (``compute``: FLOPs at the kernel's rate; ``memory``: bytes
+    at its bandwidth; seconds, without the fixed cost), bound and seconds on one GPU
+    (``formulas.kernels``). ``phase="decode"``: a decode step of
     ``batch`` requests with ``context_len`` tokens cached; ``"prefill"``: a prefill of
     ``batch`` prompts of ``context_len`` tokens. The last row, ``step``, is the engine's fixed
     cost of the step and of the requests it schedules; the seconds add up to the step's time.
@@ -352,15 +349,17 @@ def kernels(
         time = got[f"{i} time"]
         if time == 0:
             continue  # a kernel the phase does not run (a prefill's decode attention)
-        work = got[f"{i} flops"] + got[f"{i} bytes"]
+        work = got[f"{i} flops"] + got[f"{i} nbytes"]
         bound = "fixed" if work == 0 else ("compute" if got[f"{i} bound"] else "bandwidth")
         rows.append(
             {
                 "kernel": kr.name,
                 "kind": kr.kind,
-                "count": round(float(s.evaluate(kr.count))),  # L, or the windowed layers
+                "count": round(got[f"{i} count"]),  # L, or the windowed layers
                 "flops": got[f"{i} flops"],
-                "bytes": got[f"{i} bytes"],
+                "bytes": got[f"{i} nbytes"],
+                "compute": got[f"{i} compute"],
+                "memory": got[f"{i} memory"],
                 "bound": "link" if kr.kind == "collective" else bound,
                 "time": time,
             }
@@ -374,6 +373,8 @@ def kernels(
             "count": 1,
             "flops": 0.0,
             "bytes": 0.0,
+            "compute": 0.0,
+            "memory": 0.0,
             "bound": "fixed",
             "time": step,
         }  # fmt: skip

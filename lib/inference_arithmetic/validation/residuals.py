@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from inference_arithmetic.core.dtypes import bytes_per_number
 from inference_arithmetic.serving.scenario import Scenario
 from inference_arithmetic.validation import measurements, published
 from inference_arithmetic.validation.measurements import Measurement
@@ -70,7 +71,8 @@ QUANTILES = (0.1, 0.9)
 @dataclass(frozen=True)
 class Term:
     """One term of the kernel model: what it is, and the values of its symbols (by name) that
-    switch it off, each a number or a function of the scenario's values."""
+    switch it off, each a number or a function of the scenario (its own values being
+    ``s.values()``)."""
 
     name: str
     off: Mapping[str, float | Callable]
@@ -82,7 +84,7 @@ TERMS = (
     Term(
         "the engine's cost per step and per request",
         {"step_overhead": 0.0, "request_overhead": 0.0},
-    ),  # fmt: skip
+    ),
     Term("the latency of all-reduces", {"allreduce_latency": 0.0, "ring_latency": 0.0}),
     # m_c and T_a are positive sizes: a billionth of a row or a token is none.
     Term("small products' partial tiles", {"matmul_half_rows": 1e-9}),
@@ -90,11 +92,11 @@ TERMS = (
     Term("FlashAttention's slower start on short prompts", {"attention_half_len": 1e-9}),
     Term(
         "activations and messages in the compute format",
-        {"activation_bytes_per_number": lambda v: v["bytes_per_number"]},
+        {"activation_bytes_per_number": lambda s: bytes_per_number(s.dtype)},
     ),
     Term(
         "memory as the driver reports it",
-        {"gpu_memory": lambda v: v["gpu_memory_marketed"]},
+        {"gpu_memory": lambda s: float(s.gpu.memory_bytes)},  # the datasheet's decimal bytes
     ),
 )
 """The kernel model's terms that chapter 08's single roofline lacks, each a ``Term``."""
@@ -103,14 +105,13 @@ TERMS = (
 @dataclass(frozen=True)
 class Without(Scenario):
     """A ``Scenario`` whose formulas take ``settings`` ((name, value or function of the
-    values) pairs) in place of its own values: a term switched off."""
+    scenario) pairs) in place of its own values: a term switched off."""
 
     settings: tuple = ()
 
     def values(self) -> dict:
-        values = super().values()
-        values["gpu_memory_marketed"] = float(self.gpu.memory_bytes)
-        return {**values, **{k: v(values) if callable(v) else v for k, v in self.settings}}
+        changed = {k: v(self) if callable(v) else v for k, v in self.settings}
+        return {**super().values(), **changed}
 
 
 def _settings(without) -> tuple:
