@@ -61,6 +61,7 @@ def test_without_a_repository_no_button_points_elsewhere(tmp_path, monkeypatch):
     book_html._repository_buttons(SimpleNamespace(srcdir=tmp_path), config)
     assert "repository_url" not in options
     assert options["launch_buttons"]["binderhub_url"] == ""
+    assert config.myst_substitutions["install"] == book_html.INSTALL_LOCAL  # no address to give
 
 
 def test_a_published_page_links_its_repository_source_issues_and_binder(tmp_path):
@@ -73,7 +74,7 @@ def test_a_published_page_links_its_repository_source_issues_and_binder(tmp_path
     (book / "book" / "page.md").write_text(
         "---\njupytext:\n  text_representation:\n    format_name: myst\n"
         "kernelspec:\n  display_name: Python 3\n  language: python\n  name: python3\n"
-        "---\n\n# A page\n\nText.\n"
+        "---\n\n# A page\n\nText. Install with {{ install }}.\n"
     )
     environ = {**os.environ, "IA_REPOSITORY_URL": "git@github.com:example/inference-arithmetic"}
     jupyter_book = Path(sys.executable).parent / "jupyter-book"
@@ -93,6 +94,9 @@ def test_a_published_page_links_its_repository_source_issues_and_binder(tmp_path
     ):
         assert f'href="{link}' in page, f"no link to {link}"
     assert "executablebooks/jupyter-book" not in page
+    install = '<span class="pre">&quot;inference-arithmetic</span> <span class="pre">&#64;</span> '
+    install += f'<span class="pre">git+{REPOSITORY}&quot;</span>'
+    assert "Install with <code" in page and install in page  # the intro's pip line
 
 
 def test_the_built_book_links_the_repository_it_was_built_from_or_none():
@@ -100,6 +104,9 @@ def test_the_built_book_links_the_repository_it_was_built_from_or_none():
     url = book_html.repository_url(ROOT)
     page = (ROOT / "_build" / "html" / "book" / "03-transformer-params.html").read_text()
     assert "executablebooks/jupyter-book" not in page
+    install = '<span class="pre">&quot;inference-arithmetic</span> <span class="pre">&#64;</span> '
+    install += f'<span class="pre">git+{REPOSITORY}&quot;</span>'
+    assert "Install with <code" in page and install in page  # the intro's pip line
     if url is None:
         assert "launch-buttons" not in page and "source-repository-button" not in page
     else:

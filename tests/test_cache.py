@@ -5,6 +5,7 @@ import json
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 import inference_arithmetic as ia
@@ -66,4 +67,32 @@ def test_a_fresh_process_reads_what_another_wrote(folder):
     assert all(run.returncode == 0 for run in runs), [run.stderr for run in runs]
     (cold_tpot, _), (warm_tpot, _) = (run.stdout.split() for run in runs)
     assert cold_tpot == warm_tpot  # the same number, to the last digit
-    assert len(list(cache.folder().glob("*.json"))) == 2  # the checks and the report
+    assert len(list(cache.folder().glob("*.json"))) == 3  # the checks, the report, the bands
+
+
+def test_a_cached_step_gives_the_compiled_numbers_on_arrays(folder):
+    from inference_arithmetic.formulas import kernels
+
+    arch = ia.model("mixtral-8x7b")
+    fresh = ia.numeric(kernels.step(arch))
+    stored = cache.formula("test step", lambda: kernels.step(arch))
+    again = cache.formula("test step", lambda: pytest.fail("should come from the cache"))
+    values = ia.Scenario(arch, "h200", n_gpus=2).values()
+    point = {**values, "decoding": np.arange(0.0, 64.0), "context_len": 2100.0,
+             "prefill_tokens": np.linspace(0.0, 8192.0, 64)}  # fmt: skip
+    np.testing.assert_array_equal(again.from_values(point), fresh.from_values(point))
+    np.testing.assert_array_equal(stored.from_values(point), fresh.from_values(point))
+    assert again.args == fresh.args
+
+
+def test_the_steady_states_formulas_are_warmed_and_read_back(folder):
+    code = (
+        "import inference_arithmetic as ia; "
+        "r = ia.steady_state('llama-3.1-8b', 'h100-sxm', 2.0, 1024, 128); "
+        "print(repr(r['ttft']), repr(r['saturation_rate']))"
+    )
+    command = [sys.executable, "-c", code]
+    env = {"IA_CACHE_DIR": str(folder), "PATH": ""}
+    runs = [subprocess.run(command, capture_output=True, text=True, env=env) for _ in range(2)]
+    assert all(run.returncode == 0 for run in runs), [run.stderr for run in runs]
+    assert runs[0].stdout == runs[1].stdout  # compiled, then read: the same numbers

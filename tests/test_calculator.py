@@ -176,3 +176,29 @@ def test_the_pages_figures_are_the_scenarios_for_every_gpu_and_format():
                 assert {k: expected[k] for k in page} == page, (name, compute, dtype)
                 checked += 1
     assert checked > 2 * len(ia.gpu_names())
+
+
+@pytest.mark.parametrize(
+    "name, bad, words",
+    [
+        ("batch", "x", "batch must be a whole number from 1 to 4,096, got 'x'"),
+        ("batch", float("nan"), "batch must be a whole number from 1 to 4,096, got nan"),
+        ("batch", 2.5, "batch must be a whole number from 1 to 4,096, got 2.5"),
+        ("n_gpus", True, "n_gpus must be a whole number from 1 to 64, got True"),
+        ("replicas", None, "replicas must be a whole number from 1 to 64, got None"),
+        ("prompt_len", float("inf"), "prompt_len must be a whole number from 1 to "),
+        ("output_len", "256", "output_len must be a whole number from 1 to "),
+        ("requests_per_s", float("nan"), "requests_per_s must be a positive number of requests"),
+        ("requests_per_s", "4", "requests_per_s must be a positive number of requests"),
+    ],
+)
+def test_a_value_no_field_can_hold_is_refused_by_name(name, bad, words):
+    # A number out of range is the form's message (never clamped); a value that is no number
+    # at all is the caller's mistake: an error, at once and on update.
+    with pytest.raises(ia.ArgumentError) as raised:
+        calculator.Calculator(**{name: bad})
+    assert str(raised.value).startswith(words)
+    w = calculator.widget(batch=8)
+    with pytest.raises(ia.ArgumentError, match=name):
+        w.update(**{name: bad})
+    assert w.state["batch"] == 8 and w.result["batch"] == 8  # unchanged

@@ -1,6 +1,10 @@
 """Continuous batching: the steady state against a SimPy simulation of the same engine (the
 oracle), its bookkeeping (Little's law, throughput), saturation, and the cheapest plan."""
 
+import subprocess
+import sys
+import warnings
+
 import numpy as np
 import pytest
 import sympy
@@ -95,19 +99,17 @@ def test_past_saturation_is_a_clear_error():
 def test_the_plan_meets_both_targets_at_the_fewest_gpus_of_its_degree():
     target = dict(ttft_target=1.0, tpot_target=0.05)
     p = ia.plan("llama-3.1-70b", "h100-sxm", 20, 2048, 256, **target)
-    assert (
-        p["ttft"] <= 1.0
-        and p["tpot"] <= 0.05
-        and p["n_gpus"] == p["replicas"] * p["tensor_parallel"]
-    )
+    assert p["ttft"] <= 1.0 and p["tpot"] <= 0.05 and p["gpus"] == p["replicas"] * p["n_gpus"]
     price = ia.gpu("h100-sxm").price_per_hour
-    assert p["cost_per_million_output_tokens"] == pytest.approx(
-        p["n_gpus"] * price / 3600 / (20 * 256) * 1e6
-    )
+    assert p["cost"]["output"] == pytest.approx(p["gpus"] * price / 3600 / (20 * 256) * 1e6)
+    assert p["cost"]["price_per_hour"] == price and p["cost"]["price_date"]
+    mine = ia.plan("llama-3.1-70b", "h100-sxm", 20, 2048, 256, **target, price_per_hour=price / 2)
+    assert mine["cost"]["output"] == pytest.approx(p["cost"]["output"] / 2, rel=1e-12)
+    assert mine["cost"]["price_date"] is None and mine["gpus"] == p["gpus"]
     if p["replicas"] > 1:  # one replica fewer of the same degree misses a target or saturates
         try:
             fewer = ia.steady_state("llama-3.1-70b", "h100-sxm", 20 / (p["replicas"] - 1), 2048,
-                                    256, n_gpus=p["tensor_parallel"])  # fmt: skip
+                                    256, n_gpus=p["n_gpus"])  # fmt: skip
             assert fewer["ttft"] > 1.0 or fewer["tpot"] > 0.05
         except ValueError:
             pass
@@ -233,3 +235,43 @@ def test_a_streams_cost_is_the_rent_over_its_output_tokens():
     unpriced = next(name for name in ia.gpu_names() if ia.gpu(name).price_per_hour is None)
     with pytest.raises(ValueError, match="no example price"):
         continuous.output_cost(s.replace(gpu=unpriced, model="gpt2", prompt_len=64), 1.0)
+
+
+def test_a_steady_state_of_one_output_token_is_refused_by_name():
+    # One output token is a prefill alone: no decode, no time per output token. Refused at
+    # the door, with no warning printed before (numpy's divide by zero, once).
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(ia.ArgumentError) as raised:
+            ia.steady_state("llama-3.1-8b", "h100-sxm", 1.0, output_len=1)
+        s = ia.Scenario("llama-3.1-8b", "h100-sxm", output_len=1, in_waves=True)
+        with pytest.raises(ia.ArgumentError, match="output_len must be a whole number from 2"):
+            continuous.saturation_rate(s)
+        with pytest.raises(ia.ArgumentError, match="output_len must be a whole number from 2"):
+            continuous.plan("llama-3.1-8b", "h100-sxm", 1.0, 1024, 1, 1.0, 0.1)
+    assert str(raised.value).startswith("output_len must be a whole number from 2 up for a")
+    assert "got 1" in str(raised.value)
+    assert ia.steady_state("llama-3.1-8b", "h100-sxm", 1.0, 1024, 2)["tpot"] > 0
+
+
+def test_simpy_is_needed_only_to_simulate(monkeypatch):
+    monkeypatch.setitem(sys.modules, "simpy", None)  # as if it were not installed
+    with pytest.raises(ImportError, match=r"needs SimPy, .*: pip install simpy"):
+        continuous.simulate("llama-3.1-8b", "h100-sxm", 1.0, 512, 16, requests=10)
+    assert ia.steady_state("llama-3.1-8b", "h100-sxm", 1.0, 512, 16)["tpot"] > 0
+    code = "import sys, inference_arithmetic; print('simpy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
+def test_the_chains_of_several_decoding_counts_are_each_ones_own():
+    # The steady state evaluates the chains of several decoding counts at once (a stack of
+    # matrices, a row each): each row the numbers of its count's chain alone, to the bit.
+    s = ia.Scenario("llama-3.1-8b", "h100-sxm", prompt_len=2048, output_len=256, in_waves=True)
+    engine, rate, counts = continuous._Engine(s), 3.0, [0.0, 12.25, 40.5, 90.0]
+    together = engine.chain(rate, counts)
+    ttfts = engine.ttft(rate, counts)
+    for i, decodes in enumerate(counts):
+        for part, alone in zip(together, engine.chain(rate, [decodes]), strict=True):
+            np.testing.assert_array_equal(part[i], alone[0])
+        assert ttfts[i] == engine.ttft(rate, [decodes])[0]

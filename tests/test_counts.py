@@ -8,6 +8,8 @@ its KV cache tensors measured. These tests need no torch: they compare with the 
 Parameter counts, FLOPs and cache bytes must be equal, not close.
 """
 
+import dataclasses
+
 import pytest
 
 import inference_arithmetic as ia
@@ -95,3 +97,16 @@ def test_kv_cache_bytes_equal_the_cache_tensors(name):
         assert bytes_ * heads // m.n_kv_heads == measured["bytes"], seq_len
         if not m.is_mla:
             assert {layer["key_shape"][1] for layer in measured["layers"]} == {heads}
+
+
+def test_a_kv_cache_past_the_context_window_is_refused():
+    m = ia.model("llama-3.1-8b")
+    whole = ia.kv_cache_bytes(m, batch=1, context_len=m.context_window, dtype="bf16")
+    assert whole == m.context_window * ia.kv_cache_bytes(m, context_len=1)  # the window: fine
+    with pytest.raises(ia.ArgumentError) as raised:
+        ia.kv_cache_bytes(m, batch=1, context_len=10**9, dtype="bf16")
+    assert "context_len may be at most 131,072, got 1,000,000,000" in str(raised.value)
+    assert "context window" in str(raised.value)
+    # A model that states no window: any context.
+    unbounded = dataclasses.replace(m, context_window=None)
+    assert ia.kv_cache_bytes(unbounded, context_len=10**9) == 10**9 * ia.kv_cache_bytes(m, 1, 1)

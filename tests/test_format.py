@@ -296,3 +296,13 @@ def test_a_long_sum_is_broken_into_lines_at_its_own_signs_only():
     assert "".join(lines).replace(" ", "") == tex.replace(" ", "")
     assert any(r"\max\left(x_{2}, x_{0} + x_{1}\right)" in line for line in lines)
     assert fmt.latex_lines("a + b", width=40) == "a + b"
+
+
+def test_a_formula_table_names_what_it_takes():
+    expected = r"rows of \(quantity, SymPy expression, name in the library\), got None"
+    with pytest.raises(ia.ArgumentError, match=expected):
+        fmt.formula_table(None)
+    with pytest.raises(ia.ArgumentError, match=r"got the row \('weights', "):
+        fmt.formula_table([("weights", N * b)])
+    with pytest.raises(ia.ArgumentError, match=r"did you mean mlp\.params\(\)\?"):
+        fmt.formula_table([("parameters", mlp.params, "mlp.params()")])

@@ -1,11 +1,19 @@
 """The accelerator registry: every figure sourced, validation, look-ups, and anchor numbers."""
 
+import dataclasses
 import math
 
 import pytest
 
 import inference_arithmetic as ia
-from inference_arithmetic.hardware.gpus import FIGURES, FLOP_DTYPES, GPU, gpu, gpu_names
+from inference_arithmetic.hardware.gpus import (
+    FIGURES,
+    FLOP_DTYPES,
+    GPU,
+    USER_SUPPLIED,
+    gpu,
+    gpu_names,
+)
 
 EXPECTED = {
     "a100-40gb",
@@ -93,14 +101,41 @@ def test_registry_figures_are_in_base_units(name):
     assert g.price_per_hour is None or 0.1 < g.price_per_hour < 50
 
 
-def test_a_missing_source_fails():
+def test_a_missing_source_is_user_supplied_and_fails_the_registry_check():
     sources = dict(toy().sources)
     del sources["memory_bandwidth"]
+    mine = toy(sources=sources)
+    assert mine.sources["memory_bandwidth"] == USER_SUPPLIED
+    assert mine.user_supplied == ("memory_bandwidth",) and not toy().user_supplied
     with pytest.raises(ValueError, match="toy: no source for memory_bandwidth"):
-        toy(sources=sources)
-    sources = {**toy().sources, "peak_flop_rate.fp8": "  "}
+        mine.check_sources()
+    assert toy().check_sources() == toy()
+    with pytest.raises(ValueError, match="price_per_hour and price_date go together"):
+        toy(price_date=None).check_sources()
+    sources = {**toy().sources, "peak_flop_rate.fp8": "  "}  # given, but empty: a mistake
     with pytest.raises(ValueError, match=r"no source for peak_flop_rate\.fp8"):
         toy(sources=sources)
+
+
+def test_your_own_device_from_plain_figures():
+    a6000 = GPU("a6000", {"bf16": 155e12}, memory_bandwidth=768e9, memory_bytes=48e9)
+    given = {"peak_flop_rate.bf16", "memory_bandwidth", "memory_bytes"}
+    assert set(a6000.user_supplied) == given
+    shown = "GPU('a6000': 155 TFLOP/s bf16, 48 GB at 768 GB/s, no link; user-supplied)"
+    assert repr(a6000) == shown
+    one = ia.calculate("llama-3.1-8b", a6000, batch=4)
+    h100 = dataclasses.replace(gpu("h100-sxm"), name="mine", sources={})
+    assert h100.user_supplied and "user-supplied" in repr(h100)
+    assert ia.calculate("llama-3.1-8b", h100, batch=4)["tpot"] < one["tpot"]  # 4.4x the bandwidth
+    with pytest.raises(ia.ArgumentError, match="a6000 has no interconnect_bandwidth.*n_gpus=2"):
+        ia.calculate("llama-3.1-8b", a6000, n_gpus=2)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_a_registry_gpu_prints_on_one_short_line(name):
+    text = repr(gpu(name))
+    assert text.startswith(f"GPU({name!r}: ") and "\n" not in text and len(text) < 200
+    assert "user-supplied" not in text and "http" not in text
 
 
 def test_an_absent_figure_needs_no_source():
@@ -121,7 +156,7 @@ def test_an_absent_figure_needs_no_source():
         (dict(peak_flop_rate={}), "peak_flop_rate must map dtypes"),
         (dict(peak_flop_rate={"bfloat16": 1e15}), "unknown dtype 'bfloat16'.*known dtypes: fp32"),
         (dict(sources={**toy().sources, "memory_bandwith": "typo"}), "unknown figures"),
-        (dict(price_date=None), "price_per_hour and price_date go together"),
+        (dict(price_per_hour=None), "price_date without a price_per_hour"),
         (dict(price_date="May 2026"), "price_date must be an ISO date"),
         (dict(interconnect=""), "interconnect must be a non-empty string"),
     ],
@@ -244,12 +279,13 @@ def test_usable_memory_is_what_the_driver_reports():
 
 
 def test_an_achieved_figure_out_of_range_is_refused():
-    import dataclasses
-
     h100 = ia.gpu("h100-sxm")
     sources = {**h100.sources, "achieved.stream": "a test"}
     with pytest.raises(ValueError, match="is a fraction"):
         dataclasses.replace(h100, achieved={"stream": 1.5}, sources=sources)
     with pytest.raises(ValueError, match="no source for achieved.stream"):
-        dataclasses.replace(h100, achieved={**h100.achieved, "stream": 0.5}, sources={
-            k: v for k, v in h100.sources.items() if k != "achieved.stream"})  # fmt: skip
+        unsourced = {k: v for k, v in h100.sources.items() if k != "achieved.stream"}
+        mine = dataclasses.replace(
+            h100, achieved={**h100.achieved, "stream": 0.5}, sources=unsourced
+        )
+        mine.check_sources()

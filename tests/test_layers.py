@@ -1,8 +1,9 @@
 """The package's layers: no module imports one of a higher layer, and no import cycle is left.
 
 The order, bottom up (README.md, "How the repository is organized"): core < formulas <
-models, hardware < serving < validation, page < the package's ``__init__`` < exercises; layers
-side by side (models and hardware, validation and page) import neither. Exercises sit above
+models, hardware < serving < validation, page < the package's ``__init__`` < exercises and
+the command line (``cli``, run by ``__main__``); layers side by side (models and hardware,
+validation and page, exercises and cli) import neither. Exercises sit above
 ``__init__``: they are the answer key, written against the public ``ia.*`` API as the chapters
 are, and ``__init__`` loads them by name on first use without importing them. Every import
 statement counts, at the top of a module or inside a function.
@@ -25,6 +26,8 @@ RANK = {
     "page": 4,
     "__init__": 5,
     "exercises": 6,
+    "cli": 6,
+    "__main__": 7,
 }
 
 

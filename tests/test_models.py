@@ -162,7 +162,7 @@ def test_a_config_may_be_a_dict_a_path_json_text_or_a_transformers_config(tmp_pa
     assert ModelConfig.from_hf_config(str(folder / "config.json")) == from_path
     assert ModelConfig.from_hf_config(_json.dumps(QWEN3), name="mine").name == "mine"
     wrapped = SimpleNamespace(to_dict=lambda: {**QWEN3, "_name_or_path": "Qwen/Qwen3-8B"})
-    assert ModelConfig.from_hf_config(wrapped).name == "Qwen/Qwen3-8B"
+    assert ModelConfig.from_hf_config(wrapped).name == "Qwen3-8B"  # its _name_or_path's name
     assert ia.param_count(from_path) == ia.param_count(from_dict)
     with pytest.raises(ValueError, match="no config.json at"):
         ModelConfig.from_hf_config(tmp_path / "nothing.json")
@@ -287,3 +287,57 @@ def test_gptj_reads_its_own_names_and_the_ones_transformers_maps_onto_them():
     # GPTJConfig's attribute_map: hidden_size is n_embd, and wins over it, as in transformers.
     aliased = ModelConfig.from_hf_config({**gptj, "hidden_size": 128, "n_inner": 96})
     assert (aliased.d_model, aliased.d_ff) == (128, 96)
+
+
+def test_a_config_without_max_position_embeddings_takes_its_familys_default():
+    # What transformers builds such a config with (LlamaConfig's 2048, MistralConfig's
+    # 4096 * 32, Qwen2Config's 32768), not "no context window", which would check nothing.
+    assert ModelConfig.from_hf_config(LLAMA).context_window == 2048
+    assert ModelConfig.from_hf_config({**LLAMA, "model_type": "mistral"}).context_window == 131072
+    assert ModelConfig.from_hf_config({**LLAMA, "model_type": "qwen2"}).context_window == 32768
+    given = {**LLAMA, "max_position_embeddings": 8192}
+    assert ModelConfig.from_hf_config(given).context_window == 8192
+    m = ModelConfig.from_hf_config(LLAMA)
+    with pytest.raises(ia.ArgumentError, match="context window"):
+        ia.prefill_time(m, "h100-sxm", prompt_len=2049)
+
+
+def test_a_config_is_read_from_its_folder_and_named_after_it(tmp_path):
+    import json as _json
+
+    folder = tmp_path / "Meta-Llama-3-8B"
+    folder.mkdir()
+    # A saved config often names where it was converted, not the model: the folder wins.
+    (folder / "config.json").write_text(_json.dumps({**LLAMA, "_name_or_path": "/tmp/ckpt"}))
+    from_folder = ModelConfig.from_hf_config(folder)
+    assert from_folder.name == "Meta-Llama-3-8B"
+    assert ModelConfig.from_hf_config(str(folder)) == from_folder
+    assert ModelConfig.from_hf_config(folder / "config.json").name == "Meta-Llama-3-8B"
+    # In the Hugging Face cache the folder is a commit and the file a link into blobs/.
+    snapshot = tmp_path / "models--meta-llama--Llama-3.1-8B" / "snapshots" / "0e9e39f2"
+    snapshot.mkdir(parents=True)
+    blob = tmp_path / "blob"
+    blob.write_text(_json.dumps(LLAMA))
+    (snapshot / "config.json").symlink_to(blob)
+    assert ModelConfig.from_hf_config(snapshot).name == "Llama-3.1-8B"
+    with pytest.raises(ValueError, match="no config.json at"):
+        ModelConfig.from_hf_config(tmp_path)  # a folder without one
+    # Read as a dict, the last part of _name_or_path names it.
+    named = {**LLAMA, "_name_or_path": "meta-llama/Meta-Llama-3-8B/"}
+    assert ModelConfig.from_hf_config(named).name == "Meta-Llama-3-8B"
+
+
+@pytest.mark.parametrize("field", ["tied_embeddings", "qkv_bias", "out_bias", "router_bias"])
+@pytest.mark.parametrize("value", ["false", "no", 0, 1, None])
+def test_a_switch_of_a_model_is_true_or_false_only(field, value):
+    with pytest.raises(ia.ArgumentError) as raised:
+        small(**{field: value})
+    assert f"small: {field} must be True or False, got {value!r}" == str(raised.value)
+
+
+def test_numpy_bools_are_switches():
+    import numpy as np
+
+    m = small(tied_embeddings=np.True_, qkv_bias=np.False_)
+    assert m.tied_embeddings is True and m.qkv_bias is False
+    assert m == small(tied_embeddings=True)

@@ -406,6 +406,69 @@ def test_from_values_still_raises_on_a_missing_argument():
         numeric(PARAMETER_BYTES).from_values(GOOD)
 
 
+# --- several formulas on single numbers, and a formula bound to values ------------------------
+
+_x, _y = sympy.symbols("x y", real=True)
+SEVERAL = {
+    "forward": FORWARD,
+    "max": sympy.Max(B * D, T) + sympy.Min(L, T - 1) + sympy.Max(_x, 1) + sympy.Min(_y, _x),
+    "piecewise": sympy.Piecewise(
+        (1, sympy.And(B <= D, sympy.Eq(sympy.Mod(T, L), 0))),
+        (2, sympy.Or(B > T, sympy.Ne(L, 3))),
+        (0, True),
+    ),
+    "floor": sympy.floor(D / B) + b * N,
+}
+
+
+@pytest.mark.parametrize("x", [0.5, -3.0, float("nan")])
+@pytest.mark.parametrize("kind", [int, float, np.float64, np.int64, sympy.Integer, np.asarray])
+def test_several_formulas_on_numbers_are_the_numpy_codes_numbers(kind, x):
+    # Single numbers run the code with Python's comparisons for numpy's array functions
+    # (numeric._SCALAR): the numbers of the same code on numpy arrays, NaN included.
+    compiled = NUMERIC.CompiledFormulas(SEVERAL)
+    sizes = {"batch": 3, "d_model": 8, "seq_len": 6, "n_layers": 3, "bytes_per_number": 2,
+             "n_params": 7, "d_1": 8, "d_2": 16, "d_3": 2}  # fmt: skip
+    values = {**{k: kind(v) for k, v in sizes.items() if k in compiled.args}, "x": x, "y": 2.0}
+    arrays = compiled._check(values)
+    plain = NUMERIC._run(compiled.parts()["source"], NUMERIC._NUMPY)(*arrays)
+    expected = dict(zip(compiled.names, map(float, plain), strict=True))
+    result = compiled(**values)
+    assert list(result) == list(expected)
+    np.testing.assert_array_equal(list(result.values()), list(expected.values()))
+    stored = NUMERIC.CompiledFormulas.from_parts(compiled.parts())
+    np.testing.assert_array_equal(list(stored(**values).values()), list(result.values()))
+
+
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [("batch", 0), ("d_3", -4), ("batch", float("nan")), ("d_1", 2.5), ("batch", "2"),
+     ("batch", True), ("batch", float("inf")), ("batch", None)],
+)  # fmt: skip
+def test_several_formulas_refuse_what_one_refuses_with_its_message(name, value):
+    several = NUMERIC.CompiledFormulas({"forward": FORWARD})
+    with pytest.raises(ArgumentError) as one:
+        numeric(FORWARD)(**{**GOOD, name: value})
+    with pytest.raises(ArgumentError) as both:
+        several(**{**GOOD, name: value})
+    assert str(both.value) == str(one.value)
+    with pytest.raises(ArgumentError, match="single numbers"):
+        several(**{**GOOD, "batch": np.array([1, 2])})
+
+
+def test_a_bound_formula_gives_the_numbers_of_from_values():
+    from inference_arithmetic.formulas import kernels
+
+    s = ia.Scenario("mixtral-8x7b", "h200", n_gpus=2)
+    step = numeric(kernels.step(s.model))
+    bound = step.bind(s.values(), "decoding", "context_len", "prefill_tokens", "not_an_argument")
+    decoding, prompts = np.arange(64.0)[:, None], np.linspace(0.0, 9000.0, 129)
+    point = {**s.values(), "decoding": decoding, "context_len": 2100.0, "prefill_tokens": prompts}
+    np.testing.assert_array_equal(bound(decoding, 2100.0, prompts, None), step.from_values(point))
+    with pytest.raises(ArgumentError, match="n_layers must be positive"):
+        step.bind({**s.values(), "n_layers": 0}, "decoding", "context_len", "prefill_tokens")
+
+
 # --- evaluate --------------------------------------------------------------------------------
 
 
@@ -470,3 +533,16 @@ def _call(expr, **values):
 def test_evaluate_refuses_arrays_with_an_argument_error():
     with pytest.raises(ArgumentError):
         evaluate(FORWARD, **{**GOOD, "batch": np.array([1, 2])})
+
+
+@pytest.mark.parametrize("call", [numeric, evaluate, CompiledFormula])
+def test_a_function_or_none_where_a_formula_belongs_is_named_at_the_door(call):
+    with pytest.raises(ArgumentError) as raised:
+        call(mlp.params)
+    assert str(raised.value) == (
+        "expr must be a SymPy expression, got the function mlp.params: did you mean mlp.params()?"
+    )
+    with pytest.raises(ArgumentError, match=r"expr must be a SymPy expression .*got None"):
+        call(None)
+    with pytest.raises(ArgumentError, match=r"got \[1, 2\]"):
+        ia.checks.expression("expr", [1, 2])

@@ -1,6 +1,7 @@
 """The report of a served model (ia.calculate): closed forms that agree with the step-by-step
 library, and clear errors."""
 
+import importlib
 import math
 import re
 
@@ -159,3 +160,32 @@ def test_the_bound_text():
     assert serving.bound_text(0) == "bandwidth"
     assert serving.bound_text(0, 1) == "bandwidth, then compute"
     assert serving.bound_text(1, 1) == "compute"
+
+
+def test_a_report_refuses_a_scenario_in_waves():
+    # 1,000 requests in waves: at once they would need far more than the budget, so a report
+    # of the batch at once would be false, and one of a wave would not be of that batch.
+    s = ia.Scenario(M, G, batch=1000, in_waves=True)
+    with pytest.raises(ia.ArgumentError, match=r"in_waves=True, batch=1000.*ia\.serve"):
+        serving.report(s)
+    assert serving.report(s.replace(in_waves=False, batch=8))["batch"] == 8
+
+
+def test_fits_is_computed_from_the_memory_and_the_budget(monkeypatch):
+    s = ia.Scenario(M, G, batch=8)
+    assert serving.report(s)["memory"]["fits"] is True
+    values = serving.report_values(s)
+    over = {**values, "memory": 2 * values["budget"]}  # what the report is handed decides
+    module = importlib.import_module("inference_arithmetic.serving.report")
+    monkeypatch.setattr(module, "report_values", lambda *args: over)
+    assert serving.report(s)["memory"]["fits"] is False
+
+
+def test_found_figures_are_kept_and_each_caller_gets_its_own_copy():
+    g, e = ia.gpu("h100-sxm"), ia.engine("vllm")
+    first = ia.scenario.found_figures(g, e, "bf16", "fp8")
+    first["compute_efficiency"] = -1.0
+    again = ia.scenario.found_figures(g, e, "bf16", "fp8")
+    assert again is not first
+    assert again["compute_efficiency"] == g.achieved_figure("matmul.bf16")
+    assert again["bandwidth_efficiency"] == g.achieved_figure("stream.fp8")

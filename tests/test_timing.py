@@ -368,3 +368,53 @@ def test_replicas_multiply_throughput_not_the_cost_of_a_token():
     assert three["tpot"] == one["tpot"]
     with pytest.raises(ValueError, match="replicas"):
         ia.generation(SMALL, H100, 16, 2048, 256, replicas=0)
+
+
+def test_a_prefill_may_read_the_whole_window_and_names_prompt_len_past_it():
+    window = SMALL.context_window
+    assert ia.prefill_time(SMALL, H100, prompt_len=window) > 0  # T <= S_max, not T + 1
+    with pytest.raises(ia.ArgumentError) as raised:
+        ia.prefill_time(SMALL, H100, prompt_len=window + 1)
+    message = str(raised.value)
+    assert f"prompt_len may be at most {window:,}, got {window + 1:,}" in message
+    assert "output_len" not in message and raised.value.check == "window"
+    # A whole request keeps its rule, T + O <= S_max, and says so.
+    with pytest.raises(ia.ArgumentError, match=r"prompt_len \+ output_len is 131,073"):
+        ia.generation(SMALL, H100, prompt_len=window, output_len=1)
+
+
+def test_a_decode_step_past_the_window_names_context_len():
+    window = SMALL.context_window
+    assert ia.decode_step_time(SMALL, H100, context_len=window - 1) > 0  # writes token S_max
+    with pytest.raises(ia.ArgumentError) as raised:
+        ia.decode_step_time(SMALL, H100, context_len=10**7)
+    message = str(raised.value)
+    assert f"context_len may be at most {window - 1:,}, got 10,000,000" in message
+    assert f"at most {window:,} tokens (its context window)" in message
+    assert "prompt_len" not in message and "output_len" not in message
+    with pytest.raises(ia.ArgumentError, match="context_len may be at most"):
+        ia.kernels(SMALL, H100, context_len=window + 1, phase="prefill")
+
+
+def test_a_pipeline_stage_holds_whole_layers():
+    # 32 layers on 5 stages: the fullest holds 7, not 6.4. It sets the pace (the throughput)
+    # and the memory per GPU (weights, and its layers' share of every batch's cache).
+    n, layers = 5, SMALL.n_layers
+    assert sympy.ceiling(layers / n) == 7
+    run = ia.generation(SMALL, H100, batch=8, n_gpus=n, parallel="pipeline")
+    assert run["throughput"] == pytest.approx(layers / 7 * 8 * 256 / run["total"])
+    weights = ia.param_count(SMALL) * 2
+    assert ia.timing.weights_per_gpu(SMALL, n, parallel="pipeline") == pytest.approx(
+        weights * 7 / layers
+    )
+    assert ia.timing.weights_per_gpu(SMALL, 4, parallel="pipeline") == weights / 4  # 8 each
+    s = ia.Scenario(SMALL, H100, n_gpus=n, parallel="pipeline")
+    per_request = s.evaluate(latency.cache_bytes_per_gpu(SMALL, "pipeline"), batch=1,
+                             context_len=4096)  # fmt: skip
+    assert per_request == pytest.approx(n * ia.kv_cache_bytes(SMALL, 1, 4096) * 7 / layers)
+    free = s.evaluate(latency.memory_budget() - latency.activation_reserve(SMALL)) - (
+        weights * 7 / layers
+    )
+    assert ia.max_batch(SMALL, H100, 4096, n_gpus=n, parallel="pipeline") == int(
+        free // per_request
+    )

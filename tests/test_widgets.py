@@ -655,3 +655,14 @@ def test_the_memory_limit_of_a_widget_is_the_librarys_max_batch():
         at = {**values, "n_gpus": n, "context_len": context}
         assert limit.from_values(at) == ia.max_batch(m, "h100-sxm", context, n_gpus=n)
     assert limit.from_values({**values, "n_gpus": 1, "context_len": 4096}) == 0  # never below
+
+
+def test_a_widgets_parts_are_checked_at_the_door():
+    with pytest.raises(ia.ArgumentError, match="Choice options must be a mapping label -> value"):
+        Choice(None, 1)
+    with pytest.raises(ia.ArgumentError, match="got 'bf16'"):
+        Choice("bf16", "b")  # a string is not a list of options
+    with pytest.raises(ia.ArgumentError, match=r"widget must be a FormulaWidget .*got None"):
+        ia.live.spec(None)
+    with pytest.raises(ia.ArgumentError, match=r"did you mean mlp\.inference_memory\(\)\?"):
+        formula_widget({"inference": mlp.inference_memory}, x="batch", controls={})

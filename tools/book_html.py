@@ -113,9 +113,18 @@ def repository_url(srcdir: str | Path, environ=os.environ) -> str | None:
     return public_url(remote)
 
 
+INSTALL = '`pip install "inference-arithmetic @ git+{url}"` (or `pip install .` in a checkout)'
+"""How the intro says to install the library from the book's repository, where it is known."""
+INSTALL_LOCAL = "`pip install .` in a checkout of the book's repository"
+"""... and where it is not (a local build without a public origin)."""
+
+
 def _repository_buttons(app, config):
     options = config.html_theme_options
     url = repository_url(app.srcdir)
+    install = INSTALL.format(url=url) if url else INSTALL_LOCAL
+    given = getattr(config, "myst_substitutions", None) or {}
+    config.myst_substitutions = {**given, "install": install}
     if url is None:
         options.pop("repository_url", None)
         options["launch_buttons"] = {**options.get("launch_buttons", {}), "binderhub_url": ""}

@@ -15,7 +15,7 @@ of the book; ``numeric`` compiles any of them into a vectorized numpy function.
 from inference_arithmetic import formulas, hardware, models, serving
 from inference_arithmetic.core import checks, dtypes, format, registry, symbols
 from inference_arithmetic.core.dtypes import DTYPE_BYTES, bytes_per_number
-from inference_arithmetic.core.numeric import ArgumentError, evaluate, numeric
+from inference_arithmetic.core.numeric import ArgumentError, UnknownName, evaluate, numeric
 from inference_arithmetic.hardware.engines import Engine, engine, engine_names
 from inference_arithmetic.hardware.gpus import GPU, gpu, gpu_names
 from inference_arithmetic.models import counts
@@ -35,6 +35,7 @@ from inference_arithmetic.serving.economics import (
 )
 from inference_arithmetic.serving.report import calculate
 from inference_arithmetic.serving.scenario import Scenario
+from inference_arithmetic.serving.sweep import sweep
 from inference_arithmetic.serving.timing import (
     compute_bound_batch,
     decode_step_time,
@@ -48,6 +49,7 @@ from inference_arithmetic.validation import measurements
 
 __all__ = [
     "ArgumentError",
+    "UnknownName",
     "Scenario",
     "steady_state",
     "plan",
@@ -58,6 +60,7 @@ __all__ = [
     "serving",
     "api_prices",
     "calculate",
+    "sweep",
     "calculator",
     "break_even_utilization",
     "token_costs",
@@ -104,7 +107,7 @@ __all__ = [
     "timing",
 ]
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 
 # The page layer and the exercises, by the name ``ia`` gives them: loaded on first use.

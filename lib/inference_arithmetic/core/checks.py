@@ -1,4 +1,4 @@
-"""The library's input checks, written once: whole counts, fractions, amounts, registry names.
+"""The library's input checks, written once: whole counts, fractions, amounts, names, formulas.
 
 >>> count("batch", 8.0)  # an integral float, or a numpy integer, is a count
 8
@@ -25,9 +25,10 @@ import math
 import numbers
 import warnings
 
-from inference_arithmetic.core.numeric import ArgumentError
+from inference_arithmetic.core.numeric import ArgumentError, expression
 
 __all__ = ["ArgumentError", "COUNT", "count", "fraction", "amount", "choice", "renamed"]
+__all__ += ["expression"]
 
 FRACTION = (0.001, 1.0)
 """The range of every fraction the library takes."""

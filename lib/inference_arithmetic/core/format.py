@@ -28,8 +28,11 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import math
+from collections.abc import Iterable
 
 import sympy
+
+from inference_arithmetic.core import checks
 
 __all__ = [
     "si",
@@ -307,11 +310,16 @@ def formula_table(rows) -> str:
     |---|---|---|
     | weights | $b N$ | `basics.weight_bytes()` |
     """
+    triple = "rows of (quantity, SymPy expression, name in the library)"
+    if isinstance(rows, str) or not isinstance(rows, Iterable):
+        raise checks.ArgumentError(f"formula_table takes {triple}, got {rows!r}")
     lines = ["| quantity | formula | in the library |", "|---|---|---|"]
-    lines += [
-        f"| {what} | ${latex_lines(sympy.latex(expr), TABLE_LINE)}$ | `{name}` |"
-        for what, expr, name in rows
-    ]
+    for row in rows:
+        if isinstance(row, str) or not isinstance(row, Iterable) or len(row := tuple(row)) != 3:
+            raise checks.ArgumentError(f"formula_table takes {triple}, got the row {row!r}")
+        what, expr, name = row
+        expr = checks.expression(f"the formula of {what!r}", expr)
+        lines.append(f"| {what} | ${latex_lines(sympy.latex(expr), TABLE_LINE)}$ | `{name}` |")
     return "\n".join(lines)
 
 

@@ -12,16 +12,25 @@ Derived in chapter 02 (the MLP), used by every chapter after it.
 
 from __future__ import annotations
 
+import ast
 import builtins
 import functools
 import inspect
 import math
+import operator
 from collections.abc import Mapping
 
 import numpy as np
 import sympy
 
-__all__ = ["ArgumentError", "CompiledFormula", "CompiledFormulas", "numeric", "evaluate"]
+__all__ = [
+    "ArgumentError",
+    "UnknownName",
+    "CompiledFormula",
+    "CompiledFormulas",
+    "numeric",
+    "evaluate",
+]
 
 _BLOCK = 8192
 """Elements per block when a large grid is evaluated block by block (``CompiledFormula``):
@@ -75,12 +84,106 @@ def _hold(expr: sympy.Expr) -> sympy.Expr:
     return hold(expr)
 
 
+def _minimum(a, b):
+    return a if a <= b or a != a else b  # numpy's choice: the first NaN, else the smaller
+
+
+def _maximum(a, b):
+    return a if a >= b or a != a else b
+
+
+def _select(conditions, choices, default=np.nan):
+    return next((c for holds, c in zip(conditions, choices, strict=True) if holds), default)
+
+
+class _Logical:
+    """``logical_and`` or ``logical_or`` of single truth values: its ``reduce``."""
+
+    def __init__(self, reduce):
+        self.reduce = reduce
+
+
+# The names the generated code calls (lambdify's: numpy's and functools.reduce). On single
+# numbers numpy's array functions cost a microsecond or more a call (np.select several), most
+# of a CompiledFormulas call; these pick the same operand by Python's comparisons.
+_NUMPY = {**np.__dict__, "reduce": functools.reduce, "builtins": builtins, "range": range}
+_SCALAR = {
+    **_NUMPY,
+    "minimum": _minimum,
+    "maximum": _maximum,
+    "select": _select,
+    "less": operator.lt,
+    "less_equal": operator.le,
+    "greater": operator.gt,
+    "greater_equal": operator.ge,
+    "equal": operator.eq,
+    "not_equal": operator.ne,
+    "logical_not": operator.not_,
+    "logical_and": _Logical(all),
+    "logical_or": _Logical(any),
+}
+
+
+def _run(source: str, namespace: dict):
+    """The function that generated ``source`` defines, run in a copy of ``namespace``."""
+    namespace = dict(namespace)
+    exec(compile(source, "<inference_arithmetic compiled>", "exec"), namespace)
+    return namespace["_lambdifygenerated"]
+
+
 class ArgumentError(ValueError, TypeError):
     """A compiled formula got a missing, unknown or invalid argument.
 
     It is a ``ValueError`` (bad input, as everywhere in the library) and a ``TypeError``
     (what Python raises for a wrong keyword argument), so either ``except`` catches it.
+    Every error the library raises for its caller's input is one (``UnknownName`` too).
     """
+
+
+class UnknownName(ArgumentError, KeyError):
+    """A name that is not one of the valid choices: a model, a GPU, an engine, a format, a
+    key. A ``KeyError``, as a dict's lookup raises, and an ``ArgumentError``; its message
+    names what was asked for and the valid choices (or the close ones).
+
+    >>> raise UnknownName("unknown gpu 'h100'; close matches: h100-sxm")
+    Traceback (most recent call last):
+    ...
+    inference_arithmetic.core.numeric.UnknownName: unknown gpu 'h100'; close matches: h100-sxm
+    """
+
+    def __str__(self):
+        return ValueError.__str__(self)  # the message as it is (a KeyError would quote it)
+
+
+def expression(name: str, value) -> sympy.Basic:
+    """``value`` as a SymPy expression (a formula of ``inference_arithmetic.formulas``, a
+    number, or text SymPy reads), else an ``ArgumentError`` naming ``name``; a function where
+    its formula belongs is named with the call it lacks ("did you mean mlp.params()?").
+    ``checks.expression`` is this one."""
+    if callable(value) and not isinstance(value, sympy.Basic):
+        called = _called(value)
+        raise ArgumentError(
+            f"{name} must be a SymPy expression, got the function {called}: "
+            f"did you mean {called}()?"
+        )
+    try:
+        expr = sympy.sympify(value)
+    except (sympy.SympifyError, TypeError, ValueError, SyntaxError):
+        expr = None
+    if not isinstance(expr, sympy.Basic):
+        raise ArgumentError(
+            f"{name} must be a SymPy expression (a formula of inference_arithmetic.formulas), "
+            f"got {value!r}"
+        )
+    return expr
+
+
+def _called(function) -> str:
+    """A function as the chapters call it: ``mlp.params`` for a formula, else its name."""
+    name = getattr(function, "__name__", type(function).__name__)
+    module = getattr(function, "__module__", None) or ""
+    formulas = "inference_arithmetic.formulas."
+    return f"{module.removeprefix(formulas)}.{name}" if module.startswith(formulas) else name
 
 
 class CompiledFormula:
@@ -99,7 +202,7 @@ class CompiledFormula:
     """
 
     def __init__(self, expr: sympy.Expr, factor: bool = True):
-        self.expr = sympy.sympify(expr)
+        self.expr = expression("expr", expr)  # None, a function: named at the door
         self.symbols = tuple(sorted(self.expr.free_symbols, key=lambda s: s.name))
         self.args = tuple(s.name for s in self.symbols)
         self._rules = tuple(
@@ -113,6 +216,37 @@ class CompiledFormula:
 
     def __repr__(self):
         return f"CompiledFormula({self.expr}; args={', '.join(self.args)})"
+
+    def parts(self) -> dict:
+        """What ``from_parts`` needs to make this function again: argument rules and the
+        generated Python source (JSON-ready)."""
+        source = getattr(self, "_source", None) or inspect.getsource(self._function)
+        return {"rules": [list(r) for r in self._rules], "source": source}
+
+    @classmethod
+    def from_parts(cls, parts: dict):
+        """The function of ``parts()``, without SymPy: the source runs in the namespace that
+        ``lambdify`` gives it (numpy's names and the builtins it uses)."""
+        self = cls.__new__(cls)
+        self._rules = tuple(tuple(rule) for rule in parts["rules"])
+        self.args = tuple(rule[0] for rule in self._rules)
+        self.expr = self.symbols = None  # not kept: the source is the formula
+        self._source = parts["source"]
+        self._function = _run(self._source, _NUMPY)
+        return self
+
+    def bind(self, values: Mapping[str, object], *free: str):
+        """This formula at ``values``, checked once here, as a function of the arguments
+        named ``free``, given in that order and not checked: for a caller that evaluates it
+        many times at the same values (the steady state's chain). It returns what the code
+        does (an array where an argument is one)."""
+        given = {name: 1.0 if name in free else values[name] for name in self.args
+                 if name in free or name in values}  # fmt: skip
+        arrays = dict(zip(self.args, self._check(given), strict=True))
+        prepare, evaluate = _split(self.parts()["source"], tuple(free))
+        # What does not depend on the free arguments is computed here, once, as a call would.
+        prepared = prepare(**{name: arrays[name] for name in _others(prepare)})
+        return functools.partial(evaluate, *map(np.asarray, prepared))
 
     def _check(self, values: Mapping[str, object]) -> list:
         missing = [name for name in self.args if name not in values]
@@ -193,6 +327,77 @@ class CompiledFormula:
         return self(**{name: values[name] for name in self.args if name in values})
 
 
+# A generated function's work that does not depend on the free arguments of ``bind``: each
+# statement, and each largest part of a statement, in its variables and numbers only.
+_HOISTED = (ast.BinOp, ast.UnaryOp, ast.Call, ast.Compare)
+
+
+@functools.lru_cache(maxsize=64)
+def _split(source: str, free: tuple[str, ...]):
+    """The generated code ``source`` cut in two (``bind``): ``prepare(**others)`` computes
+    what does not depend on the ``free`` arguments, and ``evaluate(*prepared, *free)`` the
+    rest, with the same operations on the same operands as the whole code."""
+    function = _Reduced().visit(ast.parse(source)).body[0]
+    varying, prepared, body, names = set(free), [], [], {}
+
+    def names_in(node) -> set:
+        if id(node) not in names:  # each node once: a statement's parts are asked in turn
+            found = {node.id} if isinstance(node, ast.Name) else set()
+            names[id(node)] = found.union(*map(names_in, ast.iter_child_nodes(node)))
+        return names[id(node)]
+
+    def constant(node):
+        return bool(names_in(node)) and varying.isdisjoint(names_in(node))
+
+    class Hoist(ast.NodeTransformer):
+        def visit(self, node):
+            if isinstance(node, _HOISTED) and constant(node):
+                name = f"_c{len(prepared)}"
+                prepared.append(ast.Assign([ast.Name(name, ast.Store())], node, lineno=0))
+                return ast.Name(name, ast.Load())
+            return self.generic_visit(node)
+
+    for statement in function.body:
+        if isinstance(statement, ast.Assign) and constant(statement.value):
+            prepared.append(statement)
+            continue
+        if isinstance(statement, ast.Assign):
+            varying.update(target.id for target in statement.targets)
+        body.append(Hoist().visit(statement))
+    used = {n.id for statement in body for n in ast.walk(statement) if isinstance(n, ast.Name)}
+    others = [a.arg for a in function.args.args if a.arg not in free]
+    kept = [name for name in [*others, *(s.targets[0].id for s in prepared)] if name in used]
+    lines = [f"def _prepare({', '.join(others)}):"]
+    lines += [f"    {ast.unparse(statement)}" for statement in prepared]
+    lines += [f"    return ({''.join(f'{name}, ' for name in kept)})"]
+    lines += [f"def _lambdifygenerated({', '.join([*kept, *free])}):"]
+    lines += [f"    {ast.unparse(statement)}" for statement in body]
+    namespace = {**_NUMPY}
+    exec(compile("\n".join(lines) + "\n", "<inference_arithmetic bound>", "exec"), namespace)
+    return namespace["_prepare"], namespace["_lambdifygenerated"]
+
+
+class _Reduced(ast.NodeTransformer):
+    """``reduce(f, [a, b, c])`` written out, ``f(f(a, b), c)``: what ``functools.reduce`` calls,
+    without building a list and calling it (a tenth of a step's evaluation in the chain)."""
+
+    def visit_Call(self, node):
+        self.generic_visit(node)
+        function, arguments = node.func, node.args
+        if not (isinstance(function, ast.Name) and function.id == "reduce" and len(arguments) == 2
+                and isinstance(arguments[1], ast.List) and arguments[1].elts):  # fmt: skip
+            return node
+        first, *rest = arguments[1].elts
+        for item in rest:
+            first = ast.Call(arguments[0], [first, item], [])
+        return first
+
+
+def _others(function) -> tuple[str, ...]:
+    """The names of ``function``'s arguments."""
+    return function.__code__.co_varnames[: function.__code__.co_argcount]
+
+
 def _broadcast_shape(arrays: list) -> tuple:
     """The shape numpy broadcasts the arguments to (a single shape or none needs no work)."""
     shapes = [shape for shape in dict.fromkeys(array.shape for array in arrays) if shape]
@@ -224,6 +429,10 @@ def _first(array: np.ndarray, bad: np.ndarray) -> str:
     return f"{array[index].item()!r} at index {index[0] if len(index) == 1 else index}"
 
 
+_NUMBERS = (float, int, np.float64)
+"""The types of argument ``CompiledFormulas`` checks itself (anything else: ``_check``)."""
+
+
 class CompiledFormulas(CompiledFormula):
     """Several formulas of the same inputs compiled as one function, for single numbers: their
     common subexpressions are computed once (``cse``), and one ``lambdify`` costs a fraction
@@ -239,6 +448,8 @@ class CompiledFormulas(CompiledFormula):
         self.names = tuple(exprs)
         # No factor_terms: it serves large arrays, and costs several times the compile here.
         super().__init__(sympy.Tuple(*exprs.values()), factor=False)
+        self._source = inspect.getsource(self._function)
+        self._function = _run(self._source, _SCALAR)  # for single numbers (``_SCALAR``)
 
     def __repr__(self):
         return f"CompiledFormulas({', '.join(self.names)}; args={', '.join(self.args)})"
@@ -246,33 +457,60 @@ class CompiledFormulas(CompiledFormula):
     def parts(self) -> dict:
         """What ``from_parts`` needs to make this function again: names, argument rules and
         the generated Python source (JSON-ready)."""
-        source = inspect.getsource(self._function)
-        return {
-            "names": list(self.names),
-            "rules": [list(r) for r in self._rules],
-            "source": source,
-        }
+        return {"names": list(self.names), **super().parts()}
 
     @classmethod
     def from_parts(cls, parts: dict) -> CompiledFormulas:
-        """The function of ``parts()``, without SymPy: the source runs in the namespace that
-        ``lambdify`` gives it (numpy's names and the builtins it uses)."""
-        self = cls.__new__(cls)
+        """The function of ``parts()``, without SymPy (``CompiledFormula.from_parts``)."""
+        self = super().from_parts(parts)
         self.names = tuple(parts["names"])
-        self._rules = tuple(tuple(rule) for rule in parts["rules"])
-        self.args = tuple(rule[0] for rule in self._rules)
-        self.expr = self.symbols = None  # not kept: the source is the formula
-        namespace = {**np.__dict__, "reduce": functools.reduce, "builtins": builtins}
-        namespace["range"] = range
-        exec(compile(parts["source"], "<inference_arithmetic cache>", "exec"), namespace)
-        self._function = namespace["_lambdifygenerated"]
+        self._function = _run(self._source, _SCALAR)
         return self
 
+    def _numbers(self, values: Mapping[str, object]) -> list | None:
+        """The arguments as numpy numbers where each is an int or a float that passes its
+        checks (a calculation's values); None for anything else, which ``_check`` checks as
+        it always has (and raises for)."""
+        if len(values) != len(self.args):
+            return None
+        numbers = []
+        for name, positive, nonnegative, integer in self._rules:
+            value = values.get(name)
+            if type(value) not in _NUMBERS:
+                return None
+            try:
+                number = float(value)
+            except OverflowError:
+                return None
+            if (positive and not number > 0) or ((positive or nonnegative) and not number >= 0):
+                return None
+            if integer and not number.is_integer():
+                return None
+            numbers.append(number)
+        return list(np.array(numbers))  # float64 numbers: numpy's arithmetic, as arrays had
+
     def __call__(self, **values) -> dict[str, float]:
-        arrays = self._check(values)
-        if any(array.ndim for array in arrays):
-            raise ArgumentError("CompiledFormulas takes single numbers; numeric(expr) takes arrays")
-        return dict(zip(self.names, map(float, self._function(*arrays)), strict=True))
+        numbers = self._numbers(values)
+        if numbers is None:
+            arrays = self._check(values)
+            if any(array.ndim for array in arrays):
+                message = "CompiledFormulas takes single numbers; numeric(expr) takes arrays"
+                raise ArgumentError(message)
+            numbers = [array[()] for array in arrays]
+        return dict(zip(self.names, map(float, self._function(*numbers)), strict=True))
+
+    def over(self, values: Mapping[str, object]) -> dict[str, np.ndarray]:
+        """Every formula at ``values`` (picked as ``from_values`` does), which may be arrays:
+        each a float64 array of their broadcast shape. For a grid of scenarios (``ia.sweep``)."""
+        arrays = self._check({name: values[name] for name in self.args if name in values})
+        shape = np.broadcast_shapes(*(array.shape for array in arrays))
+        if getattr(self, "_arrays", None) is None:  # the same code, with numpy's functions
+            self._arrays = _run(self.parts()["source"], _NUMPY)
+        results = self._arrays(*(np.broadcast_to(array, shape) for array in arrays))
+        return {
+            name: np.broadcast_to(np.asarray(result, dtype=float), shape)
+            for name, result in zip(self.names, results, strict=True)
+        }
 
 
 @functools.lru_cache(maxsize=512)
@@ -290,7 +528,7 @@ def evaluate(expr: sympy.Expr, **values) -> sympy.Expr:
 
     Takes single numbers; ``numeric(expr)`` evaluates arrays.
     """
-    expr = sympy.sympify(expr)
+    expr = expression("expr", expr)
     arrays = [name for name, value in values.items() if np.ndim(value) > 0]
     if arrays:
         raise ArgumentError(

@@ -14,7 +14,7 @@ import json
 from collections.abc import Iterator, Mapping
 from importlib import resources
 
-from inference_arithmetic.core.numeric import ArgumentError
+from inference_arithmetic.core.numeric import ArgumentError, UnknownName
 
 __all__ = ["entries", "lookup"]
 
@@ -36,4 +36,4 @@ def lookup(what: str, name, registry: Mapping, listing: str):
         return registry[name]
     except KeyError:
         close = difflib.get_close_matches(name, registry, n=3, cutoff=0.5) or list(registry)
-        raise KeyError(f"unknown {what} {name!r}; close matches: {', '.join(close)}") from None
+        raise UnknownName(f"unknown {what} {name!r}; close matches: {', '.join(close)}") from None

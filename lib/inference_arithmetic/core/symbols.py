@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import sympy
 
+from inference_arithmetic.core.numeric import UnknownName
+
 
 @dataclass(frozen=True)
 class Notation:
@@ -159,7 +161,7 @@ def by_name(name: str) -> Sym:
     try:
         return NOTATION[name].symbol
     except KeyError:
-        raise KeyError(f"no symbol named {name!r}; known names: {', '.join(NOTATION)}") from None
+        raise UnknownName(f"no symbol named {name!r}; known names: {', '.join(NOTATION)}") from None
 
 
 # A control's name in words, keyed by the symbol's name: the widgets label their controls with

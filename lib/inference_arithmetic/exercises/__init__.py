@@ -27,6 +27,8 @@ from dataclasses import dataclass, field
 
 import sympy
 
+from inference_arithmetic.core.numeric import UnknownName
+
 __all__ = ["Part", "Exercise", "Feedback", "EXERCISES", "register", "check", "answers"]
 __all__ += ["student_cell", "labels"]
 
@@ -76,7 +78,7 @@ class Exercise:
         for part in self.parts:
             if part.name == name:
                 return part
-        raise KeyError(f"{self.label} has no part {name!r}; its parts: {self.names()}")
+        raise UnknownName(f"{self.label} has no part {name!r}; its parts: {self.names()}")
 
     def names(self) -> str:
         return ", ".join(part.name for part in self.parts)
@@ -101,7 +103,7 @@ def _exercise(label: str) -> Exercise:
     try:
         return EXERCISES[label]
     except KeyError:
-        raise KeyError(
+        raise UnknownName(
             f"no exercise {label!r}; the book's exercises: {', '.join(EXERCISES)}"
         ) from None
 
@@ -158,7 +160,7 @@ def check(label: str, **given) -> Feedback:
     unknown = [name for name in given if name not in {p.name for p in exercise.parts}]
     if unknown:
         names = ", ".join(map(repr, unknown))
-        raise KeyError(f"{label} has no part {names}; its parts: {exercise.names()}")
+        raise UnknownName(f"{label} has no part {names}; its parts: {exercise.names()}")
     if all(given.get(part.name) is None for part in exercise.parts):
         lines = [(p.name, p.unit or p.kind, False) for p in exercise.parts]
         return Feedback(label, lines, answered=False)

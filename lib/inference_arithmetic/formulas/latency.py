@@ -28,6 +28,7 @@ from inference_arithmetic.core.symbols import (
     F,
     F_e,
     H_kv,
+    L,
     M,
     O,
     P_max,
@@ -137,18 +138,30 @@ def _mode(parallel):
 # --- Memory: what each of the n GPUs holds -----------------------------------------------------
 
 
-def weight_bytes_per_gpu(arch):
-    """Bytes of weights on each of n GPUs: b N / n (either parallelism splits them evenly)."""
-    return b * transformer.params(arch) / n_gpus
+def weight_bytes_per_gpu(arch, parallel="tensor"):
+    """Bytes of weights on each of n GPUs: b N / n with tensor parallelism; a pipeline's
+    fullest stage holds ceil(L / n) of the L layers (``parallel.layers_per_stage``), and the
+    same share of the rest, b N ceil(L / n) / L (b N / n when n divides L)."""
+    return b * transformer.params(arch) / _parts(parallel)
+
+
+def _parts(parallel):
+    """Into how many equal parts the model is split, as its fullest GPU holds it: n with tensor
+    parallelism; in a pipeline, whose stages hold whole layers, L / ceil(L / n). The embedding
+    and the head go with the layers' share, as the even split of chapter 10 counts them."""
+    if _mode(parallel) == "tensor":
+        return n_gpus
+    return L / parallelism.layers_per_stage()
 
 
 def kv_split(arch, parallel="tensor"):
     """Into how many parts the KV cache is divided over the n GPUs. A pipeline gives each
-    stage its layers: n. Tensor parallelism gives each GPU its KV heads, and each GPU keeps at
+    stage its layers, the fullest ceil(L / n) of them: L / ceil(L / n) (n when n divides L).
+    Tensor parallelism gives each GPU its KV heads, and each GPU keeps at
     least one: min(n, H_kv), so past H_kv GPUs the heads are copied, not divided. MLA's latent
     is shared by all heads: every GPU keeps it whole, 1 (as vLLM and SGLang do)."""
     if _mode(parallel) == "pipeline":
-        return n_gpus
+        return _parts(parallel)
     return sympy.Integer(1) if arch.is_mla else sympy.Min(n_gpus, H_kv)
 
 
@@ -172,11 +185,10 @@ def activation_reserve(arch):
 
 
 def memory_per_gpu(arch, parallel="tensor"):
-    """Weights, KV cache and the activation reserve on each GPU: what must fit in its
-    memory budget."""
-    return (
-        weight_bytes_per_gpu(arch) + cache_bytes_per_gpu(arch, parallel) + activation_reserve(arch)
-    )
+    """Weights, KV cache and the activation reserve on each GPU (a pipeline's fullest): what
+    must fit in its memory budget."""
+    weights = weight_bytes_per_gpu(arch, parallel)
+    return weights + cache_bytes_per_gpu(arch, parallel) + activation_reserve(arch)
 
 
 def memory_budget():
@@ -188,7 +200,7 @@ def memory_budget():
 def max_concurrency(arch, parallel="tensor"):
     """Requests of S cached tokens per batch whose KV cache fits beside the weights in the
     budget mu M of each of n GPUs (``memory_per_gpu`` at most ``memory_budget``, solved for B)."""
-    free = memory_budget() - weight_bytes_per_gpu(arch) - activation_reserve(arch)
+    free = memory_budget() - weight_bytes_per_gpu(arch, parallel) - activation_reserve(arch)
     return sympy.floor(free / cache_bytes_per_gpu(arch, parallel).subs(B, 1))
 
 
@@ -334,9 +346,13 @@ def batches_in_flight(parallel="tensor"):
 
 
 def output_throughput(seconds, parallel="tensor"):
-    """Output tokens per second when B requests of O tokens take ``seconds``, with
-    ``batches_in_flight`` such batches at once on each of R replicas."""
-    return R * batches_in_flight(parallel) * B * O / seconds
+    """Output tokens per second when B requests of O tokens take ``seconds``, on each of R
+    replicas: one batch at a time with tensor parallelism. A pipeline keeps
+    ``batches_in_flight`` and moves at the pace of its fullest stage, which takes ceil(L / n)
+    of the L layers' share of ``seconds`` per batch: L / ceil(L / n) batches in ``seconds``
+    (n when n divides L)."""
+    pace = 1 if _mode(parallel) == "tensor" else _parts(parallel)
+    return R * pace * B * O / seconds
 
 
 def throughput(arch, mla="absorbed", parallel="tensor"):

@@ -3,8 +3,9 @@
 Derived in chapter 10. Tensor parallelism splits every layer's matrices over the n GPUs, so
 each reads 1/n of the weights and the cache and does 1/n of the FLOPs, but the partial results
 must be summed across GPUs twice per layer (after attention and after the feed-forward block).
-Pipeline parallelism gives each GPU L/n whole layers: little communication, but one request
-still passes through every stage in turn.
+Pipeline parallelism gives each GPU whole layers, L/n of them when n divides L (else the fullest
+stage holds ceil(L/n): ``layers_per_stage``): little communication, but one request still
+passes through every stage in turn.
 
 The fast link (NVLink) joins only the GPUs of one board, n_link of them (8 on an HGX
 board). A group larger than that sends its messages over the network between boards too, at
@@ -23,6 +24,7 @@ __all__ = [
     "all_reduce_time",
     "tensor_parallel_comm_time",
     "pipeline_parallel_comm_time",
+    "layers_per_stage",
 ]
 
 ALL_REDUCES_PER_LAYER = 2
@@ -51,3 +53,10 @@ def tensor_parallel_comm_time(arch, tokens):
 def pipeline_parallel_comm_time(arch, tokens):
     """n - 1 hand-offs of the activations of ``tokens`` tokens from one stage to the next."""
     return (n_gpus - 1) * (b * tokens * D / link_bandwidth_used() + alpha)
+
+
+def layers_per_stage():
+    """Layers on the fullest of n pipeline stages: a stage holds whole layers, so where n does
+    not divide L some stages hold one more than others, ceil(L / n). The fullest stage is the
+    slowest and holds the most: it sets a pipeline's pace and its memory per GPU."""
+    return sympy.ceiling(L / n_gpus)

@@ -6,7 +6,7 @@
 >>> engine("vlm")
 Traceback (most recent call last):
 ...
-KeyError: "unknown engine 'vlm'; close matches: vllm..."
+inference_arithmetic.core.numeric.UnknownName: unknown engine 'vlm'; close matches: vllm...
 
 The kernel-level step model (``formulas.kernels``) takes the GPU's achieved figures (its
 kernels' measured rates, ``GPU.achieved``) and an engine's properties: whether its decode
@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from inference_arithmetic.core.numeric import ArgumentError
 from inference_arithmetic.core.registry import entries, lookup
 
 __all__ = ["Engine", "engine", "engine_names", "ALLREDUCE", "BATCHING", "PROPERTIES"]
@@ -79,39 +80,41 @@ class Engine:
     def __post_init__(self):
         for name in ("name", "full_name"):
             if not isinstance(getattr(self, name), str) or not getattr(self, name):
-                raise ValueError(f"engine {self.name!r}: {name} must be a non-empty string")
+                raise ArgumentError(f"engine {self.name!r}: {name} must be a non-empty string")
         for name in ("kv_shared", "flash_attention"):
             if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{self.name}: {name} must be true or false")
+                raise ArgumentError(f"{self.name}: {name} must be true or false")
         for name in ("kernel_overhead", "step_overhead", "request_overhead"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float):
-                raise ValueError(f"{self.name}: {name} must be a number of seconds")
+                raise ArgumentError(f"{self.name}: {name} must be a number of seconds")
             if not math.isfinite(value) or not 0 <= value < 1:
-                raise ValueError(f"{self.name}: {name} must be from 0 to 1 seconds, got {value}")
+                raise ArgumentError(f"{self.name}: {name} must be from 0 to 1 seconds, got {value}")
         if self.allreduce not in ALLREDUCE:
-            raise ValueError(f"{self.name}: allreduce must be one of {ALLREDUCE}")
+            raise ArgumentError(f"{self.name}: allreduce must be one of {ALLREDUCE}")
         if self.batching not in BATCHING:
-            raise ValueError(f"{self.name}: batching must be one of {BATCHING}")
+            raise ArgumentError(f"{self.name}: batching must be one of {BATCHING}")
         for name in ("token_budget", "max_num_seqs"):
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-                raise ValueError(f"{self.name}: {name} must be a whole number or null")
+                raise ArgumentError(f"{self.name}: {name} must be a whole number or null")
             if value is not None and value < 1:
-                raise ValueError(f"{self.name}: {name} must be from 1 up")
+                raise ArgumentError(f"{self.name}: {name} must be from 1 up")
         if (self.batching == "continuous") != (self.token_budget is not None):
-            raise ValueError(f"{self.name}: a continuous engine, and only one, has a token_budget")
+            raise ArgumentError(
+                f"{self.name}: a continuous engine, and only one, has a token_budget"
+            )
         object.__setattr__(self, "fitted", tuple(self.fitted))
         unknown = [p for p in self.fitted if p not in PROPERTIES]
         if unknown:
-            raise ValueError(f"{self.name}: fitted names unknown properties {unknown}")
+            raise ArgumentError(f"{self.name}: fitted names unknown properties {unknown}")
         stated = [p for p in PROPERTIES if getattr(self, p) is not None]
         missing = [p for p in stated if not str(self.sources.get(p, "")).strip()]
         if missing:
-            raise ValueError(f"{self.name}: no source for {', '.join(missing)}")
+            raise ArgumentError(f"{self.name}: no source for {', '.join(missing)}")
         extra = [key for key in self.sources if key not in PROPERTIES]
         if extra:
-            raise ValueError(f"{self.name}: sources for unknown properties {extra}")
+            raise ArgumentError(f"{self.name}: sources for unknown properties {extra}")
         object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
 
     def __repr__(self) -> str:

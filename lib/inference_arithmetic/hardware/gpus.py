@@ -12,7 +12,7 @@
 >>> gpu("h100")
 Traceback (most recent call last):
 ...
-KeyError: "unknown gpu 'h100'; close matches: ..."
+inference_arithmetic.core.numeric.UnknownName: unknown gpu 'h100'; close matches: ...
 
 Conventions, the same for every accelerator (chapter 07 explains them):
 
@@ -56,14 +56,18 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 from inference_arithmetic.core.dtypes import DTYPE_BYTES
+from inference_arithmetic.core.numeric import ArgumentError, UnknownName
 from inference_arithmetic.core.registry import entries, lookup
 
 __all__ = ["GPU", "gpu", "gpu_names", "FLOP_DTYPES", "FIGURES", "ON_CHIP", "ACHIEVED"]
-__all__ += ["achieved_figure"]
+__all__ += ["achieved_figure", "USER_SUPPLIED"]
 
 FLOP_DTYPES = (*DTYPE_BYTES, "tf32", "fp4")
 """The dtypes a peak FLOP rate may be given for: the stored formats, plus tf32 (a tensor-core
 input format for fp32 data) and fp4."""
+
+USER_SUPPLIED = "user-supplied"
+"""The source of a figure given without one: your own device's."""
 
 FIGURES = (
     "memory_bandwidth",
@@ -132,18 +136,25 @@ class GPU:
 
     ``peak_flop_rate`` maps a dtype name (``FLOP_DTYPES``) to dense FLOP/s (ops/s for int8).
     ``sources`` maps ``"peak_flop_rate.<dtype>"`` and the names in ``FIGURES`` to where the
-    figure comes from; every figure present needs one. ``pcie_bandwidth`` and
+    figure comes from. The registry's devices have a source for every figure present
+    (``check_sources``); your own device needs none: a figure without one is marked
+    ``USER_SUPPLIED`` (``user_supplied`` lists them). ``pcie_bandwidth`` and
     ``price_per_hour`` may be None where no figure could be established (say why in
-    ``sources``); ``price_date`` (ISO ``YYYY-MM-DD``) goes with the price.
+    ``sources``); ``price_date`` (ISO ``YYYY-MM-DD``) goes with a registry price. A device
+    without ``interconnect_bandwidth`` (a laptop, a CPU) serves on one device only.
+
+    >>> a6000 = GPU("a6000", {"bf16": 155e12}, memory_bandwidth=768e9, memory_bytes=48e9)
+    >>> a6000
+    GPU('a6000': 155 TFLOP/s bf16, 48 GB at 768 GB/s, no link; user-supplied)
     """
 
     name: str
-    vendor: str
     peak_flop_rate: Mapping[str, float] = field(hash=False)
     memory_bandwidth: float
     memory_bytes: float
-    interconnect_bandwidth: float
-    interconnect: str
+    vendor: str = "unknown"
+    interconnect_bandwidth: float | None = None
+    interconnect: str = "none"
     link_domain: int | None = None
     pcie_bandwidth: float | None = None
     pcie: str = ""
@@ -161,84 +172,123 @@ class GPU:
     def __post_init__(self):
         for name in ("name", "vendor", "interconnect"):
             if not isinstance(getattr(self, name), str) or not getattr(self, name):
-                raise ValueError(f"GPU {self.name!r}: {name} must be a non-empty string")
+                raise ArgumentError(f"GPU {self.name!r}: {name} must be a non-empty string")
         if not isinstance(self.peak_flop_rate, Mapping) or not self.peak_flop_rate:
-            raise ValueError(f"{self.name}: peak_flop_rate must map dtypes to FLOP/s")
+            raise ArgumentError(f"{self.name}: peak_flop_rate must map dtypes to FLOP/s")
         unknown = [d for d in self.peak_flop_rate if d not in FLOP_DTYPES]
         if unknown:
-            raise ValueError(
+            raise ArgumentError(
                 f"{self.name}: unknown dtype {', '.join(map(repr, unknown))} in peak_flop_rate; "
                 f"known dtypes: {', '.join(FLOP_DTYPES)}"
             )
         for dtype, rate in self.peak_flop_rate.items():
             _positive(self.name, f"peak_flop_rate[{dtype!r}]", rate)
-        for name in ("memory_bandwidth", "memory_bytes", "interconnect_bandwidth"):
+        for name in ("memory_bandwidth", "memory_bytes"):
             _positive(self.name, name, getattr(self, name))
         if self.link_domain is not None:
             if isinstance(self.link_domain, bool) or not isinstance(self.link_domain, int):
-                raise ValueError(f"{self.name}: link_domain must be a whole number of GPUs")
+                raise ArgumentError(f"{self.name}: link_domain must be a whole number of GPUs")
             _positive(self.name, "link_domain", self.link_domain)
-        for name in ("pcie_bandwidth", "price_per_hour", *OPTIONAL):
+        for name in ("interconnect_bandwidth", "pcie_bandwidth", "price_per_hour", *OPTIONAL):
             if getattr(self, name) is not None:
                 _positive(self.name, name, getattr(self, name))
         for name in OPTIONAL:
             if getattr(self, name) is not None and not isinstance(getattr(self, name), int):
-                raise ValueError(f"{self.name}: {name} must be a whole number")
+                raise ArgumentError(f"{self.name}: {name} must be a whole number")
         if not isinstance(self.achieved, Mapping):
-            raise ValueError(f"{self.name}: achieved must map kernel figures to numbers")
+            raise ArgumentError(f"{self.name}: achieved must map kernel figures to numbers")
         for key, value in self.achieved.items():
             if key not in ACHIEVED:
-                raise ValueError(
+                raise ArgumentError(
                     f"{self.name}: unknown achieved figure {key!r}; known: {', '.join(ACHIEVED)}"
                 )
             _positive(self.name, f"achieved[{key!r}]", value)
             if key not in _AMOUNTS and value > 1:
-                raise ValueError(f"{self.name}: achieved[{key!r}] is a fraction, got {value}")
-        if (self.price_per_hour is None) != (self.price_date is None):
-            raise ValueError(f"{self.name}: price_per_hour and price_date go together")
+                raise ArgumentError(f"{self.name}: achieved[{key!r}] is a fraction, got {value}")
+        if self.price_per_hour is None and self.price_date is not None:
+            raise ArgumentError(f"{self.name}: price_date without a price_per_hour")
         if self.price_date is not None:
             try:
                 datetime.date.fromisoformat(self.price_date)
             except (TypeError, ValueError):
-                raise ValueError(
+                raise ArgumentError(
                     f"{self.name}: price_date must be an ISO date (YYYY-MM-DD), "
                     f"got {self.price_date!r}"
                 ) from None
-        self._check_sources()
+        # Your own figures need no citation: each without a source is marked user-supplied.
+        sources = self._known_sources()
+        sources.update({key: USER_SUPPLIED for key in self._present() if key not in sources})
         # Read-only views: a frozen GPU should not change behind the registry's back.
         object.__setattr__(self, "peak_flop_rate", MappingProxyType(dict(self.peak_flop_rate)))
-        object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+        object.__setattr__(self, "sources", MappingProxyType(sources))
         object.__setattr__(self, "achieved", MappingProxyType(dict(self.achieved)))
 
-    def _check_sources(self):
+    def _present(self) -> list[str]:
+        """The keys of the figures this device has (``sources``' keys)."""
+        present = [f"peak_flop_rate.{dtype}" for dtype in self.peak_flop_rate]
+        present += [name for name in FIGURES + OPTIONAL if getattr(self, name) is not None]
+        return present + [f"achieved.{name}" for name in self.achieved]
+
+    def _known_sources(self) -> dict[str, str]:
+        """``sources`` as given, checked: known figures, each a non-empty text."""
         if not isinstance(self.sources, Mapping):
-            raise ValueError(f"{self.name}: sources must map figures to their sources")
+            raise ArgumentError(f"{self.name}: sources must map figures to their sources")
         keys = [f"peak_flop_rate.{dtype}" for dtype in FLOP_DTYPES] + list(FIGURES + OPTIONAL)
         keys += [f"achieved.{name}" for name in ACHIEVED]
         unknown = [key for key in self.sources if key not in keys]
         if unknown:
-            raise ValueError(
+            raise ArgumentError(
                 f"{self.name}: sources for unknown figures {', '.join(map(repr, unknown))}; "
                 f"figures are peak_flop_rate.<dtype>, achieved.<name> and "
                 f"{', '.join(FIGURES + OPTIONAL)}"
             )
-        present = [f"peak_flop_rate.{dtype}" for dtype in self.peak_flop_rate]
-        present += [name for name in FIGURES + OPTIONAL if getattr(self, name) is not None]
-        present += [f"achieved.{name}" for name in self.achieved]
-        missing = [
-            key
-            for key in present
-            if not isinstance(self.sources.get(key), str) or not self.sources[key].strip()
-        ]
-        if missing:
-            raise ValueError(f"{self.name}: no source for {', '.join(missing)}")
+        empty = [k for k, v in self.sources.items() if not isinstance(v, str) or not v.strip()]
+        if empty:
+            raise ArgumentError(f"{self.name}: no source for {', '.join(empty)} (an empty text)")
+        return dict(self.sources)
+
+    @property
+    def user_supplied(self) -> tuple[str, ...]:
+        """The figures given without a source (``USER_SUPPLIED``): none in the registry."""
+        return tuple(key for key, text in self.sources.items() if text == USER_SUPPLIED)
+
+    def check_sources(self) -> GPU:
+        """This device, if every figure it has names a source (as the registry's must); else
+        ``ValueError`` naming those that do not, and a price without its date."""
+        if self.user_supplied:
+            raise ArgumentError(f"{self.name}: no source for {', '.join(self.user_supplied)}")
+        if self.price_per_hour is not None and self.price_date is None:
+            raise ArgumentError(f"{self.name}: price_per_hour and price_date go together")
+        return self
+
+    def __repr__(self) -> str:
+        """One line: the rates, memory, link and price (``sources`` has the citations)."""
+        from inference_arithmetic.core import format as fmt
+
+        formats = {}  # formats of the same rate together, the fastest first
+        for dtype, rate in self.peak_flop_rate.items():
+            formats.setdefault(rate, []).append(dtype)
+        rates = ", ".join(f"{fmt.flop_rate(r)} {'/'.join(formats[r])}"
+                          for r in sorted(formats, reverse=True))  # fmt: skip
+        memory = f"{fmt.nbytes(self.memory_bytes)} at {fmt.bandwidth(self.memory_bandwidth)}"
+        link = "no link"
+        if self.interconnect_bandwidth is not None:
+            name = self.interconnect.split("(")[0].split(";")[0].strip()  # no explanation
+            link = f"{name} {fmt.bandwidth(self.interconnect_bandwidth)} each way"
+            link += f" x {self.link_domain}" if (self.link_domain or 1) > 1 else ""
+        parts = [rates, memory, link]
+        if self.price_per_hour is not None:
+            parts.append(f"${self.price_per_hour:g}/h" + (f" ({self.price_date})"
+                                                          if self.price_date else ""))  # fmt: skip
+        mark = "; user-supplied" if self.user_supplied else ""
+        return f"GPU({self.name!r}: {', '.join(parts)}{mark})"
 
     def flop_rate(self, dtype: str) -> float:
         """Peak dense FLOP/s in ``dtype``; ``KeyError`` naming the dtypes this GPU has."""
         try:
             return float(self.peak_flop_rate[dtype])
         except (KeyError, TypeError):
-            raise KeyError(
+            raise UnknownName(
                 f"{self.name} has no peak FLOP rate for {dtype!r}; "
                 f"it has: {', '.join(self.peak_flop_rate)}"
             ) from None
@@ -254,7 +304,9 @@ class GPU:
             "flop_rate": self.flop_rate(dtype),
             "bandwidth": float(self.memory_bandwidth),
             "gpu_memory": float(self.usable_memory_bytes or self.memory_bytes),
-            "link_bandwidth": float(self.interconnect_bandwidth),
+            # A device without a link serves alone (the scenario refuses more): the figure
+            # is then unused, every exchange being multiplied by n - 1 = 0.
+            "link_bandwidth": float(self.interconnect_bandwidth or self.memory_bandwidth),
             "link_domain": self.link_domain or 1,  # unknown: the link joins no other GPU
         }
 
@@ -273,19 +325,20 @@ class GPU:
     @property
     def interconnect_bandwidth_total(self) -> float:
         """Both directions together, the way vendors usually print link bandwidth."""
-        return 2 * self.interconnect_bandwidth
+        return None if self.interconnect_bandwidth is None else 2 * self.interconnect_bandwidth
 
 
 def _positive(gpu_name, name, value):
     if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValueError(f"{gpu_name}: {name} must be a number, got {value!r}")
+        raise ArgumentError(f"{gpu_name}: {name} must be a number, got {value!r}")
     if value <= 0:
-        raise ValueError(f"{gpu_name}: {name} must be positive, got {value!r}")
+        raise ArgumentError(f"{gpu_name}: {name} must be positive, got {value!r}")
 
 
 @functools.cache
 def _registry() -> dict[str, GPU]:
-    return {entry["name"]: GPU(**entry) for entry in entries("inference_arithmetic.hardware.specs")}
+    specs = entries("inference_arithmetic.hardware.specs")
+    return {entry["name"]: GPU(**entry).check_sources() for entry in specs}
 
 
 def achieved_figure(device: GPU, name: str) -> tuple[float, str]:
@@ -299,7 +352,7 @@ def achieved_figure(device: GPU, name: str) -> tuple[float, str]:
     'achieved.stream of h100-sxm'
     """
     if name not in ACHIEVED:
-        raise KeyError(f"unknown achieved figure {name!r}; known: {', '.join(ACHIEVED)}")
+        raise UnknownName(f"unknown achieved figure {name!r}; known: {', '.join(ACHIEVED)}")
     keys = [name]
     if name.startswith("matmul.") and name != "matmul.bf16":
         keys.append("matmul.bf16")
@@ -320,7 +373,7 @@ def achieved_figure(device: GPU, name: str) -> tuple[float, str]:
         if measured:
             names = ", ".join(g.name for g in measured)
             return _median(measured, key), f"achieved.{key}: median of {names}"
-    raise KeyError(f"no GPU of the registry has a measured {name}")
+    raise UnknownName(f"no GPU of the registry has a measured {name}")
 
 
 def _median(gpus, key) -> float:

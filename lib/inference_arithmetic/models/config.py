@@ -7,7 +7,7 @@ for Hugging Face ``config.json`` files.
 >>> model("llama-3-8b")
 Traceback (most recent call last):
 ...
-KeyError: "unknown model 'llama-3-8b'; close matches: llama-3.1-8b, ..."
+inference_arithmetic.core.numeric.UnknownName: unknown model 'llama-3-8b'; close matches: ...
 
 Chapter 03 (the transformer's parameters) explains every field.
 """
@@ -21,6 +21,9 @@ from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
 
+import numpy as np
+
+from inference_arithmetic.core.numeric import ArgumentError, UnknownName
 from inference_arithmetic.core.registry import entries, lookup
 
 __all__ = ["ModelConfig", "model", "model_names", "measured", "MODEL_TYPES", "FIELDS", "WRAPPERS"]
@@ -78,6 +81,13 @@ class ModelConfig:
     published_params: str = field(default="", compare=False)
 
     def __post_init__(self):
+        # A switch is True or False, nothing truthy: "false" and "no" are true in Python and
+        # would add biases or tie the embeddings unseen. numpy's bools are kept as Python's.
+        for switch in (f.name for f in fields(self) if f.type == "bool"):
+            value = getattr(self, switch)
+            if not isinstance(value, bool | np.bool_):
+                raise ArgumentError(f"{self.name}: {switch} must be True or False, got {value!r}")
+            object.__setattr__(self, switch, bool(value))
         positive = ["vocab_size", "d_model", "n_layers", "n_heads", "d_ff"]
         optional = ["n_kv_heads", "d_head", "max_positions", "d_ff_expert", "window"]
         optional += ["context_window"]
@@ -173,12 +183,14 @@ class ModelConfig:
     def from_hf_config(cls, config, name: str | None = None) -> ModelConfig:
         """Read a Hugging Face ``config.json`` of a supported ``model_type`` (``MODEL_TYPES``).
 
-        ``config`` is a dict, a path to the file, its JSON text, or an object with
-        ``to_dict()`` (a ``transformers`` config). A multimodal wrapper's ``text_config`` is
-        read (the vision tower is not counted). The model is named ``name``, else the config's
-        ``_name_or_path``, else the file's folder, else its model_type. Every field read is
-        type-checked (``FIELDS`` lists them per family); a field that would change the
-        architecture in a way the library does not model raises ``ValueError`` naming it.
+        ``config`` is a dict, a path to the file or to the model's folder that holds it, its
+        JSON text, or an object with ``to_dict()`` (a ``transformers`` config). A multimodal
+        wrapper's ``text_config`` is read (the vision tower is not counted). The model is named
+        ``name``, else after the folder that holds the file (in the Hugging Face cache, the
+        model's name), else the last part of the config's ``_name_or_path`` ("Qwen/Qwen3-8B":
+        "Qwen3-8B"), else its model_type. Every field read is type-checked (``FIELDS`` lists
+        them per family); a field that would change the architecture in a way the library
+        does not model raises ``ValueError`` naming it.
         """
         config, folder = _as_dict(config)
         wrapper = config.get("model_type")
@@ -191,7 +203,9 @@ class ModelConfig:
             raise ValueError(
                 f"unsupported model_type {model_type!r}; supported: {', '.join(MODEL_TYPES)}"
             )
-        name = name or config.get("_name_or_path") or folder or model_type
+        # The folder first: the _name_or_path a saved config.json holds is often the path it
+        # was trained or converted at, not the model's name.
+        name = name or folder or _last_part(config.get("_name_or_path")) or model_type
         keys = _Keys(config)
         values = _READERS[model_type](keys)
         keys.refuse_unread(UNMODELED)
@@ -216,17 +230,20 @@ _NEUTRAL = {"num_nextn_predict_layers": (0, 1), "moe_layer_freq": (1,)}
 
 
 def _as_dict(config) -> tuple[dict, str | None]:
-    """A config given as a dict, a path, JSON text or a transformers config, as a dict and
-    the folder it came from (None if not from a file)."""
+    """A config given as a dict, a path (to config.json or its folder), JSON text or a
+    transformers config, as a dict and the name of the model's folder (None if not from a
+    file)."""
     if hasattr(config, "to_dict") and not isinstance(config, dict):
         config = config.to_dict()
     if isinstance(config, os.PathLike) or (
         isinstance(config, str) and not config.lstrip().startswith("{")
     ):
         path = Path(config)
+        if path.is_dir():  # a model's folder, as downloaded
+            path = path / "config.json"
         if not path.is_file():
             raise ValueError(f"no config.json at {str(path)!r}")
-        return _parsed(path.read_text(), str(path)), path.resolve().parent.name
+        return _parsed(path.read_text(), str(path)), _folder_name(path)
     if isinstance(config, str):
         return _parsed(config, "the JSON text"), None
     if not isinstance(config, dict):
@@ -235,6 +252,23 @@ def _as_dict(config) -> tuple[dict, str | None]:
             f"to_dict(), got {type(config).__name__}"
         )
     return config, None
+
+
+def _folder_name(path: Path) -> str:
+    """The name of the folder that holds ``path``, or in the Hugging Face cache
+    (models--<org>--<name>/snapshots/<commit>/config.json) the model's name."""
+    # Not resolved: the cache's files are links to blobs/, which would name every model "blobs".
+    folder = Path(os.path.abspath(path)).parent
+    if folder.parent.name == "snapshots" and folder.parent.parent.name.startswith("models--"):
+        return folder.parent.parent.name.split("--")[-1]
+    return folder.name
+
+
+def _last_part(name_or_path) -> str | None:
+    """The last part of a config's ``_name_or_path``: a Hub id's name, a path's folder."""
+    if not isinstance(name_or_path, str):
+        return None
+    return name_or_path.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1] or None
 
 
 def _parsed(text: str, where: str) -> dict:
@@ -262,7 +296,7 @@ class _Keys:
             return None
         if key not in self.config or self.config[key] is None:
             if required:
-                raise KeyError(f"config of model_type {self.model_type!r} lacks {key!r}")
+                raise UnknownName(f"config of model_type {self.model_type!r} lacks {key!r}")
             return None
         return self.config[key]
 
@@ -348,8 +382,38 @@ def _llama_like(c: _Keys, tied_default=False, qkv_bias=None) -> dict:
         out_bias=bias,
         ffn_bias=c.flag("mlp_bias"),
         tied_embeddings=c.flag("tie_word_embeddings", tied_default),
-        context_window=c.size("max_position_embeddings", required=False),
+        # Absent, transformers' default for the family; None for a family not in the table.
+        context_window=c.size(
+            "max_position_embeddings", CONTEXT_DEFAULTS.get(c.model_type), required=False
+        ),
     )
+
+
+CONTEXT_DEFAULTS = {
+    "llama": 2048,
+    "mistral": 4096 * 32,
+    "mixtral": 4096 * 32,
+    "qwen2": 32768,
+    "qwen3": 32768,
+    "qwen3_moe": 32768,
+    "gemma2": 8192,
+    "gemma3_text": 131_072,
+    "olmo2": 2048,
+    "phi3": 4096,
+    "phimoe": 4096 * 32,
+    "gpt_oss": 131_072,
+    "llama4_text": 4096 * 32,
+    "granite": 2048,
+    "starcoder2": 4096,
+    "cohere2": 8192,
+    "deepseek_v2": 2048,
+    "deepseek_v3": 4096,
+}
+"""The context window of a config without ``max_position_embeddings``, by model_type: the
+default of its transformers config class (``LlamaConfig``'s 2048, ``MistralConfig``'s
+4096 * 32, ...; huggingface/transformers, src/transformers/models/<family>/configuration_*.py,
+read for transformers 5), which is what transformers builds such a config with. gpt2, gptj
+and falcon read their own fields (``n_positions``: required for gpt2; 2048 for the others)."""
 
 
 LAYER_KINDS = ("full_attention", "sliding_attention", "chunked_attention")
@@ -629,7 +693,7 @@ def _deepseek(c: _Keys) -> dict:
     values = _llama_like(c)
     rank = c.size("q_lora_rank", required=False)
     if rank is None and "q_lora_rank" not in c.config and not c.probe:
-        raise KeyError(
+        raise UnknownName(
             f"config of model_type {c.model_type!r} lacks 'q_lora_rank' (null means queries "
             "are projected without compression, as in DeepSeek-V2-Lite and Moonlight)"
         )

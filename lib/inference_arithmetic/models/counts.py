@@ -43,19 +43,19 @@ def _formula(builder, arch: ModelConfig, *options):
     return builder(arch, *options)
 
 
-def param_count(arch: ModelConfig, active: bool = False, embeddings: bool = True) -> int:
-    """Parameters of ``arch``, each tensor once; ``active=True``: those one token uses (MoE).
+def param_count(model: ModelConfig, active: bool = False, embeddings: bool = True) -> int:
+    """Parameters of ``model``, each tensor once; ``active=True``: those one token uses (MoE).
 
     Two conventions for "active parameters" are in use: this library's (and the reference
     implementation's) counts the input embedding table; many model cards do not
     (``embeddings=False``, e.g. gpt-oss-20b's 3.6 billion). Chapter 03 shows both.
     """
-    arch = registry_model(arch)
-    return _at(arch, _formula(transformer.params, arch, bool(active), bool(embeddings)))
+    model = registry_model(model)
+    return _at(model, _formula(transformer.params, model, bool(active), bool(embeddings)))
 
 
 def kv_cache_bytes(
-    arch: ModelConfig,
+    model: ModelConfig,
     batch: int = 1,
     context_len: int = 2048,
     dtype: str = "bf16",
@@ -65,18 +65,25 @@ def kv_cache_bytes(
     mla: str | None = None,
 ) -> int:
     """Bytes of the KV cache holding ``context_len`` tokens for each of ``batch`` sequences
-    (``mla_cache``: the form an MLA model stores, "latent" or "expanded"). ``seq_len`` and
-    ``mla`` are the old names of ``context_len`` and ``mla_cache`` (deprecated)."""
-    arch = registry_model(arch)
+    (``mla_cache``: the form an MLA model stores, "latent" or "expanded"), at most the model's
+    context window (a model that states none: any). ``seq_len`` and ``mla`` are the old names
+    of ``context_len`` and ``mla_cache`` (deprecated)."""
+    model = registry_model(model)
     context_len = renamed("seq_len", seq_len, "context_len", context_len, 2048)
     form = renamed("mla", mla, "mla_cache", mla_cache, "latent")
+    window = model.context_window
     values = {"batch": count("batch", batch), "context_len": count("context_len", context_len)}
-    expr = _formula(kv_cache.kv_cache_bytes, arch, form)
-    return _at(arch, expr, **values, bytes_per_number=bytes_per_number(dtype))
+    if window is not None and values["context_len"] > window:
+        raise ArgumentError(
+            f"{model.name} reads at most {window:,} tokens (its context window): context_len "
+            f"may be at most {window:,}, got {values['context_len']:,}"
+        )
+    expr = _formula(kv_cache.kv_cache_bytes, model, form)
+    return _at(model, expr, **values, bytes_per_number=bytes_per_number(dtype))
 
 
 def forward_flops(
-    arch: ModelConfig,
+    model: ModelConfig,
     batch: int = 1,
     seq_len: int = 2048,
     causal: bool = False,
@@ -84,14 +91,14 @@ def forward_flops(
 ) -> int:
     """FLOPs of a prefill of ``seq_len`` tokens for ``batch`` sequences (convention: module
     docstring of ``formulas.transformer``)."""
-    arch = registry_model(arch)
+    model = registry_model(model)
     values = {"batch": count("batch", batch), "seq_len": count("seq_len", seq_len)}
-    expr = _formula(transformer.forward_flops, arch, bool(causal), bool(last_logits_only))
-    return _at(arch, expr, **values)
+    expr = _formula(transformer.forward_flops, model, bool(causal), bool(last_logits_only))
+    return _at(model, expr, **values)
 
 
 def decode_flops(
-    arch: ModelConfig,
+    model: ModelConfig,
     batch: int = 1,
     context_len: int = 2048,
     causal: bool = False,
@@ -102,7 +109,7 @@ def decode_flops(
     ``mla`` (MLA models only): "reexpand" as the reference implementation, "absorbed" as the
     paper and the serving engines.
     """
-    arch = registry_model(arch)
+    model = registry_model(model)
     values = {"batch": count("batch", batch), "context_len": count("context_len", context_len)}
-    expr = _formula(transformer.decode_flops, arch, bool(causal), mla)
-    return _at(arch, expr, **values)
+    expr = _formula(transformer.decode_flops, model, bool(causal), mla)
+    return _at(model, expr, **values)

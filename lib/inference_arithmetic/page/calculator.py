@@ -22,6 +22,8 @@ import html
 import inspect
 import itertools
 import json
+import math
+import numbers
 
 import sympy
 
@@ -217,12 +219,26 @@ def rate_message() -> str:
     raise AssertionError("unreachable")
 
 
+def _number(name: str, value) -> None:
+    """Refuse a value no number field of the form can hold: a whole number field anything but a
+    whole number, the rate anything but a finite number (NaN, a string, a bool), each with its
+    control's message (``checks``)."""
+    # A number out of its range is the form's to answer (a message, as the page shows); a
+    # value that is no number is the caller's mistake, which a message would hide.
+    real = isinstance(value, numbers.Real) and not isinstance(value, bool)
+    if name in ranges() and not (real and math.isfinite(value) and value == int(value)):
+        checks.count(name, value, *ranges()[name])  # raises: not a whole number
+    if name == "requests_per_s" and not (real and math.isfinite(value)):
+        checks.amount(name, value, "requests per second", positive=True)  # raises
+
+
 class Calculator:
     """The calculator's controls and readout: ipywidgets in Jupyter, a live page in the book.
 
     ``update(**changes)`` sets controls and recomputes: ``result`` is ``ia.calculate``'s, or
     None with the reason in ``message`` (an input outside its range, or a scenario the library
-    refuses). Nothing is clamped: the form answers for what was typed, or says why not.
+    refuses). Nothing is clamped: the form answers for what was typed, or says why not. A value
+    no field can hold (a string, NaN, 2.5 requests) raises ``ArgumentError`` naming the control.
     """
 
     def __init__(self, **state):
@@ -277,6 +293,7 @@ class Calculator:
                 checks.choice(name, value, self.choices[name])
             elif name not in self.state:
                 raise ValueError(f"no control named {name!r}; controls: {sorted(self.state)}")
+            _number(name, value)
             self.state[name] = value
         try:
             for name, (low, high) in ranges().items():

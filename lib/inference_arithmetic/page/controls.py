@@ -16,12 +16,13 @@ from here, so neither imports the other's internals.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from inference_arithmetic.core import format as fmt
+from inference_arithmetic.core.numeric import ArgumentError
 
 __all__ = [
     "label",
@@ -209,6 +210,11 @@ class Choice:
     label: str = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
+        if isinstance(self.options, str) or not isinstance(self.options, Iterable):
+            raise ArgumentError(
+                "Choice options must be a mapping label -> value or a list of values, got "
+                f"{self.options!r}"
+            )
         items = dict(self.options) if isinstance(self.options, Mapping) else _labelled(self.options)
         if not items:
             raise ValueError("Choice needs at least one option")

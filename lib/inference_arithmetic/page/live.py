@@ -18,6 +18,7 @@ import numpy as np
 import sympy
 
 from inference_arithmetic.core import format as fmt
+from inference_arithmetic.core.numeric import ArgumentError
 from inference_arithmetic.page.controls import Choice, Preset, Range, curve_style, display
 
 __all__ = ["spec", "live_html", "embed_json", "FORMAT_RUNTIME", "format_name", "CAPTION", "NOTE"]
@@ -60,6 +61,11 @@ def _js(expr, args):
 
 def spec(widget) -> dict:
     """The widget's description as JSON-ready data: formulas in JavaScript, controls, grid."""
+    # What a FormulaWidget has (not the class: widgets imports this module, not the reverse).
+    if not all(hasattr(widget, part) for part in ("specs", "curves", "functions", "axes")):
+        raise ArgumentError(
+            f"widget must be a FormulaWidget (ia.widgets.formula_widget(...)), got {widget!r}"
+        )
     controls = []
     for name, control in widget.specs.items():
         common = {"name": name, "label": widget.control_labels[name],

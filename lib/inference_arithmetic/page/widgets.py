@@ -30,6 +30,7 @@ from collections.abc import Callable, Mapping
 import numpy as np
 import sympy
 
+from inference_arithmetic.core import checks
 from inference_arithmetic.core import format as fmt
 from inference_arithmetic.core.numeric import numeric
 from inference_arithmetic.page.controls import (  # noqa: F401  (re-exported: ia.widgets.Range, ...)
@@ -58,7 +59,9 @@ class FormulaWidget:
     def __init__(self, curves, x, controls, unit="", value_format=None, title="",
                  xlabel=None, ylabel=None, logx=False, logy=False, labels=None,
                  beyond=None, below=None):  # fmt: skip
-        self.curves = {label: sympy.sympify(expr) for label, expr in curves.items()}
+        self.curves = {
+            label: checks.expression(f"the curve {label!r}", expr) for label, expr in curves.items()
+        }
         # Named regions of x: above a bound (beyond=) or below one (below=).
         regions = [(r, e, "above") for r, e in (beyond or {}).items()]
         regions += [(r, e, "below") for r, e in (below or {}).items()]

@@ -23,7 +23,8 @@ from importlib import resources
 
 import sympy
 
-from inference_arithmetic.core.numeric import CompiledFormulas
+from inference_arithmetic.core.numeric import CompiledFormulas, UnknownName
+from inference_arithmetic.serving import cache
 
 __all__ = ["KINDS", "BAND", "PER_TOKEN", "bands", "band", "of", "describe"]
 
@@ -59,16 +60,19 @@ def band(kind: str, value: float, speed: bool = False) -> tuple[float, float]:
     prediction ``value`` of ``kind`` (seconds; a speed if ``speed``); ``KeyError`` naming the
     kinds for another."""
     if kind not in KINDS:
-        raise KeyError(f"no band for {kind!r}; the kinds are: {', '.join(KINDS)}")
+        raise UnknownName(f"no band for {kind!r}; the kinds are: {', '.join(KINDS)}")
     b = bands()[kind]
-    ends = _ends("speed" if speed else "time")(predicted=value, band_low=b["low"],
-                                               band_high=b["high"])  # fmt: skip
-    return (ends["low"], ends["high"])
+    ends = _ends()(predicted=value, band_low=b["low"], band_high=b["high"])
+    which = "speed" if speed else "time"
+    return (ends[f"{which} low"], ends[f"{which} high"])
 
 
 @functools.cache
-def _ends(which: str) -> CompiledFormulas:
-    return CompiledFormulas(BAND[which])
+def _ends() -> CompiledFormulas:
+    """Both kinds' ends compiled together, kept on disk (``serving.cache``): compiling them
+    would be most of a fresh process's first ``calculate``."""
+    ends = {f"{which} {end}": expr for which, both in BAND.items() for end, expr in both.items()}
+    return cache.formulas("bands", lambda: ends)
 
 
 def of(result: dict, banded: dict[str, tuple[str, bool]]) -> dict[str, tuple[float, float]]:

@@ -12,7 +12,9 @@ named after a hash of the library's source and the SymPy and NumPy versions, so 
 library never reads an old entry. A folder that cannot be written, or an entry that cannot be
 read, only costs the compile: the formulas are built as if there were no cache.
 ``ia.serving.warm()`` (which ``make`` runs when it sets up the environment) compiles the
-calculator's formulas of every registry model ahead of their first use.
+calculator's formulas and the steady state's step of every registry model ahead of their first
+use. ``formulas`` keeps formulas compiled together for single numbers, ``formula`` one for
+arrays (as ``numeric`` compiles it).
 """
 
 from __future__ import annotations
@@ -28,9 +30,9 @@ from pathlib import Path
 import numpy as np
 import sympy
 
-from inference_arithmetic.core.numeric import CompiledFormulas
+from inference_arithmetic.core.numeric import CompiledFormula, CompiledFormulas
 
-__all__ = ["formulas", "data", "folder"]
+__all__ = ["formulas", "formula", "data", "folder"]
 
 
 @functools.cache
@@ -73,13 +75,23 @@ def _store(path, parts) -> None:
 def formulas(key: str, build: Callable[[], dict]) -> CompiledFormulas:
     """The formulas ``build()`` returns, compiled together, read from the cache under ``key``
     (a text that names them uniquely, e.g. a model's repr) or compiled and stored there."""
+    return _compiled(CompiledFormulas, key, build)
+
+
+def formula(key: str, build: Callable[[], object]) -> CompiledFormula:
+    """The one formula ``build()`` returns, compiled for arrays as ``numeric`` compiles it,
+    read from the cache under ``key`` or compiled and stored there."""
+    return _compiled(CompiledFormula, key, build)
+
+
+def _compiled(kind, key, build):
     path = _path(key)
     if path is not None:
         try:
-            return CompiledFormulas.from_parts(json.loads(path.read_text()))
+            return kind.from_parts(json.loads(path.read_text()))
         except (OSError, ValueError, KeyError, TypeError, SyntaxError):
             pass  # absent or unreadable: compile it
-    compiled = CompiledFormulas(build())
+    compiled = kind(build())
     if path is not None:
         _store(path, compiled.parts())
     return compiled

@@ -42,7 +42,6 @@ import sympy
 
 from inference_arithmetic.core import checks
 from inference_arithmetic.core import format as fmt
-from inference_arithmetic.core.numeric import numeric
 from inference_arithmetic.core.symbols import B_d, O, P_t, R, S
 from inference_arithmetic.formulas import continuous, economics, kernels, latency
 from inference_arithmetic.serving import bands, cache
@@ -53,7 +52,7 @@ from inference_arithmetic.serving.scenario import (
 )
 
 __all__ = ["DEFAULT_TOKEN_BUDGET", "PROMPT_COUNTS", "SPREAD_POINTS", "STEADY", "REPLICAS"]
-__all__ += ["SATURATED"]
+__all__ += ["SATURATED", "ONE_TOKEN"]
 __all__ += ["steady_state"]
 __all__ += ["steady_state_of", "saturation_rate", "saturated_message", "plan", "simulate"]
 __all__ += ["highest_rate", "output_cost"]
@@ -125,33 +124,45 @@ STEP_FORMULAS = {"kernels": kernels.step, "roofline": continuous.step}
 """A step of B_d decodes and P_t prompt tokens, by the scenario's step model."""
 
 
+# Building a model's step and compiling it is most of a first steady state (a second or so):
+# kept on disk, as the calculator's formulas are (``ia.serving.warm`` fills it).
 @functools.lru_cache(maxsize=64)
 def _step(arch, step="kernels"):
-    return numeric(STEP_FORMULAS[step](arch))
+    return cache.formula(f"step {step} {arch!r}", lambda: STEP_FORMULAS[step](arch))
 
 
 @functools.cache
 def _steady():
-    return {name: numeric(expr) for name, expr in STEADY.items()}
+    return cache.formulas("steady", lambda: STEADY)
+
+
+_EYE = np.eye(PROMPT_COUNTS)
 
 
 def _stationary(moves):
-    """The stationary distribution of a chain of transition matrix ``moves``: pi (I - P) = 0,
-    its last equation replaced by sum(pi) = 1."""
-    system = np.eye(len(moves)) - moves.T
-    system[-1] = 1.0
-    return np.linalg.solve(system, np.eye(len(moves))[-1])
+    """The stationary distribution of a chain of transition matrix ``moves`` (or of each of
+    a stack of them): pi (I - P) = 0, its last equation replaced by sum(pi) = 1."""
+    system = _EYE - np.swapaxes(moves, -1, -2)
+    system[..., -1, :] = 1.0
+    return np.linalg.solve(system, _EYE[-1])
 
 
 def _poisson(means):
-    """P(K = k) for k in _K, a row per mean (normalized over the range kept)."""
-    means = np.atleast_1d(np.asarray(means, dtype=float))
-    log = _K * np.log(np.maximum(means, 1e-300))[:, None] - means[:, None] - _LOG_FACTORIALS
+    """P(K = k) for k in _K, a row per mean, of an array of any shape (normalized over the
+    range kept)."""
+    means = np.asarray(means, dtype=float)[..., None]
+    log = _K * np.log(np.maximum(means, 1e-300)) - means - _LOG_FACTORIALS
     weights = np.exp(log)
-    return weights / weights.sum(axis=1, keepdims=True)
+    return weights / weights.sum(axis=-1, keepdims=True)
 
 
 _LOG_FACTORIALS = np.cumsum(np.log(np.maximum(_K, 1)))  # log k! for k in _K
+_COUNTS = _K.astype(float)
+
+
+@functools.cache
+def _mean_context():
+    return cache.formulas("mean context", lambda: {"context": latency.mean_context()})
 
 
 class _Engine:
@@ -161,45 +172,57 @@ class _Engine:
         self.s, self.budget = s, s.token_budget
         self.values = s.values()
         self.T, self.O = s.prompt_len, s.output_len
-        self.context = float(s.evaluate(latency.mean_context()))
+        self.tokens = _COUNTS * self.T  # each count's prompts
+        self.context = _mean_context().from_values(self.values)["context"]
         whole = {**self.values, "context_len": self.T + self.O}
         fit = cache.formulas(f"fit {s.model!r}", lambda: {"n": latency.max_concurrency(s.model)})
         self.capacity = int(fit.from_values(whole)["n"])
+        # The chain evaluates the step a thousand times at the scenario's values: checked once.
+        free = ("decoding", "context_len", "prefill_tokens")
+        self._step = _step(s.model, s.step).bind(self.values, *free)
 
     def steps(self, decodes, prompts):
         """Step times for ``decodes`` decoding requests and each count of ``prompt tokens``."""
-        point = {**self.values, "decoding": np.maximum(decodes, 0.0) + 0 * prompts,
-                 "context_len": np.full(np.shape(prompts), self.context),
-                 "prefill_tokens": prompts}  # fmt: skip
-        return _step(self.s.model, self.s.step).from_values(point)
+        prompts = np.asarray(prompts, dtype=float)
+        decodes, context = np.maximum(decodes, 0.0), np.asarray(self.context)
+        times = np.asarray(self._step(decodes, context, prompts), dtype=float)
+        return times if times.shape == prompts.shape else np.broadcast_to(times, prompts.shape)
 
-    def macro(self, decodes, counts, rate=0.0):
-        """The steps that prefill ``counts`` prompts (each count of an array), chunked under
-        the token budget: what the budget leaves beside the decodes, b, a step. Prompts of more
-        than b tokens take tokens / b full steps, and the room their last step leaves goes to
-        the next prompts if one has arrived by then (at ``rate``), else it is lost: the rest
-        of that step with the probability that none did. Fewer take one step of their own.
-        Returns the steps' time and their number. Without a budget it is that one step."""
-        tokens = np.asarray(counts, dtype=float) * self.T
-        room = max(self.budget - decodes, 1.0)
+    def macro(self, decodes, rate=0.0):
+        """The steps that prefill each count of prompts K (``_K``), chunked under the token
+        budget, for each of ``decodes`` (an array, a row each): what the budget leaves beside
+        the decodes, b, a step. Prompts of more than b tokens take tokens / b full steps, and
+        the room their last step leaves goes to the next prompts if one has arrived by then (at
+        ``rate``), else it is lost: the rest of that step with the probability that none did.
+        Fewer take one step of their own. Returns the steps' time and their number. Without a
+        budget it is that one step."""
+        decodes, tokens = np.asarray(decodes, dtype=float)[:, None], self.tokens
+        room = np.maximum(self.budget - decodes, 1.0)
         fluid = np.maximum(tokens / room, 1.0)
-        full = self.steps(decodes, np.full(np.shape(tokens), room))
-        # Without an arrival the last step holds only the prompts' rest: a shorter step.
         whole = np.ceil(fluid)
-        alone = (whole - 1) * full + self.steps(decodes, tokens - (whole - 1) * room)
+        before = whole - 1  # full steps before the last
+        # The three kinds of step evaluated together (one call costs what one does): a full
+        # step, the last step of each count's prompts, and each count's prompts in one step.
+        rest, one = tokens - before * room, np.minimum(tokens, room)
+        steps = self.steps(decodes, np.concatenate([room, rest, one], axis=1))
+        full, last, own = steps[:, :1], steps[:, 1 : 1 + len(tokens)], steps[:, 1 + len(tokens) :]
+        # Without an arrival the last step holds only the prompts' rest: a shorter step.
+        alone = before * full + last
         none = np.exp(-rate * fluid * full)  # no arrival during the prefill
-        time = none * alone + (1 - none) * fluid * full
-        n = none * whole + (1 - none) * fluid
-        own = self.steps(decodes, np.minimum(tokens, room))
-        return np.where(tokens > room, time, own), np.where(tokens > room, n, 1.0)
+        some = 1 - none
+        time = none * alone + some * fluid * full
+        n = none * whole + some * fluid
+        chunked = tokens > room
+        return np.where(chunked, time, own), np.where(chunked, n, 1.0)
 
     def chain(self, rate, decodes):
         """The prefills as a Markov chain on the prompts K that arrived during the steps
         before: those steps prefill them (in n_K steps under the budget, ``macro``), and the
         prompts that arrive meanwhile, Poisson(lambda M_K) for the steps' time M_K, are the
         next K. Returns each K's time per step (M_K / n_K), the transition matrix, its
-        stationary distribution over K, and each K's steps n_K."""
-        times, counts = self.macro(decodes, _K.astype(float), rate)
+        stationary distribution over K, and each K's steps n_K: for each of ``decodes`` (an
+        array), a row (a matrix for the transitions)."""
+        times, counts = self.macro(decodes, rate)
         moves = _poisson(rate * times)  # moves[k, j]: k prompts, then j
         return times / counts, moves, _stationary(moves), counts
 
@@ -209,7 +232,8 @@ class _Engine:
         away."""
         tau = start or float(self.steps(0.0, np.zeros(1))[0])
         for _ in range(200):  # converges in tens of steps below saturation; creeps at it
-            times, _, weights, counts = self.chain(rate, rate * (self.O - 1) * tau)
+            chain = self.chain(rate, [rate * (self.O - 1) * tau])
+            times, _, weights, counts = (part[0] for part in chain)
             mean = float((weights * counts) @ times / (weights @ counts))
             if mean > 1e3 or not np.isfinite(mean) or weights[-8:].sum() > 1e-6:
                 return None  # a step's prompts beyond the range kept: it runs away
@@ -221,39 +245,47 @@ class _Engine:
     def ttft(self, rate, decodes):
         """An arrival falls in a prefill's steps picked by their length, waits for the rest of
         them, then is prefilled with the others that arrived meanwhile, in their order: its
-        first token comes with the step that takes its last chunk."""
-        times, moves, weights, counts = self.chain(rate, decodes)
-        spans = times * counts
-        picked = weights * spans / (weights @ spans)
-        room = max(self.budget - decodes, 1.0)
-        full = float(self.steps(decodes, np.full(1, room))[0])
-        done = np.empty(len(_K))
-        for j in _K:  # j others arrived with it: ranks 1..j+1, each as likely
-            tokens = (j + 1) * self.T
-            if tokens <= room:  # all in one step
-                done[j] = float(self.steps(decodes, np.full(1, float(tokens)))[0])
-            else:  # its last chunk in the step that reaches its rank's tokens: a full step,
-                # but for the last prompt, whose last step holds only what is left of it
-                steps = np.ceil(np.arange(1, j + 2) * self.T / room)
-                times = steps * full
-                left = tokens - (steps[-1] - 1) * room
-                times[-1] = (steps[-1] - 1) * full + float(self.steps(decodes, np.full(1, left))[0])
-                done[j] = np.mean(times)
-        return float(picked @ (spans / 2 + moves @ done))
+        first token comes with the step that takes its last chunk. One for each of
+        ``decodes`` (an array)."""
+        chains = self.chain(rate, decodes)
+        decodes = np.asarray(decodes, dtype=float)[:, None]
+        room = np.maximum(self.budget - decodes, 1.0)
+        # j others arrived with it: ranks 1..j+1, each as likely, (j + 1) T tokens in all,
+        # all in one step if they fit; else each rank's last chunk is in the step that reaches
+        # its tokens: a full step, but for the last prompt, whose last step holds only what is
+        # left of it.
+        ranks = _K + 1
+        tokens = ranks * float(self.T)
+        steps = np.ceil(ranks * self.T / room)
+        left = tokens - (steps - 1) * room
+        prompts = np.concatenate([room, np.broadcast_to(tokens, left.shape), left], axis=1)
+        evaluated = self.steps(decodes, prompts)
+        full, together = evaluated[:, :1], evaluated[:, 1 : 1 + len(_K)]
+        last = (steps - 1) * full + evaluated[:, 1 + len(_K) :]
+        ranks_before = np.cumsum(steps * full, axis=1)[:, :-1]
+        before = np.concatenate([np.zeros_like(full), ranks_before], axis=1)
+        done = np.where(tokens <= room, together, (before + last) / ranks)  # a mean over j + 1
+        ttfts = []
+        for times, moves, weights, counts, row in zip(*chains, done, strict=True):
+            spans = times * counts
+            picked = weights * spans / (weights @ spans)
+            ttfts.append(float(picked @ (spans / 2 + moves @ row)))
+        return np.array(ttfts)
 
     def state(self, rate, start=None):
         tau = self.tau(rate, start)
         if tau is None:
             return None
         decodes = rate * (self.O - 1) * tau
-        times, moves, weights, counts = self.chain(rate, decodes)
-        more, _, more_weights, more_counts = self.chain(rate, decodes + 1)
+        chains = self.chain(rate, [decodes, decodes + 1])  # the slope's too, in one evaluation
+        times, moves, weights, counts = (part[0] for part in chains)
+        more, _, more_weights, more_counts = (part[1] for part in chains)
         slope = float((more_weights * more_counts) @ more / (more_weights @ more_counts)) - tau
         # Sums over the chain's future: Z f = sum_j>=0 P^j f for centred f (Z, the
         # fundamental matrix (I - P + 1 pi)^-1).
         # A prefill of K prompts spreads over its n_K steps: the chain's rewards are centred
         # per step (K - mu n_K prompts, M_K - tau n_K seconds, mu the prompts a step).
-        fundamental = np.eye(len(_K)) - moves + weights
+        fundamental = _EYE - moves + weights
         steps = weights @ counts
         prompts = _K - (weights @ _K) / steps * counts
         seconds = (times - tau) * counts
@@ -263,7 +295,7 @@ class _Engine:
                  "burst_ratio": float(weights @ (prompts * (2 * zk - prompts)) / (weights @ _K)),
                  "burst_covariance": float(weights @ (prompts * (zt - seconds)) / steps),
                  }  # fmt: skip
-        steady = {name: float(f.from_values(chain)) for name, f in _steady().items()}
+        steady = _steady().from_values(chain)
         if steady["gain"] >= 1:
             return None  # more decodes feed back more than they add: no steady state
         # The budget left for prompts, b - B_d, moves with the decodes: an arrival's prefill is
@@ -271,11 +303,18 @@ class _Engine:
         nodes, weights_b = map(np.array, SPREAD_POINTS)
         spread = np.sqrt(max(steady["variance"], 0.0))
         met = np.clip(steady["busy"] + spread * nodes, 0.0, self.budget - 1.0)
-        ttft = float(weights_b @ [self.ttft(rate, b) for b in met] / weights_b.sum())
+        ttft = float(weights_b @ self.ttft(rate, met) / weights_b.sum())
         request = ttft + (self.O - 1) * steady["tpot"]
         ok = decodes < self.budget and rate * request <= self.capacity
         return {"ttft": ttft, "tpot": steady["tpot"], "mean_step": tau, "request_time": request,
                 "concurrency": rate * request, "ok": ok, **chain, **steady}  # fmt: skip
+
+
+@functools.lru_cache(maxsize=256)
+def _engine_of(s: Scenario) -> _Engine:
+    """The engine of ``s``, made once (its step bound to the scenario's values): the
+    saturation search and each rate after it share it."""
+    return _Engine(s)
 
 
 def _scenario(arch, gpu, prompt_len, output_len, n_gpus, dtype, deployment):
@@ -286,14 +325,32 @@ def _scenario(arch, gpu, prompt_len, output_len, n_gpus, dtype, deployment):
     return s
 
 
+ONE_TOKEN = (
+    "output_len must be a whole number from 2 up for a steady state, got {output_len}: a "
+    "request of one output token is only a prefill, with no decode step and no time per "
+    "output token (ia.prefill_time times it)"
+)
+"""The message for a steady state of requests of one output token."""
+
+
+def _decoding(output_len) -> None:
+    """Refuse a steady state whose requests never decode (``ONE_TOKEN``)."""
+    # Refused rather than answered with an undefined time per token: the steady state is that
+    # of the decoding requests (Little's law counts lambda (O - 1) tau of them), none here.
+    if checks.count("output_len", output_len) < 2:
+        raise checks.ArgumentError(ONE_TOKEN.format(output_len=output_len))
+
+
 def saturation_rate(s: Scenario) -> float:
-    """The highest arrival rate (requests per second) the engine of ``s`` keeps up with."""
+    """The highest arrival rate (requests per second) the engine of ``s`` keeps up with
+    (``output_len`` of 2 up: ``ONE_TOKEN``)."""
+    _decoding(s.output_len)
     return _saturation(s)
 
 
 @functools.lru_cache(maxsize=256)
 def _saturation(s: Scenario) -> float:
-    engine = _Engine(s)
+    engine = _engine_of(s)
     low, high, below = 0.0, 1.0, None  # below: the mean step at ``low``, to start from
     while (state := engine.state(high, below)) is not None and state["ok"]:
         low, high, below = high, 2 * high, state["mean_step"]
@@ -319,7 +376,7 @@ def saturated_message(s: Scenario, rate: float, saturation: float) -> str:
 
 @deployment_keywords
 def steady_state(
-    arch, gpu, requests_per_s, prompt_len=2048, output_len=256, n_gpus=1, dtype="bf16",
+    model, gpu, requests_per_s, prompt_len=2048, output_len=256, n_gpus=1, dtype="bf16",
     **deployment
 ) -> dict:  # fmt: skip
     """The steady state of ``requests_per_s`` requests a second, each of ``prompt_len`` and
@@ -331,31 +388,33 @@ def steady_state(
     saturation rate), ``saturation_rate``, the chain's ``mean_step``, ``decoding`` (requests
     decoding in a mean step) and ``decoding_variance``, and ``band``: for ttft, tpot,
     request_time and saturation_rate, the range in which eight of ten held-out measurements
-    fell (``serving.bands``; None with ``step="roofline"``). ``ValueError`` past saturation.
+    fell (``serving.bands``; None with ``step="roofline"``). ``ValueError`` past saturation,
+    and for requests of one output token, which never decode (``ONE_TOKEN``).
     """
     rate = checks.amount("requests_per_s", requests_per_s, "requests per second", positive=True)
-    s = _scenario(arch, gpu, prompt_len, output_len, n_gpus, dtype, deployment)
+    s = _scenario(model, gpu, prompt_len, output_len, n_gpus, dtype, deployment)
     return steady_state_of(s, rate)
 
 
 @functools.cache
 def _replica(key):
-    return numeric(REPLICAS[key])
+    return cache.formulas(f"replicas {key}", lambda: {key: REPLICAS[key]})
 
 
 def _replicas(key, values) -> float:
     """``REPLICAS[key]`` at ``values``."""
-    return float(_replica(key).from_values(values))
+    return _replica(key).from_values(values)[key]
 
 
 def steady_state_of(s: Scenario, rate: float) -> dict:
     """``steady_state`` of a Scenario (made with ``batch=1, in_waves=True``) at ``rate``. Its
     ``replicas`` share the requests evenly: each is one engine at ``rate / replicas``."""
+    _decoding(s.output_len)
     one = s.replace(replicas=1) if s.replicas > 1 else s
     values = {"requests_per_s": rate, "replicas": s.replicas}
     values["replica_saturation"] = saturation = saturation_rate(one)
     share = _replicas("share", values)
-    state = _Engine(one).state(share) if share <= saturation else None
+    state = _engine_of(one).state(share) if share <= saturation else None
     if state is None or not state["ok"]:
         whole = _replicas("saturation_rate", values)
         raise checks.ArgumentError(saturated_message(s, rate, whole))
@@ -376,39 +435,50 @@ def steady_state_of(s: Scenario, rate: float) -> dict:
 
 
 def plan(
-    arch, gpu, requests_per_s, prompt_len, output_len, ttft_target, tpot_target, *,
-    most_gpus=64, **options
+    model, gpu, requests_per_s, prompt_len, output_len, ttft_target, tpot_target, *,
+    most_gpus=64, price_per_hour=None, **options
 ) -> dict:  # fmt: skip
     """The cheapest deployment, replicas x tensor-parallel degree (up to 8, one NVLink
     domain), whose steady state meets both targets (seconds), each replica taking an equal
-    share of the requests. Returns ``replicas``, ``tensor_parallel``, ``n_gpus``, ``ttft``,
-    ``tpot`` and ``cost_per_million_output_tokens`` (dollars at the GPU's example price, the
-    GPUs paid busy or idle); ``ValueError`` if no deployment of ``most_gpus`` meets them."""
+    share of the requests. Returns ``replicas``, ``n_gpus`` (per replica, its tensor-parallel
+    degree, as every deployment argument counts them), ``gpus`` (in all), ``ttft``, ``tpot``
+    and ``cost`` (``output``: USD per million output tokens, the GPUs paid busy or idle, at
+    ``price_per_hour`` or the GPU's example price; ``price_per_hour``; ``price_date``, None
+    for a given price); ``ValueError`` if no deployment of ``most_gpus`` GPUs meets them."""
     from inference_arithmetic.hardware.gpus import gpu as registry_gpu
     from inference_arithmetic.models.config import model as registry_model
     from inference_arithmetic.serving.scenario import tensor_parallel_degrees
 
     rate = checks.amount("requests_per_s", requests_per_s, "requests per second", positive=True)
+    _decoding(output_len)  # else every deployment would be skipped as if it saturated
     checks.amount("ttft_target", ttft_target, "seconds", positive=True)
     checks.amount("tpot_target", tpot_target, "seconds", positive=True)
-    arch, device = registry_model(arch), registry_gpu(gpu)
-    if device.price_per_hour is None:
-        raise checks.ArgumentError(f"{device.name} has no example price: plan needs one")
+    model, device = registry_model(model), registry_gpu(gpu)
+    if price_per_hour is not None:
+        price = checks.amount("price_per_hour", price_per_hour, "dollars", positive=True)
+    elif device.price_per_hour is None:
+        raise checks.ArgumentError(
+            f"{device.name} has no example price: give plan a price_per_hour (USD per GPU-hour)"
+        )
+    else:
+        price = device.price_per_hour
     best = None
-    for degree in tensor_parallel_degrees(arch, 8):
+    for degree in tensor_parallel_degrees(model, 8):
         for replicas in range(1, most_gpus // degree + 1):
             try:
-                state = steady_state(arch, device, rate, prompt_len, output_len,
+                state = steady_state(model, device, rate, prompt_len, output_len,
                                      n_gpus=degree, replicas=replicas, **options)  # fmt: skip
             except ValueError:
                 continue  # does not fit, or saturates: more replicas
             if state["ttft"] <= ttft_target and state["tpot"] <= tpot_target:
                 gpus = replicas * degree
-                cost = _output_cost(device.price_per_hour, gpus, rate, output_len)
-                if best is None or cost < best["cost_per_million_output_tokens"]:
-                    best = {"replicas": replicas, "tensor_parallel": degree, "n_gpus": gpus,
+                cost = _output_cost(price, gpus, rate, output_len)
+                if best is None or cost < best["cost"]["output"]:
+                    date = device.price_date if price_per_hour is None else None
+                    best = {"replicas": replicas, "n_gpus": degree, "gpus": gpus,
                             "ttft": state["ttft"], "tpot": state["tpot"],
-                            "cost_per_million_output_tokens": cost}  # fmt: skip
+                            "cost": {"output": cost, "price_per_hour": price,
+                                     "price_date": date}}  # fmt: skip
                 break  # more replicas of this degree only cost more
     if best is None:
         raise checks.ArgumentError(
@@ -443,12 +513,12 @@ def highest_rate(s: Scenario, tpot_target: float) -> float:
 
 @functools.cache
 def _stream_cost():
-    return numeric(economics.output_cost_at_rate(_rate))
+    return cache.formulas("stream cost", lambda: {"cost": economics.output_cost_at_rate(_rate)})
 
 
 def _output_cost(price_per_hour, gpus, rate, output_len) -> float:
     values = {"price_per_hour": price_per_hour, "n_gpus": gpus, "requests_per_s": rate}
-    return float(_stream_cost().from_values({**values, "output_len": output_len}))
+    return _stream_cost().from_values({**values, "output_len": output_len})["cost"]
 
 
 def output_cost(s: Scenario, rate: float) -> float:
@@ -462,7 +532,7 @@ def output_cost(s: Scenario, rate: float) -> float:
 
 
 def simulate(
-    arch, gpu, requests_per_s, prompt_len=2048, output_len=256, n_gpus=1, dtype="bf16", *,
+    model, gpu, requests_per_s, prompt_len=2048, output_len=256, n_gpus=1, dtype="bf16", *,
     requests=400, seed=0, **deployment
 ) -> dict:  # fmt: skip
     """The engine step by step with SimPy: Poisson arrivals at ``requests_per_s``; each step
@@ -471,7 +541,7 @@ def simulate(
     admitted while the memory holds its whole cache; a step takes ``formulas.continuous.step``
     for its own decodes, their mean context and its prefill tokens. Returns the mean ``ttft`` and
     ``tpot`` (seconds) of ``requests`` requests after a warm-up of a fifth as many."""
-    s = _scenario(arch, gpu, prompt_len, output_len, n_gpus, dtype, deployment)
+    s = _scenario(model, gpu, prompt_len, output_len, n_gpus, dtype, deployment)
     rng = np.random.default_rng(seed)
     warm = requests // 5
     arrivals = np.cumsum(rng.exponential(1 / requests_per_s, requests + warm))
@@ -599,7 +669,7 @@ def _limits(s: Scenario) -> tuple:
 
 def _run(capacity, token_budget, prompt_len, output_len, arrivals, step, total=None):
     """``_engine`` of the limits it runs under."""
-    import simpy
+    simpy = _simpy()
 
     env, done, idle = simpy.Environment(), [], {"wake": None}
     # Admitted requests prefill in their order and decode in the order they began, one token
@@ -654,6 +724,20 @@ def _run(capacity, token_budget, prompt_len, output_len, arrivals, step, total=N
     env.process(serve())
     env.run()
     return done
+
+
+def _simpy():
+    """SimPy, which runs the engine step by step: imported on use, so that the library imports
+    without it (a dependency all the same: ``ia.serve`` of a continuous engine runs on it)."""
+    try:
+        import simpy
+    except ImportError as error:
+        raise ImportError(
+            "running the engine step by step (ia.continuous.simulate, burst and closed_loop, "
+            "and ia.serve on a continuously batching engine) needs SimPy, a dependency of "
+            "inference-arithmetic that is missing here: pip install simpy"
+        ) from error
+    return simpy
 
 
 def _scalar_step(s: Scenario):

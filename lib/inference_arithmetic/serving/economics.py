@@ -24,7 +24,7 @@ from importlib import resources
 import sympy
 
 from inference_arithmetic.core import checks
-from inference_arithmetic.core.numeric import numeric
+from inference_arithmetic.core.numeric import ArgumentError, UnknownName, numeric
 from inference_arithmetic.formulas import economics
 from inference_arithmetic.serving import timing
 from inference_arithmetic.serving.scenario import Scenario, deployment_keywords
@@ -56,7 +56,7 @@ def _price(gpu, price_per_hour):
             "given",
         )
     if gpu.price_per_hour is None:
-        raise ValueError(
+        raise ArgumentError(
             f"{gpu.name!r} has no example price per hour: pass price_per_hour (USD per GPU-hour)"
         )
     return float(gpu.price_per_hour), gpu.price_date, gpu.sources.get("price_per_hour")
@@ -64,7 +64,7 @@ def _price(gpu, price_per_hour):
 
 @deployment_keywords
 def token_costs(
-    arch,
+    model,
     gpu,
     batch: int = 1,
     prompt_len: int = 2048,
@@ -87,7 +87,7 @@ def token_costs(
     """
     utilization = checks.fraction("utilization", utilization)
     workload = dict(batch=batch, prompt_len=prompt_len, output_len=output_len)
-    s = Scenario(arch, gpu, **workload, **deployment)
+    s = Scenario(model, gpu, **workload, **deployment)
     price, date, source = _price(s.gpu, price_per_hour)
     run = timing.run(s)
     per_input, per_output, request, _ = _formulas(s.parallel)
@@ -111,7 +111,7 @@ def token_costs(
 
 @deployment_keywords
 def break_even_utilization(
-    arch, gpu, api_input_price: float, api_output_price: float, **request
+    model, gpu, api_input_price: float, api_output_price: float, **request
 ) -> float:
     """The fraction of paid GPU time that must do work for self-hosting a request of
     ``prompt_len`` input and ``output_len`` output tokens to cost what an API charges for it
@@ -124,10 +124,10 @@ def break_even_utilization(
     checks.amount("api_input_price", api_input_price, "dollars")
     checks.amount("api_output_price", api_output_price, "dollars")
     if api_input_price == 0 and api_output_price == 0:
-        raise ValueError("an API that charges nothing cannot be beaten: give a positive price")
+        raise ArgumentError("an API that charges nothing cannot be beaten: give a positive price")
     if "utilization" in request:
-        raise ValueError("break_even_utilization finds the utilization: do not give one")
-    full = token_costs(arch, gpu, **request)
+        raise ArgumentError("break_even_utilization finds the utilization: do not give one")
+    full = token_costs(model, gpu, **request)
     *_, even = _formulas(request.get("parallel", "tensor"))
     return even(
         seq_len=request.get("prompt_len", 2048),
@@ -155,5 +155,5 @@ def api_prices(model: str | None = None) -> list[dict]:
     chosen = [entry for entry in prices if entry["model"] == model]
     if not chosen:
         known = sorted({entry["model"] for entry in prices})
-        raise KeyError(f"no API price for {model!r}; prices exist for: {', '.join(known)}")
+        raise UnknownName(f"no API price for {model!r}; prices exist for: {', '.join(known)}")
     return chosen

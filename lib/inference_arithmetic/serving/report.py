@@ -18,7 +18,8 @@ at the mean context of the O - 1 steps, exact while the step is linear in the co
 kernel on one side of its roofline (the whole step's, with ``step="roofline"``) over the whole
 output, and no sliding window filling up (``exact`` says whether it is; ``ia.generation`` sums
 the steps one by one). Costs are
-``formulas.economics`` at full utilization and the GPU's dated example price. Memory is the
+``formulas.economics`` at full utilization and ``price_per_hour`` (default: the GPU's dated
+example price). Memory is the
 weights, split n ways with tensor parallelism, the KV cache of B requests of T + O tokens,
 split by KV heads (``latency.kv_split``), and one step's activations, against
 ``memory_utilization`` of each GPU. Chapter 14 presents it; chapters 06
@@ -32,11 +33,12 @@ import functools
 
 import sympy
 
-from inference_arithmetic.core.numeric import CompiledFormulas
+from inference_arithmetic.core import checks
+from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas
 from inference_arithmetic.core.symbols import B, B_d, L_w, M, O, P_t, R, S, T, W, n_gpus
 from inference_arithmetic.formulas import economics, kernels, latency
 from inference_arithmetic.models.config import model, model_names
-from inference_arithmetic.serving import bands, cache, scenario
+from inference_arithmetic.serving import bands, cache, continuous, scenario
 from inference_arithmetic.serving.scenario import (
     DEFAULT_STEP,
     FIGURES,
@@ -150,6 +152,8 @@ def calculate(
     batch: int = 1,
     prompt_len: int = 2048,
     output_len: int = 256,
+    *,
+    price_per_hour: float | None = None,
     **deployment,
 ) -> dict:
     """Memory per GPU, time to first token, time per output token, throughput, cost per
@@ -161,38 +165,61 @@ def calculate(
     the argument for everything else, including a model that does not fit in
     ``memory_utilization`` of the GPUs' memory and a request past its context window).
 
-    Returns ``memory`` (bytes per GPU: weights, kv_cache at prompt_len + output_len tokens,
-    activations (the reserve for one step of the token budget), total, budget, capacity,
-    fits), ``ttft``, ``tpot``, ``total`` (seconds), ``throughput``
-    (output tokens per second), ``cost`` (USD per million input and output tokens, per request,
-    and the price per GPU-hour with its date; None where the GPU has no price), ``bound``
-    (compute or bandwidth, for prefill and decode; "bandwidth, then compute" if decode changes
-    bound during the output), ``band`` (for ttft, tpot, total and throughput, the range in
-    which eight of ten held-out measurements fell, ``serving.bands``; None with
-    ``step="roofline"``), ``mean_context``, ``exact``, and the settings it used.
+    Returns ``memory`` (bytes per GPU: ``weights``, ``kv_cache`` at prompt_len + output_len
+    tokens, ``activations`` (the reserve for one step of the token budget), ``total``,
+    ``budget``, ``capacity``, and ``fits``), ``ttft``, ``tpot``, ``total`` (seconds),
+    ``throughput`` (output tokens per second), ``cost`` (USD per million ``input`` and
+    ``output`` tokens, per ``request``, and the ``price_per_hour`` with its ``price_date``:
+    ``price_per_hour`` if given, with no date, else the GPU's example; None where neither is),
+    ``bound`` (compute or bandwidth, for ``prefill`` and ``decode``; "bandwidth, then compute"
+    if decode changes bound during the output), ``band`` (for ttft, tpot, total and
+    throughput, the range in which eight of ten held-out measurements fell,
+    ``serving.bands``; None with ``step="roofline"``), ``mean_context``, ``exact``, ``gpus``
+    (in all: ``n_gpus`` per replica times ``replicas``), and the settings it used: ``model``,
+    ``gpu``, ``n_gpus``, ``dtype``, ``cache_dtype``, ``compute_dtype``, ``batch``,
+    ``prompt_len``, ``output_len``, ``engine``, ``step``, the step's figures
+    (``compute_efficiency``, ``bandwidth_efficiency``, ``attention_efficiency``,
+    ``decode_attention_efficiency``, ``kernel_overhead``, ``step_overhead``,
+    ``request_overhead``, ``allreduce_latency``), ``link_latency``, ``memory_utilization``
+    and ``replicas``.
     """
     workload = dict(batch=batch, prompt_len=prompt_len, output_len=output_len)
     deployment.update(n_gpus=n_gpus, dtype=dtype, cache_dtype=cache_dtype)
     s = Scenario(model, gpu, **workload, **deployment)
-    return report(s)
+    return report(s, price_per_hour)
 
 
-def report_values(s: Scenario) -> dict[str, float | None]:
-    """Every formula of ``report_formulas`` at the scenario's values (costs None where the
-    GPU has no price)."""
+def _price(s: Scenario, price_per_hour) -> tuple[float | None, str | None]:
+    """USD per GPU-hour and its date: as given (no date), else the GPU's example, else None."""
+    if price_per_hour is None:
+        return s.gpu.price_per_hour, s.gpu.price_date
+    return checks.amount("price_per_hour", price_per_hour, "dollars", positive=True), None
+
+
+def report_values(s: Scenario, price_per_hour: float | None = None) -> dict[str, float | None]:
+    """Every formula of ``report_formulas`` at the scenario's values and ``price_per_hour``
+    (default: the GPU's example; costs None where there is neither)."""
     if s.parallel != "tensor":
-        raise ValueError("the report is for tensor parallelism; give parallel='tensor'")
-    price = s.gpu.price_per_hour
+        raise ArgumentError("the report is for tensor parallelism; give parallel='tensor'")
+    price, _ = _price(s, price_per_hour)
     values = {**s.values(), "price_per_hour": price or 1.0}
     r = _compiled(s.model, s.step).from_values(values)
     return {k: None if k.startswith("cost_") and not price else v for k, v in r.items()}
 
 
-def report(s: Scenario) -> dict:
-    """``calculate`` of a ``Scenario`` (tensor parallelism)."""
-    r = report_values(s)
+def report(s: Scenario, price_per_hour: float | None = None) -> dict:
+    """``calculate`` of a ``Scenario`` (tensor parallelism) whose batch runs at once."""
+    # Refused rather than reported a wave at a time: every number here is of the scenario's
+    # batch at once, which in waves may be far past the memory, and a report of one wave would
+    # not be of the batch it names. ``timing.run`` refuses the same; ``in_waves`` times waves.
+    if s.in_waves:
+        raise ArgumentError(
+            f"the report is of a batch at once; a scenario in waves (in_waves=True, batch="
+            f"{s.batch}) is timed by ia.serve(...) or ia.timing.in_waves(s)"
+        )
+    r = report_values(s, price_per_hour)
     cost = {key: r[f"cost_{key}"] for key in ("input", "output", "request")}
-    price = s.gpu.price_per_hour
+    price, date = _price(s, price_per_hour)
     return {
         "model": s.model.name,
         "gpu": s.gpu.name,
@@ -206,13 +233,13 @@ def report(s: Scenario) -> dict:
             "total": r["memory"],
             "budget": r["budget"],
             "capacity": r["capacity"],
-            "fits": True,  # the scenario refuses what does not
+            "fits": bool(r["memory"] <= r["budget"]),
         },
         "ttft": r["ttft"],
         "tpot": r["tpot"],
         "total": r["total"],
         "throughput": r["throughput"],
-        "cost": {**cost, "price_per_hour": price, "price_date": s.gpu.price_date},
+        "cost": {**cost, "price_per_hour": price, "price_date": date},
         "bound": {
             "prefill": bound_text(r["prefill_compute_bound"]),
             "decode": bound_text(r["decode_compute_bound_first"], r["decode_compute_bound_last"]),
@@ -230,9 +257,15 @@ def report(s: Scenario) -> dict:
 
 def warm() -> int:
     """Compile and keep the calculator's formulas and checks of every registry model (tensor
-    and pipeline parallelism) in the disk cache; the number of models."""
+    and pipeline parallelism), the steady state's step of each and its other formulas, in the
+    disk cache; the number of models."""
+    bands._ends()
+    continuous._steady(), continuous._mean_context(), continuous._stream_cost()
+    for key in continuous.REPLICAS:
+        continuous._replica(key)
     for name in model_names():
         _compiled(model(name))  # the default step model; the roofline's compiles on first use
         for parallel in ("tensor", "pipeline"):
             scenario._rules(model(name), parallel)
+        continuous._step(model(name))  # kernel by kernel, as _compiled
     return len(model_names())

@@ -27,8 +27,8 @@ import sympy
 
 from inference_arithmetic.core import checks
 from inference_arithmetic.core import format as fmt
-from inference_arithmetic.core.dtypes import DTYPE_BYTES, activation_bytes, bytes_per_number
-from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas, numeric
+from inference_arithmetic.core.dtypes import activation_bytes, bytes_per_number, dtype_name
+from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas, UnknownName, numeric
 from inference_arithmetic.core.symbols import H, H_kv, L, M, O, S, S_max, T, n_gpus
 from inference_arithmetic.formulas import kernels, latency
 from inference_arithmetic.hardware.engines import Engine
@@ -58,10 +58,13 @@ __all__ = [
     "Check",
     "CHECKS",
     "NO_RATE",
+    "NO_LINK",
+    "NO_WINDOW",
     "Scenario",
     "DEPLOYMENT",
     "deployment_keywords",
     "tensor_parallel_degrees",
+    "one_step",
 ]
 
 STEPS = {"kernels": kernels, "roofline": latency}
@@ -108,6 +111,16 @@ NO_RATE = (
     "quantization) give compute_dtype, e.g. compute_dtype='bf16'"
 )
 """The message for a compute format the GPU has no FLOP rate for (a ``KeyError``)."""
+NO_LINK = (
+    "{gpu} has no interconnect_bandwidth, so it serves alone; got n_gpus={n_gpus} (give the "
+    "device a link's bytes per second each way)"
+)
+"""The message for more than one device that has no link to the others."""
+NO_WINDOW = (
+    "{model} states no context window; the library times requests of at most "
+    f"{MAX_TOKENS:,} tokens, got prompt_len + output_len = {{tokens:,}}"
+)
+"""The message for a request past ``MAX_TOKENS`` of a model without a context window."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -181,7 +194,10 @@ CHECKS = (
                 lambda arch, parallel: _request(latency.memory_per_gpu(arch, parallel)),
                 "nbytes",
             ),
-            "weights": (lambda arch, parallel: latency.weight_bytes_per_gpu(arch), "nbytes"),
+            "weights": (
+                lambda arch, parallel: latency.weight_bytes_per_gpu(arch, parallel),
+                "nbytes",
+            ),
             "cache": (
                 lambda arch, parallel: _request(latency.cache_bytes_per_gpu(arch, parallel)),
                 "nbytes",
@@ -225,9 +241,6 @@ def tensor_parallel_degrees(arch: ModelConfig, most: int = 64) -> list[int]:
     return [n for n in range(1, most + 1) if holds.from_values({**arch.sizes(), "n_gpus": n})]
 
 
-_DTYPES = tuple(DTYPE_BYTES)
-
-
 @dataclass(frozen=True)
 class Scenario:
     """A model served on ``n_gpus`` GPUs (``parallel``: "tensor" or "pipeline") in given
@@ -269,6 +282,9 @@ class Scenario:
     prompt_len: int = 2048
     output_len: int = 256
     in_waves: bool = False
+    # The rules not checked here: a step's scenario (``one_step``) is held to the context
+    # window by what the step reads, before it is made (not a field: the class says it).
+    _unchecked = ()
 
     def __post_init__(self):
         normal = {
@@ -278,7 +294,7 @@ class Scenario:
             "step": checks.choice("step", self.step, tuple(STEPS)),
             "n_gpus": checks.count("n_gpus", self.n_gpus),
             "parallel": checks.choice("parallel", self.parallel, latency.PARALLEL),
-            "dtype": checks.choice("dtype", self.dtype, _DTYPES),
+            "dtype": dtype_name(self.dtype),
             "batch": checks.count("batch", self.batch),
             "prompt_len": checks.count("prompt_len", self.prompt_len),
             "output_len": checks.count("output_len", self.output_len),
@@ -298,10 +314,10 @@ class Scenario:
         for name in _OVERHEADS:
             if getattr(self, name) is not None:
                 normal[name] = checks.amount(name, getattr(self, name), "seconds", high=1.0)
-        compute = self.compute_dtype or self.dtype
-        normal["compute_dtype"] = checks.choice("compute_dtype", compute, _DTYPES)
-        cache = self.cache_dtype or compute
-        normal["cache_dtype"] = checks.choice("cache_dtype", cache, _DTYPES)
+        compute = self.compute_dtype or normal["dtype"]
+        normal["compute_dtype"] = dtype_name(compute, "compute_dtype")
+        cache = self.cache_dtype or normal["compute_dtype"]
+        normal["cache_dtype"] = dtype_name(cache, "cache_dtype")
         if not isinstance(self.in_waves, bool):
             raise ArgumentError(f"in_waves must be True or False, got {self.in_waves!r}")
         budget = self.token_budget
@@ -312,21 +328,20 @@ class Scenario:
             object.__setattr__(self, name, value)
         object.__setattr__(self, "_figures", self._resolve())
         arch = self.model
-        if arch.context_window is None and self.prompt_len + self.output_len > MAX_TOKENS:
-            raise ArgumentError(
-                f"{arch.name} states no context window; the library times requests of at most "
-                f"{MAX_TOKENS:,} tokens, got prompt_len + output_len = "
-                f"{self.prompt_len + self.output_len:,}"
-            )
+        tokens = self.prompt_len + self.output_len
+        if arch.context_window is None and tokens > MAX_TOKENS and "window" not in self._unchecked:
+            raise ArgumentError(NO_WINDOW.format(model=arch.name, tokens=tokens))
         if self.compute_dtype not in self.gpu.peak_flop_rate:
-            raise KeyError(NO_RATE.format(**self._names()))
+            raise UnknownName(NO_RATE.format(**self._names()))
+        if self.n_gpus > 1 and self.gpu.interconnect_bandwidth is None:
+            raise ArgumentError(NO_LINK.format(gpu=self.gpu.name, n_gpus=self.n_gpus))
         values = self.values()
         if self.in_waves:  # requests wait their turn: one at a time must fit
             values["batch"] = 1
         rules, conditions = _rules(arch, self.parallel)
         holds = conditions.from_values(values)
         for check in rules:
-            if not holds[check.name]:
+            if not holds[check.name] and check.name not in self._unchecked:
                 error = ArgumentError(self.explain(check, values))
                 error.check = check.name  # which rule failed, for callers that answer it
                 raise error
@@ -411,6 +426,42 @@ class Scenario:
         return {**options, "engine": self.engine.name}
 
 
+@dataclass(frozen=True)
+class _Step(Scenario):
+    """A ``Scenario`` of one step, made by ``one_step``, which checked the window."""
+
+    _unchecked = ("window",)
+
+
+def one_step(model, gpu, argument: str, value, phase: str, **options) -> Scenario:
+    """The ``Scenario`` of one step at ``argument`` = ``value`` tokens, with ``output_len=1``:
+    a prefill of that prompt (``phase="prefill"``) or a decode step with that many tokens
+    cached (``"decode"``); ``options`` are the Scenario's other arguments. The step is held to
+    what it reads, within the context window (``MAX_TOKENS`` for a model that states none): a
+    prefill its ``value`` tokens, a decode step ``value + 1``. A whole request's rule,
+    T + O <= S_max, would name arguments the step does not take and refuse a prefill of the
+    whole window; the error's ``check`` is "window" all the same."""
+    value = checks.count(argument, value)
+    arch = registry_model(model)
+    added = 1 if checks.choice("phase", phase, ("prefill", "decode")) == "decode" else 0
+    most = arch.context_window or MAX_TOKENS
+    if value + added > most:
+        reads = f"; a decode step reads {argument} + 1 tokens (the cache and the new one)"
+        error = ArgumentError(
+            (
+                f"{arch.name} reads at most {most:,} tokens (its context window)"
+                if arch.context_window
+                else f"{arch.name} states no context window; the library times steps of at "
+                f"most {most:,} tokens"
+            )
+            + (reads if added else "")
+            + f": {argument} may be at most {most - added:,}, got {value:,}"
+        )
+        error.check = "window"  # the rule it breaks, as a request's scenario names it
+        raise error
+    return _Step(arch, gpu, prompt_len=value, output_len=1, **options)
+
+
 WEIGHT_FIGURES = ("bandwidth_efficiency",)
 """The found figures that depend on the weights' format (the rest on the compute format)."""
 
@@ -421,6 +472,13 @@ def found_figures(g, e, compute_dtype: str, dtype: str, step: str = DEFAULT_STEP
     (``GPU.achieved_figure``, in the compute format; the weights' stream in theirs,
     ``WEIGHT_FIGURES``) and the engine's properties; for the single roofline, its fitted
     efficiencies and no fixed costs."""
+    return dict(_found_figures(g, e, compute_dtype, dtype, step))
+
+
+# Every scenario finds its figures, and each achieved figure a GPU has not measured is a
+# median over the registry: kept per GPU, engine and formats (frozen, so hashable).
+@functools.lru_cache(maxsize=256)
+def _found_figures(g, e, compute_dtype: str, dtype: str, step: str) -> dict:
     nvlink = (g.link_domain or 1) > 1
     reduce = e.allreduce if nvlink else "nccl"  # one-shot kernels need a peer link
     found = {

@@ -47,6 +47,7 @@ from inference_arithmetic.serving.scenario import (  # noqa: F401  (DEFAULT_*: i
     DEFAULT_TOKEN_BUDGET,
     Scenario,
     deployment_keywords,
+    one_step,
 )
 
 # The DEFAULT_* efficiencies are the scenario's (documented there), here as ia.timing.DEFAULT_*.
@@ -108,26 +109,25 @@ def _steps(s: Scenario, contexts, mla="absorbed"):
 
 @deployment_keywords
 def prefill_time(
-    arch, gpu, batch=1, prompt_len=2048, n_gpus=1, dtype="bf16", **deployment
+    model, gpu, batch=1, prompt_len=2048, n_gpus=1, dtype="bf16", **deployment
 ) -> float:
     """Seconds to prefill ``batch`` prompts of ``prompt_len`` tokens: the time to first token.
 
     With ``parallel="pipeline"`` the stages run one after another for a single batch, so the
     time is one GPU's (were it big enough) plus the hand-offs between stages.
     """
-    workload = dict(batch=batch, prompt_len=prompt_len, output_len=1)
-    return _prefill(Scenario(arch, gpu, **workload, n_gpus=n_gpus, dtype=dtype, **deployment))
+    deployment.update(batch=batch, n_gpus=n_gpus, dtype=dtype)
+    return _prefill(one_step(model, gpu, "prompt_len", prompt_len, "prefill", **deployment))
 
 
 @deployment_keywords
 def decode_step_time(
-    arch, gpu, batch=1, context_len=2048, n_gpus=1, dtype="bf16", *, mla="absorbed", **deployment
+    model, gpu, batch=1, context_len=2048, n_gpus=1, dtype="bf16", *, mla="absorbed", **deployment
 ) -> float:
     """Seconds of one decode step for ``batch`` requests with ``context_len`` tokens cached:
     the time per output token of each of them (the step writes token ``context_len + 1``)."""
-    context_len = checks.count("context_len", context_len)
-    workload = dict(batch=batch, prompt_len=context_len, output_len=1)
-    s = Scenario(arch, gpu, **workload, n_gpus=n_gpus, dtype=dtype, **deployment)
+    deployment.update(batch=batch, n_gpus=n_gpus, dtype=dtype)
+    s = one_step(model, gpu, "context_len", context_len, "decode", **deployment)
     return float(_steps(s, np.asarray(s.prompt_len), mla))
 
 
@@ -156,19 +156,19 @@ def _request_time(_):
 
 @deployment_keywords
 def generation(
-    arch, gpu, batch=1, prompt_len=2048, output_len=256, n_gpus=1, dtype="bf16", **deployment
+    model, gpu, batch=1, prompt_len=2048, output_len=256, n_gpus=1, dtype="bf16", **deployment
 ) -> dict[str, float]:
     """A batch of identical requests from prompt to last token.
 
-    Returns the time to first token (the prefill), the mean time per output token after the
-    first (decode steps with the context growing from ``prompt_len`` to
-    ``prompt_len + output_len - 2``, each evaluated), the end-to-end latency of a request
-    (``latency.request_time``), and the throughput in output tokens per second
-    (``latency.output_throughput``: with pipeline parallelism, n batches in flight keep every
-    stage busy, so n times one batch's, latency unchanged).
+    Returns ``ttft``, the time to first token (the prefill), ``tpot``, the mean time per
+    output token after the first (decode steps with the context growing from ``prompt_len``
+    to ``prompt_len + output_len - 2``, each evaluated), ``total``, the end-to-end latency of
+    a request (``latency.request_time``), in seconds, and ``throughput`` in output tokens per
+    second (``latency.output_throughput``: with pipeline parallelism, n batches in flight keep
+    every stage busy, so n times one batch's, latency unchanged).
     """
     workload = dict(batch=batch, prompt_len=prompt_len, output_len=output_len)
-    return run(Scenario(arch, gpu, **workload, n_gpus=n_gpus, dtype=dtype, **deployment))
+    return run(Scenario(model, gpu, **workload, n_gpus=n_gpus, dtype=dtype, **deployment))
 
 
 def in_waves(s: Scenario) -> dict[str, float]:
@@ -206,22 +206,22 @@ def in_waves(s: Scenario) -> dict[str, float]:
 
 @deployment_keywords
 def serve(
-    arch, gpu, requests, prompt_len=2048, output_len=256, n_gpus=1, dtype="bf16", **deployment
+    model, gpu, requests, prompt_len=2048, output_len=256, n_gpus=1, dtype="bf16", **deployment
 ) -> dict[str, float]:
     """``requests`` identical requests sent at once to an engine whose KV cache holds only so
     many: it runs them in waves of at most ``concurrency`` requests, one after another.
 
     ``concurrency`` is the number of whole requests (prompt and output) whose cache fits in
-    ``memory_utilization`` of the GPUs' memory beside the weights. Returns the waves, the
-    concurrency, the elapsed seconds and the throughput in output tokens per second, plus the
-    first wave's time to first token and time per output token, and their ``band``: for
-    each, the range in which eight of ten held-out measurements fell (``serving.bands``;
-    None with ``step="roofline"``).
+    ``memory_utilization`` of the GPUs' memory beside the weights. Returns ``waves``,
+    ``concurrency``, ``elapsed`` (seconds) and ``throughput`` (output tokens per second), the
+    first wave's ``ttft`` and ``tpot`` (a continuous engine's: the mean over the requests), and
+    their ``band``: for each, the range in which eight of ten held-out measurements fell
+    (``serving.bands``; None with ``step="roofline"``).
     """
     checks.count("requests", requests)
     workload = dict(batch=requests, prompt_len=prompt_len, output_len=output_len)
     deployment.update(n_gpus=n_gpus, dtype=dtype)
-    s = Scenario(arch, gpu, **workload, in_waves=True, **deployment)
+    s = Scenario(model, gpu, **workload, in_waves=True, **deployment)
     r = in_waves(s)
     return {**r, "band": bands.of(r, SERVE_BANDED) if s.step == "kernels" else None}
 
@@ -230,23 +230,25 @@ SERVE_BANDED = {**bands.PER_TOKEN, "elapsed": ("request", False), "throughput": 
 """The predictions of ``serve`` that carry a band: key -> (kind, whether it is a speed)."""
 
 
-def weights_per_gpu(arch, n_gpus: int = 1, dtype: str = "bf16") -> float:
-    """Bytes of weights each of ``n_gpus`` GPUs holds (split evenly, either parallelism)."""
-    arch = registry_model(arch)
-    values = {**arch.sizes(), "n_gpus": checks.count("n_gpus", n_gpus)}
+def weights_per_gpu(model, n_gpus: int = 1, dtype: str = "bf16", parallel: str = "tensor") -> float:
+    """Bytes of weights each of ``n_gpus`` GPUs holds: split evenly with tensor parallelism; a
+    pipeline's fullest stage's, ceil(L / n) whole layers (``latency.weight_bytes_per_gpu``)."""
+    model = registry_model(model)
+    values = {**model.sizes(), "n_gpus": checks.count("n_gpus", n_gpus)}
     values["bytes_per_number"] = bytes_per_number(dtype)
-    return _formula(latency.weight_bytes_per_gpu, arch).from_values(values)
+    parallel = checks.choice("parallel", parallel, PARALLEL)
+    return _formula(latency.weight_bytes_per_gpu, model, parallel).from_values(values)
 
 
 @deployment_keywords
-def max_batch(arch, gpu, context_len=2048, n_gpus=1, dtype="bf16", **deployment) -> int:
+def max_batch(model, gpu, context_len=2048, n_gpus=1, dtype="bf16", **deployment) -> int:
     """The most requests of ``context_len`` tokens (prompt and output, at least one each)
     whose KV cache fits beside the weights in ``memory_utilization`` of the GPUs' memory;
     0 if not even one does."""
     context_len = checks.count("context_len", context_len, low=2)
     workload = dict(prompt_len=context_len - 1, output_len=1, in_waves=True)
     try:
-        s = Scenario(arch, gpu, **workload, n_gpus=n_gpus, dtype=dtype, **deployment)
+        s = Scenario(model, gpu, **workload, n_gpus=n_gpus, dtype=dtype, **deployment)
     except ArgumentError as error:
         if getattr(error, "check", None) == "fit":
             return 0
@@ -257,17 +259,16 @@ def max_batch(arch, gpu, context_len=2048, n_gpus=1, dtype="bf16", **deployment)
 
 @deployment_keywords
 def compute_bound_batch(
-    arch, gpu, context_len=2048, n_gpus=1, dtype="bf16", *, limit=1 << 20, **deployment
+    model, gpu, context_len=2048, n_gpus=1, dtype="bf16", *, limit=1 << 20, **deployment
 ) -> int | None:
     """The smallest batch at which a decode step's compute time reaches its memory time, or
     None if none up to ``limit`` does (the KV cache grows with the batch as fast as the
     FLOPs, so long contexts may never turn compute-bound). Memory is not checked: the answer
     may be a batch that does not fit."""
     limit = checks.count("limit", limit, high=1 << 40)
-    context_len = checks.count("context_len", context_len)
     deployment.setdefault("memory_utilization", 1.0)  # memory is not the question here
-    workload = dict(prompt_len=context_len, output_len=1, in_waves=True)
-    s = Scenario(arch, gpu, **workload, n_gpus=n_gpus, dtype=dtype, **deployment)
+    deployment.update(n_gpus=n_gpus, dtype=dtype, in_waves=True)
+    s = one_step(model, gpu, "context_len", context_len, "decode", **deployment)
     bound = _formula(_decode_bound, s.model)
 
     def compute_bound(batches):
@@ -311,7 +312,7 @@ PHASES = ("decode", "prefill")
 
 @deployment_keywords
 def kernels(
-    arch,
+    model,
     gpu,
     batch=1,
     context_len=2048,
@@ -323,22 +324,23 @@ def kernels(
     **deployment,
 ) -> list[dict]:
     """One step kernel by kernel: a row per kernel, in the order the GPU runs them, with its
-    kind, the times the step runs it, and for all of them together their FLOPs, bytes, the
-    two sides of their roofline (``compute``: FLOPs at the kernel's rate; ``memory``: bytes
-    at its bandwidth; seconds, without the fixed cost), bound and seconds on one GPU
-    (``formulas.kernels``). ``phase="decode"``: a decode step of
-    ``batch`` requests with ``context_len`` tokens cached; ``"prefill"``: a prefill of
-    ``batch`` prompts of ``context_len`` tokens. The last row, ``step``, is the engine's fixed
-    cost of the step and of the requests it schedules; the seconds add up to the step's time.
+    name (``kernel``), ``kind``, the times the step runs it (``count``), and for all of them
+    together their ``flops``, ``bytes``, the two sides of their roofline (``compute``: FLOPs at
+    the kernel's rate; ``memory``: bytes at its bandwidth; seconds, without the fixed cost),
+    ``bound`` and seconds on one GPU (``time``) (``formulas.kernels``). ``phase="decode"``: a
+    decode step of ``batch`` requests with ``context_len`` tokens cached; ``"prefill"``: a
+    prefill of ``batch`` prompts of ``context_len`` tokens. The last row, ``step``, is the
+    engine's fixed cost of the step and of the requests it schedules; the seconds add up to
+    the step's time.
 
     >>> bound = {r["kernel"]: r["bound"] for r in kernels("llama-3.1-8b", "h100-sxm", 256, 1024)}
     >>> bound["feed-forward up"], bound["decode attention"]  # each kernel its own side
     ('compute', 'bandwidth')
     """
     phase = checks.choice("phase", phase, PHASES)
-    context_len = checks.count("context_len", context_len)
-    workload = dict(batch=batch, prompt_len=context_len, output_len=1)
-    s = Scenario(arch, gpu, **workload, n_gpus=n_gpus, dtype=dtype, step="kernels", **deployment)
+    deployment.update(batch=batch, n_gpus=n_gpus, dtype=dtype)
+    s = one_step(model, gpu, "context_len", context_len, phase, step="kernels", **deployment)
+    context_len = s.prompt_len
     step, compiled = _kernel_rows(s.model, s.parallel, mla)
     decoding, prompts = (batch, 0) if phase == "decode" else (0, batch * context_len)
     values = {**s.values(), "decoding": decoding, "prefill_tokens": prompts}

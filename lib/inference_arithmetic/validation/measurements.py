@@ -20,7 +20,7 @@ from importlib import resources
 
 import numpy as np
 
-from inference_arithmetic.core.numeric import numeric
+from inference_arithmetic.core.numeric import UnknownName, numeric
 from inference_arithmetic.formulas import latency
 from inference_arithmetic.hardware.gpus import gpu
 from inference_arithmetic.models.config import model
@@ -80,7 +80,7 @@ def serving_runs(name: str = "vllm_llama_h100") -> list[ServingRun]:
     folder = resources.files("inference_arithmetic.validation") / "data"
     names = sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".csv"))
     if name not in names:
-        raise KeyError(f"no measurements named {name!r}; there are: {', '.join(names)}")
+        raise UnknownName(f"no measurements named {name!r}; there are: {', '.join(names)}")
     rows = csv.DictReader(io.StringIO((folder / f"{name}.csv").read_text()))
     return [
         ServingRun(

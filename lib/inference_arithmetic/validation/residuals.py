@@ -28,6 +28,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from inference_arithmetic.core.dtypes import bytes_per_number
+from inference_arithmetic.core.numeric import UnknownName
 from inference_arithmetic.serving.scenario import Scenario
 from inference_arithmetic.validation import measurements, published
 from inference_arithmetic.validation.measurements import Measurement
@@ -118,7 +119,7 @@ def _settings(without) -> tuple:
     names = {t.name: t for t in TERMS}
     unknown = [name for name in without if name not in names]
     if unknown:
-        raise KeyError(f"unknown terms {unknown}; the terms are: {', '.join(names)}")
+        raise UnknownName(f"unknown terms {unknown}; the terms are: {', '.join(names)}")
     return tuple(item for name in without for item in names[name].off.items())
 
 

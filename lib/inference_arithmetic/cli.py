@@ -1,0 +1,430 @@
+"""The command line: ``inference-arithmetic`` (or ``ia``, or ``python -m inference_arithmetic``).
+
+>>> main(["count", "llama-3.1-8b"])  # doctest: +ELLIPSIS
+parameters                               8,030,261,248
+...
+KV cache per token                       131 kB
+...
+0
+
+Each subcommand is one library function: ``count`` (``param_count``, ``kv_cache_bytes``, of a
+registry name, a ``config.json``, its folder or its JSON text), ``calculate``
+(``ia.calculate``), ``steady-state`` (``ia.steady_state``), ``plan`` (``ia.plan``) and
+``kernels`` (``ia.kernels``); ``models`` and ``gpus`` list the registries. Output is a table
+for people, ``--json`` (nested, base SI units) or ``--csv`` (one row per record, flat keys,
+base SI units) for programs. Exit status: 0 with an answer, 2 when an argument is refused
+(the message names it and what is valid), as argparse does for its own usage errors.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import math
+import os
+import sys
+from pathlib import Path
+
+import inference_arithmetic as ia
+from inference_arithmetic.core import format as fmt
+
+__all__ = ["main", "parser", "render"]
+
+EXAMPLES = """\
+examples:
+  ia count path/to/config.json                 parameters and KV cache per token of a config
+  ia calculate llama-3.1-8b h100-sxm --batch 32 --prompt-len 4096
+                                               memory, TTFT, TPOT, tokens/s and cost
+  ia calculate llama-3.1-70b h100-sxm --n-gpus 4 --price-per-hour 2.5 --json
+  ia steady-state llama-3.1-8b h100-sxm --rate 4
+  ia plan llama-3.1-70b h100-sxm --rate 10 --ttft 0.5 --tpot 0.05
+  ia kernels llama-3.1-8b h100-sxm --batch 64 --context-len 4096 --csv
+  ia models; ia gpus                           the registries' names
+
+A MODEL is a registry name (ia models), a config.json, a folder holding one, or its JSON
+text. A GPU is a registry name (ia gpus), or a JSON file or text of your own device's
+figures in base SI units, e.g. '{"name": "a6000", "peak_flop_rate": {"bf16": 155e12},
+"memory_bandwidth": 768e9, "memory_bytes": 48e9}' (marked user-supplied).
+Numbers print with decimal prefixes (1 GB = 10^9 B); --json and --csv give base SI units.
+"""
+
+
+# What the table shows of each answer: (key path, label, kind of ``format.show``). JSON and
+# CSV give every key; the table, for people, these.
+CALCULATE = (
+    ("memory.weights", "weights per GPU", "nbytes"),
+    ("memory.kv_cache", "KV cache per GPU", "nbytes"),
+    ("memory.activations", "activations per GPU", "nbytes"),
+    ("memory.total", "memory per GPU", "nbytes"),
+    ("memory.budget", "memory budget per GPU", "nbytes"),
+    ("memory.fits", "fits in the budget", "text"),
+    ("ttft", "time to first token", "seconds"),
+    ("tpot", "time per output token", "seconds"),
+    ("tokens_per_s_per_user", "tokens/s per user", "number"),
+    ("total", "request time", "seconds"),
+    ("throughput", "throughput, output tokens/s", "number"),
+    ("cost.input", "$ per million input tokens", "usd"),
+    ("cost.output", "$ per million output tokens", "usd"),
+    ("cost.request", "$ per request", "usd"),
+    ("cost.price_per_hour", "$ per GPU-hour", "usd"),
+    ("bound.prefill", "prefill bound by", "text"),
+    ("bound.decode", "decode bound by", "text"),
+)
+STEADY = (
+    ("ttft", "time to first token", "seconds"),
+    ("tpot", "time per output token", "seconds"),
+    ("request_time", "request time", "seconds"),
+    ("throughput", "throughput, output tokens/s", "number"),
+    ("concurrency", "requests in the engine", "number"),
+    ("utilization", "load (rate / saturation)", "percent"),
+    ("saturation_rate", "saturation, requests/s", "number"),
+)
+PLAN = (
+    ("replicas", "replicas", "integer"),
+    ("n_gpus", "GPUs per replica", "integer"),
+    ("gpus", "GPUs in all", "integer"),
+    ("ttft", "time to first token", "seconds"),
+    ("tpot", "time per output token", "seconds"),
+    ("cost.output", "$ per million output tokens", "usd"),
+    ("cost.price_per_hour", "$ per GPU-hour", "usd"),
+)
+COUNT = (
+    ("params", "parameters", "integer"),
+    ("active_params", "active parameters per token", "integer"),
+    ("params_without_embeddings", "without the input embeddings", "integer"),
+    ("weights_bytes", "weights", "nbytes"),
+    ("kv_cache_bytes_per_token", "KV cache per token", "nbytes"),
+    ("decode_flops_per_token", "FLOPs per token (decode, short context)", "flops"),
+    ("context_window", "context window, tokens", "integer"),
+)
+KERNELS = (
+    ("kernel", "kernel", "text"),
+    ("kind", "kind", "text"),
+    ("count", "count", "integer"),
+    ("flops", "FLOPs", "flops"),
+    ("bytes", "bytes", "nbytes"),
+    ("bound", "bound", "text"),
+    ("time", "time", "seconds"),
+)
+
+
+def _model(text: str):
+    """A registry model, or a config read from a path, a folder or JSON text."""
+    if text in ia.model_names():
+        return ia.model(text)
+    path = Path(text)
+    if text.lstrip().startswith("{") or path.exists():
+        return ia.ModelConfig.from_hf_config(text if not path.exists() else path)
+    return ia.model(text)  # unknown: the registry's message names close matches
+
+
+def _gpu(text: str):
+    """A registry GPU, or a device from a JSON file or text of its figures."""
+    path = Path(text)
+    if text.lstrip().startswith("{") or (path.suffix == ".json" and path.exists()):
+        try:
+            figures = json.loads(path.read_text() if path.exists() else text)
+        except json.JSONDecodeError as error:
+            raise ia.ArgumentError(f"gpu: not valid JSON ({error})") from None
+        if not isinstance(figures, dict):
+            raise ia.ArgumentError("gpu: the JSON must be an object of the device's figures")
+        try:
+            return ia.GPU(**figures)
+        except TypeError as error:  # an unknown or missing figure
+            raise ia.ArgumentError(f"gpu: {error}") from None
+    return ia.gpu(text)
+
+
+def _deployment(args) -> dict:
+    """The deployment options given (the library's defaults stand for the rest)."""
+    names = ("n_gpus", "dtype", "cache_dtype", "compute_dtype", "engine", "step", "replicas")
+    names += ("memory_utilization", "price_per_hour")
+    return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
+
+
+def _count(args) -> dict:
+    m = _model(args.model)
+    result = {
+        "model": m.name,
+        "model_type": m.model_type,
+        "params": ia.param_count(m),
+        "active_params": ia.param_count(m, active=True),
+        "params_without_embeddings": ia.param_count(m, embeddings=False),
+        "weights_bytes": ia.param_count(m) * ia.bytes_per_number(args.dtype),
+        "kv_cache_bytes_per_token": ia.kv_cache_bytes(m, 1, 1, args.cache_dtype or args.dtype),
+        "decode_flops_per_token": ia.decode_flops(m, 1, 1),
+        "context_window": m.context_window,
+        "n_layers": m.n_layers,
+        "d_model": m.d_model,
+        "n_heads": m.n_heads,
+        "n_kv_heads": m.n_kv_heads,
+        "dtype": ia.dtypes.dtype_name(args.dtype),
+    }
+    return result
+
+
+def _calculate(args) -> dict:
+    workload = dict(batch=args.batch, prompt_len=args.prompt_len, output_len=args.output_len)
+    r = ia.calculate(_model(args.model), _gpu(args.gpu), **workload, **_deployment(args))
+    return {**r, "tokens_per_s_per_user": 1 / r["tpot"]}
+
+
+def _steady(args) -> dict:
+    workload = dict(prompt_len=args.prompt_len, output_len=args.output_len)
+    options = _deployment(args)
+    options.pop("price_per_hour", None)  # a steady state has no cost
+    return ia.steady_state(_model(args.model), _gpu(args.gpu), args.rate, **workload, **options)
+
+
+def _plan(args) -> dict:
+    options = _deployment(args)
+    options.pop("n_gpus", None)  # the plan chooses it
+    return ia.plan(
+        _model(args.model), _gpu(args.gpu), args.rate, args.prompt_len, args.output_len,
+        args.ttft, args.tpot, most_gpus=args.most_gpus, **options,
+    )  # fmt: skip
+
+
+def _kernels(args) -> list[dict]:
+    options = _deployment(args)
+    options.pop("price_per_hour", None)
+    return ia.kernels(
+        _model(args.model), _gpu(args.gpu), args.batch, args.context_len, phase=args.phase,
+        **options,
+    )  # fmt: skip
+
+
+def _models(args) -> list[dict]:
+    rows = []
+    for name in ia.model_names():
+        m = ia.model(name)
+        rows.append({"model": name, "model_type": m.model_type, "params": ia.param_count(m),
+                     "context_window": m.context_window})  # fmt: skip
+    return rows
+
+
+def _gpus(args) -> list[dict]:
+    rows = []
+    for name in ia.gpu_names():
+        g = ia.gpu(name)
+        rows.append({"gpu": name, "bf16_flop_rate": g.peak_flop_rate.get("bf16"),
+                     "memory_bytes": g.memory_bytes, "memory_bandwidth": g.memory_bandwidth,
+                     "price_per_hour": g.price_per_hour})  # fmt: skip
+    return rows
+
+
+MODELS = (
+    ("model", "model", "text"),
+    ("model_type", "family", "text"),
+    ("params", "parameters", "count"),
+    ("context_window", "window", "integer"),
+)
+GPUS = (
+    ("gpu", "gpu", "text"),
+    ("bf16_flop_rate", "bf16 FLOP/s", "flop_rate"),
+    ("memory_bytes", "memory", "nbytes"),
+    ("memory_bandwidth", "bandwidth", "bandwidth"),
+    ("price_per_hour", "$/GPU-hour", "usd"),
+)
+
+
+def _add_deployment(p, n_gpus=True):
+    p.add_argument("model", help="registry name, config.json, its folder, or JSON text")
+    p.add_argument("gpu", help="registry name, or a JSON file or text of your device's figures")
+    if n_gpus:
+        p.add_argument("--n-gpus", type=int, help="GPUs per replica, tensor parallel (1)")
+    p.add_argument("--dtype", help="weights' format: bf16, fp8, int4, ... (bf16)")
+    p.add_argument("--cache-dtype", help="KV cache's format (the compute format)")
+    p.add_argument("--compute-dtype", help="the products' format (the weights')")
+    p.add_argument("--engine", help="serving engine: " + ", ".join(ia.engine_names()))
+    p.add_argument("--step", choices=("kernels", "roofline"), help="step model (kernels)")
+    p.add_argument("--memory-utilization", type=float, help="share of memory used (0.9)")
+
+
+def _add_workload(p):
+    p.add_argument("--prompt-len", type=int, default=2048, help="prompt tokens (2048)")
+    p.add_argument("--output-len", type=int, default=256, help="output tokens (256)")
+
+
+def _add_output(p):
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_const", const="json", dest="output",
+                     help="JSON, base SI units")  # fmt: skip
+    out.add_argument("--csv", action="store_const", const="csv", dest="output",
+                     help="CSV, one row per record, base SI units")  # fmt: skip
+
+
+def _price(p):
+    p.add_argument("--price-per-hour", type=float, help="USD per GPU-hour (the GPU's example)")
+
+
+def parser():
+    """The command line's parser (an ``argparse.ArgumentParser``): a subcommand per question."""
+    top = argparse.ArgumentParser(
+        prog="ia",
+        description="Memory, time and money of serving a language model, from first principles.",
+        epilog=EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    top.add_argument("--version", action="version", version=f"%(prog)s {ia.__version__}")
+    sub = top.add_subparsers(dest="command", required=True, metavar="command")
+
+    def command(name, function, table, help, aliases=()):
+        p = sub.add_parser(
+            name,
+            help=help,
+            description=help,
+            aliases=list(aliases),
+            epilog=EXAMPLES,
+            formatter_class=argparse.RawDescriptionHelpFormatter,
+        )
+        p.set_defaults(function=function, table=table)
+        _add_output(p)
+        return p
+
+    p = command("count", _count, COUNT, "parameters, weights and KV cache per token of a model")
+    p.add_argument("model", help="registry name, config.json, its folder, or JSON text")
+    p.add_argument("--dtype", default="bf16", help="weights' format (bf16)")
+    p.add_argument("--cache-dtype", help="KV cache's format (the weights')")
+
+    p = command(
+        "calculate",
+        _calculate,
+        CALCULATE,
+        "memory, TTFT, TPOT, throughput and cost of a batch",
+        aliases=("calc",),
+    )
+    _add_deployment(p)
+    p.add_argument("--batch", type=int, default=1, help="requests served together (1)")
+    _add_workload(p)
+    p.add_argument("--replicas", type=int, help="copies of the deployment (1)")
+    _price(p)
+
+    p = command(
+        "steady-state",
+        _steady,
+        STEADY,
+        "a continuously batching engine at a request rate",
+        aliases=("steady",),
+    )
+    _add_deployment(p)
+    p.add_argument("--rate", type=float, required=True, help="requests per second")
+    _add_workload(p)
+    p.add_argument("--replicas", type=int, help="copies sharing the requests (1)")
+
+    p = command("plan", _plan, PLAN, "the cheapest deployment meeting TTFT and TPOT targets")
+    _add_deployment(p, n_gpus=False)
+    p.add_argument("--rate", type=float, required=True, help="requests per second")
+    p.add_argument("--ttft", type=float, required=True, help="time-to-first-token target, s")
+    p.add_argument("--tpot", type=float, required=True, help="time-per-output-token target, s")
+    _add_workload(p)
+    p.add_argument("--most-gpus", type=int, default=64, help="GPUs at most, in all (64)")
+    _price(p)
+
+    p = command("kernels", _kernels, KERNELS, "one step, kernel by kernel")
+    _add_deployment(p)
+    p.add_argument("--batch", type=int, default=1, help="requests in the step (1)")
+    p.add_argument("--context-len", type=int, default=2048, help="tokens cached, or prompt")
+    p.add_argument("--phase", choices=("decode", "prefill"), default="decode")
+
+    command("models", _models, MODELS, "the registry's models")
+    command("gpus", _gpus, GPUS, "the registry's GPUs")
+    return top
+
+
+def _get(record: dict, path: str):
+    for key in path.split("."):
+        record = record.get(key) if isinstance(record, dict) else None
+    return record
+
+
+def _flat(record: dict, prefix: str = "") -> dict:
+    """``record`` with nested dicts' keys joined by dots; a band's ends as ``_low``/``_high``."""
+    flat = {}
+    for key, value in record.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            flat.update(_flat(value, f"{name}."))
+        elif isinstance(value, tuple | list) and len(value) == 2:
+            flat[f"{name}_low"], flat[f"{name}_high"] = value
+        else:
+            flat[name] = value
+    return flat
+
+
+def _plain(value):
+    """JSON's value: numpy scalars as Python numbers, non-finite numbers as null."""
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _show(value, kind) -> str:
+    """``format.show``, and yes or no for a truth."""
+    return ("yes" if value else "no") if isinstance(value, bool) else fmt.show(value, kind)
+
+
+def _band_text(record, key, kind):
+    band = _get(record, f"band.{key}")
+    if not band:
+        return ""
+    low, high = band
+    return f"  ({fmt.show(low, kind)} to {fmt.show(high, kind)})"
+
+
+def render(result, table, output: str | None) -> str:
+    """``result`` (a record or a list of them) as text: a table, JSON or CSV."""
+    records = result if isinstance(result, list) else [result]
+    if output == "json":
+        return json.dumps(_plain(result), indent=2)
+    if output == "csv":
+        flat = [_flat(r) for r in records]
+        columns = list(dict.fromkeys(k for r in flat for k in r))
+        buffer = io.StringIO()
+        writer = csv.DictWriter(buffer, columns, lineterminator="\n")
+        writer.writeheader()
+        writer.writerows({k: _plain(v) for k, v in r.items()} for r in flat)
+        return buffer.getvalue().rstrip("\n")
+    if isinstance(result, list):  # columns
+        heads = [label for _, label, _ in table]
+        rows = [[_show(_get(r, key), kind) for key, _, kind in table] for r in records]
+        widths = [max(len(x) for x in column) for column in zip(heads, *rows, strict=True)]
+        lines = [heads, *rows]
+        return "\n".join("  ".join(x.ljust(w) for x, w in zip(line, widths, strict=True)).rstrip()
+                         for line in lines)  # fmt: skip
+    shown = [(label, _show(_get(result, key), kind) + _band_text(result, key, kind))
+             for key, label, kind in table if _get(result, key) is not None]  # fmt: skip
+    width = max(len(label) for label, _ in shown)
+    lines = [f"{label.ljust(width)}  {value}" for label, value in shown]
+    if result.get("band"):
+        lines.append("(in brackets: where 8 of 10 held-out measurements fell, chapter 11)")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default: the process's); the exit status."""
+    p = parser()
+    args = p.parse_args(argv)
+    try:
+        result = args.function(args)
+    except (ValueError, KeyError, OSError) as error:  # the library's refusals name the input
+        message = str(error) if not isinstance(error, KeyError) else error.args[0]
+        p.exit(2, f"ia {args.command}: error: {message}\n")
+    try:
+        print(render(result, args.table, args.output))
+        sys.stdout.flush()
+    except BrokenPipeError:  # the reader stopped early (| head): not an error of ours
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (Python flushes it at exit)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,157 @@
+"""The command line: each subcommand's answer is the library's, in a table, JSON or CSV; bad
+arguments exit with status 2 and a message naming them."""
+
+import csv
+import io
+import json
+import shutil
+import subprocess
+import sys
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+import inference_arithmetic as ia
+from inference_arithmetic.cli import main
+
+
+def run(capsys, *argv) -> str:
+    assert main(list(argv)) == 0
+    return capsys.readouterr().out
+
+
+def as_json(capsys, *argv):
+    return json.loads(run(capsys, *argv, "--json"))
+
+
+def refused(capsys, *argv) -> str:
+    with pytest.raises(SystemExit) as exit:
+        main(list(argv))
+    assert exit.value.code == 2
+    return capsys.readouterr().err
+
+
+def shell(*argv, command=(sys.executable, "-m", "inference_arithmetic")):
+    return subprocess.run([*command, *argv], capture_output=True, text=True, timeout=120)
+
+
+@pytest.fixture
+def config_folder(tmp_path):
+    """A user's model folder: llama-3.1-8b's config.json, as downloaded."""
+    shipped = resources.files("inference_arithmetic.models.configs") / "llama-3.1-8b.json"
+    entry = json.loads(shipped.read_text())
+    config = entry.get("config", entry)
+    folder = tmp_path / "Meta-Llama-3.1-8B"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    return folder
+
+
+# The tryout's five questions, one line each.
+
+
+def test_params_and_kv_per_token_of_a_config_json(capsys, config_folder):
+    m = ia.model("llama-3.1-8b")
+    for given in (config_folder / "config.json", config_folder):
+        got = as_json(capsys, "count", str(given))
+        assert got["params"] == ia.param_count(m) == 8_030_261_248
+        assert got["kv_cache_bytes_per_token"] == ia.kv_cache_bytes(m, 1, 1) == 131_072
+        assert got["model"] == "Meta-Llama-3.1-8B"
+    text = run(capsys, "count", str(config_folder / "config.json"))
+    assert "8,030,261,248" in text and "131 kB" in text
+
+
+def test_memory_ttft_tokens_per_user_and_cost_at_a_price(capsys):
+    argv = ("calculate", "llama-3.1-8b", "h100-sxm", "--batch", "32", "--prompt-len", "3840")
+    got = as_json(capsys, *argv, "--output-len", "256", "--price-per-hour", "2.5")
+    want = ia.calculate("llama-3.1-8b", "h100-sxm", batch=32, prompt_len=3840, price_per_hour=2.5)
+    assert got["memory"]["total"] == want["memory"]["total"]
+    assert got["ttft"] == want["ttft"] and got["tokens_per_s_per_user"] == 1 / want["tpot"]
+    assert got["cost"]["output"] == want["cost"]["output"] and got["cost"]["price_per_hour"] == 2.5
+    assert got["band"]["ttft"] == list(want["band"]["ttft"])
+    text = run(capsys, *argv, "--price-per-hour", "2.5")
+    assert "memory per GPU" in text and ia.format.nbytes(want["memory"]["total"]) in text
+    assert "$2.5" in text and "tokens/s per user" in text
+
+
+def test_fewest_gpus_for_a_rate_and_two_targets(capsys):
+    argv = ("plan", "llama-3.1-70b", "h100-sxm", "--rate", "10", "--ttft", "0.5", "--tpot", "0.05")
+    got = as_json(capsys, *argv)
+    want = ia.plan("llama-3.1-70b", "h100-sxm", 10, 2048, 256, 0.5, 0.05)
+    assert got == json.loads(json.dumps(want))
+    assert got["ttft"] <= 0.5 and got["tpot"] <= 0.05
+
+
+# Each subcommand and output.
+
+
+def test_steady_state_and_kernels_are_the_librarys(capsys):
+    got = as_json(capsys, "steady-state", "llama-3.1-8b", "h100-sxm", "--rate", "2")
+    assert got["tpot"] == ia.steady_state("llama-3.1-8b", "h100-sxm", 2.0)["tpot"]
+    rows = list(csv.DictReader(io.StringIO(run(capsys, "kernels", "llama-3.1-8b", "h100-sxm",
+                                                "--batch", "8", "--csv"))))  # fmt: skip
+    want = ia.kernels("llama-3.1-8b", "h100-sxm", 8)
+    assert [r["kernel"] for r in rows] == [w["kernel"] for w in want]
+    assert [float(r["time"]) for r in rows] == [w["time"] for w in want]
+
+
+def test_csv_of_one_answer_is_one_row_of_flat_keys(capsys):
+    text = run(capsys, "calculate", "llama-3.1-8b", "h100-sxm", "--csv")
+    (row,) = csv.DictReader(io.StringIO(text))
+    want = ia.calculate("llama-3.1-8b", "h100-sxm")
+    assert float(row["memory.weights"]) == want["memory"]["weights"]
+    assert float(row["band.tpot_low"]) == want["band"]["tpot"][0]
+
+
+def test_the_registries_list(capsys):
+    models = as_json(capsys, "models")
+    assert [m["model"] for m in models] == ia.model_names()
+    assert "h100-sxm" in run(capsys, "gpus")
+
+
+def test_your_own_gpu_as_json(capsys, tmp_path):
+    figures = {"name": "a6000", "peak_flop_rate": {"bf16": 155e12},
+               "memory_bandwidth": 768e9, "memory_bytes": 48e9}  # fmt: skip
+    path = tmp_path / "a6000.json"
+    path.write_text(json.dumps(figures))
+    want = ia.calculate("llama-3.1-8b", ia.GPU(**figures))
+    for given in (json.dumps(figures), str(path)):
+        assert as_json(capsys, "calc", "llama-3.1-8b", given)["tpot"] == want["tpot"]
+    assert "unexpected keyword argument 'bandwidth'" in refused(
+        capsys, "calc", "llama-3.1-8b", '{"name": "x", "bandwidth": 1}'
+    )
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (("calculate", "llama-3.1-8b", "h100"), "unknown gpu 'h100'; close matches: .*h100-sxm"),
+        (("calculate", "llama-3.1-8b", "h100-sxm", "--batch", "0"), "batch must be a whole"),
+        (("calculate", "llama-3.1-8b", "h100-sxm", "--batch", "x"), "argument --batch: invalid"),
+        (("calculate", "llama-3.1-405b", "h100-sxm"), "does not fit: needs"),
+        (("calculate", "llama-3.1-8b", "h100-sxm", "--dtype", "bf17"), "dtype must be one of"),
+        (("count", "no/such/config.json"), "unknown model 'no/such/config.json'"),
+        (("plan", "llama-3.1-8b", "h100-sxm", "--rate", "1", "--ttft", "0.5"), "--tpot"),
+        (("calculate", "llama-3.1-8b", "h100-sxm", "--json", "--csv"), "not allowed with"),
+    ],
+)
+def test_a_bad_argument_exits_2_naming_it(capsys, argv, message):
+    import re
+
+    assert re.search(message, refused(capsys, *argv))
+
+
+def test_the_entry_points_print_the_version_and_help_with_an_example():
+    done = shell("--version")
+    assert done.returncode == 0 and done.stdout.strip() == f"ia {ia.__version__}"
+    done = shell("calculate", "--help")
+    assert done.returncode == 0 and "ia calculate llama-3.1-8b h100-sxm --batch 32" in done.stdout
+    script = Path(sys.executable).parent / "ia"  # the console scripts, installed by pip
+    for name in ("ia", "inference-arithmetic"):
+        path = shutil.which(name, path=str(script.parent))
+        assert path, f"no console script {name} beside {sys.executable}"
+    done = shell("count", "llama-3.1-8b", "--json", command=(str(script),))
+    assert done.returncode == 0 and json.loads(done.stdout)["params"] == 8_030_261_248
+    done = shell("calculate", "llama-3.1-8b", "h100-sxm", "--batch", "-3")
+    assert done.returncode == 2 and "batch must be a whole number from 1 up, got -3" in done.stderr

@@ -1,0 +1,122 @@
+"""ia.sweep: every row is what ia.calculate answers for its arguments, or the message it refuses
+them with; the grid's order; names refused at once."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+import inference_arithmetic as ia
+
+NUMBERS = [key for key in ia.serving.sweep.COLUMNS]
+
+
+def calculated(**arguments):
+    """``calculate``'s answer as the sweep's columns, or its refusal as text."""
+    try:
+        r = ia.calculate(**arguments)
+    except ValueError as error:
+        return str(error)
+    flat = {
+        **{f"memory.{k}": r["memory"][k] for k in ("weights", "kv_cache", "activations", "total")},
+        "memory.budget": r["memory"]["budget"],
+        **{k: r[k] for k in ("ttft", "tpot", "total", "throughput")},
+        **{f"cost.{k}": r["cost"][k] for k in ("input", "output", "request")},
+        "bound.prefill": r["bound"]["prefill"],
+        "bound.decode": r["bound"]["decode"],
+    }
+    for key, (low, high) in (r["band"] or {}).items():
+        flat[f"band.{key}_low"], flat[f"band.{key}_high"] = low, high
+    return flat
+
+
+def assert_rows_are_calculate(table, **grid):
+    """Each row of ``table`` against ``calculate`` at its arguments."""
+    keys = list(grid)
+    for row, combo in zip(table, itertools.product(*grid.values()), strict=True):
+        arguments = dict(zip(keys, combo, strict=True))
+        want = calculated(**arguments)
+        if isinstance(want, str):
+            assert not row["fits"] and row["reason"] == want, arguments
+            assert np.isnan(row["tpot"]) and row["bound.decode"] == ""
+            continue
+        assert row["fits"] and row["reason"] == "", arguments
+        for key, value in want.items():
+            if isinstance(value, str):
+                assert row[key] == value, (arguments, key)
+            elif value is None:
+                assert np.isnan(row[key]), (arguments, key)
+            else:
+                assert row[key] == pytest.approx(value, rel=1e-12), (arguments, key)
+
+
+def test_rows_are_calculates_answers_and_refusals():
+    grid = dict(model=["llama-3.1-70b", "mixtral-8x7b"], gpu=["h100-sxm", "l4"],
+                n_gpus=[1, 2, 3, 4], batch=[1, 64], prompt_len=[1024, 131_000],
+                output_len=[256])  # fmt: skip
+    table = ia.sweep(**grid)
+    assert len(table) == 2 * 2 * 4 * 2 * 2
+    assert 0 < table["fits"].sum() < len(table)  # some of each
+    assert_rows_are_calculate(table, **grid)
+
+
+def test_inputs_out_of_range_are_refused_row_by_row():
+    # In calculate's order: batch, price_per_hour, then the deployment's keywords.
+    grid = dict(model=["llama-3.1-8b"], gpu=["h100-sxm"], batch=[0, 1, 2.5, -3],
+                price_per_hour=[2.0, 0.0], memory_utilization=[0.9, 1.5])  # fmt: skip
+    table = ia.sweep(**grid)
+    assert table["fits"].tolist() == [False] * 4 + [True, False, False, False] + [False] * 8
+    assert_rows_are_calculate(table, **grid)
+
+
+def test_formats_without_a_flop_rate_and_devices_without_a_link_are_rows():
+    a6000 = ia.GPU("a6000", {"bf16": 155e12}, memory_bandwidth=768e9, memory_bytes=48e9)
+    grid = dict(model=["llama-3.1-8b"], gpu=["h100-sxm", a6000], dtype=["bf16", "int4"],
+                n_gpus=[1, 2])  # fmt: skip
+    table = ia.sweep(**grid)
+    assert table["gpu"].tolist() == ["h100-sxm"] * 4 + ["a6000"] * 4
+    assert table["dtype"].tolist() == ["bf16", "bf16", "int4", "int4"] * 2
+    assert table["fits"].tolist() == [True, True, False, False, True, False, False, False]
+    assert_rows_are_calculate(table, **grid)
+
+
+def test_the_last_argument_varies_fastest_and_scalars_are_one_value():
+    table = ia.sweep("llama-3.1-8b", "h100-sxm", batch=[1, 2], output_len=np.array([10, 20, 30]))
+    assert table["batch"].tolist() == [1, 1, 1, 2, 2, 2]
+    assert table["output_len"].tolist() == [10, 20, 30] * 2
+    assert set(table["prompt_len"].tolist()) == {2048} and set(table["model"]) == {"llama-3.1-8b"}
+
+
+def test_a_gpu_without_a_price_has_no_costs_unless_one_is_given():
+    assert ia.gpu("rtx-3090").price_per_hour is None
+    table = ia.sweep("llama-3.1-8b", "rtx-3090", dtype="fp16", price_per_hour=[None, 0.3][0])
+    assert np.isnan(table["cost.output"]).all() and table["fits"].all()
+    priced = ia.sweep("llama-3.1-8b", "rtx-3090", dtype="fp16", price_per_hour=[0.2, 0.3])
+    assert priced["cost.output"][1] == pytest.approx(1.5 * priced["cost.output"][0], rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "arguments, error, message",
+    [
+        (dict(model=["llama-3.1-8b", "llama-9"]), KeyError, "unknown model 'llama-9'"),
+        (dict(gpu=["h100"]), ia.UnknownName, "unknown gpu 'h100'"),
+        (dict(dtype=["bf16", "bf17"]), KeyError, "dtype must be one of"),
+        (dict(batch=["x"]), ValueError, "batch must be numbers, got 'x'"),
+        (dict(batch=[]), ValueError, "batch is an empty list"),
+        (dict(batch=np.ones((2, 2))), ValueError, "batch must be a number or a list"),
+        (dict(context_len=[1]), ValueError, "sweep takes no argument 'context_len'"),
+        (dict(parallel="pipeline"), ValueError, "tensor parallelism"),
+    ],
+)
+def test_bad_arguments_are_refused_at_once(arguments, error, message):
+    base = dict(model="llama-3.1-8b", gpu="h100-sxm")
+    with pytest.raises(error, match=message):
+        ia.sweep(**{**base, **arguments})
+
+
+def test_the_table_converts_to_a_dataframe_by_its_column_names():
+    table = ia.sweep("llama-3.1-8b", "h100-sxm", batch=[1, 8])
+    assert isinstance(table, np.ndarray) and table.dtype.names[:2] == ("model", "gpu")
+    assert set(NUMBERS) <= set(table.dtype.names)
+    records = table.tolist()  # what pandas.DataFrame.from_records takes
+    assert records[1][table.dtype.names.index("batch")] == 8
