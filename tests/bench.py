@@ -155,6 +155,22 @@ def plan_seconds(repeat=3):
     return fresh_seconds(f"ia.plan(*{PLAN!r})", "import inference_arithmetic as ia", repeat)
 
 
+SWEEP = dict(n_gpus=[1, 2, 4, 8], batch=list(range(1, 51)), output_len=[64, 256, 1024, 2048, 8192],
+             prompt_len=[2**k for k in range(7, 17)])  # fmt: skip
+"""A sweep of 4 x 50 x 5 x 10 = 10^4 scenarios of one model on one GPU, some not fitting."""
+
+
+def sweep_seconds(repeat=5):
+    """Median seconds of ``ia.sweep`` over ``SWEEP`` (warm: after one sweep in the process)."""
+    import inference_arithmetic as ia
+
+    def run():
+        return ia.sweep("llama-3.1-70b", "h100-sxm", **SWEEP)
+
+    run()
+    return median_seconds(run, repeat), len(run())
+
+
 def numeric_vs_numpy(points=10**6):
     import inference_arithmetic as ia
     from inference_arithmetic.formulas import mlp
@@ -297,6 +313,11 @@ def main():
         model, gpu, rate = PLAN[:3]
         print(f"first ia.plan                    {seconds:8.2f} s    {model}, "
               f"{rate:g} requests/s on {gpu}, fresh process (goal: at most 0.5 s)")  # fmt: skip
+
+    with measuring("sweep"):
+        seconds, rows = sweep_seconds()
+        print(f"ia.sweep of {rows:,} scenarios        {seconds * 1e3:8.0f} ms   llama-3.1-70b on "
+              "h100-sxm, every check row by row (goal: well under 1 s)")  # fmt: skip
 
     with measuring("compiled formula vs numpy"):
         library, hand = numeric_vs_numpy()

@@ -33,6 +33,7 @@ from collections.abc import Iterable
 import sympy
 
 from inference_arithmetic.core import checks
+from inference_arithmetic.core.numeric import ArgumentError
 
 __all__ = [
     "si",
@@ -61,7 +62,7 @@ _WORDS = ["", "thousand", "million", "billion", "trillion", "quadrillion"]
 
 def _scaled(value: float, base: int, prefixes: list[str], digits: int) -> tuple[str, str]:
     if not math.isfinite(value):
-        raise ValueError(f"cannot format {value!r}: not a finite number")
+        raise ArgumentError(f"cannot format {value!r}: not a finite number")
     magnitude = abs(value)
     step = 0
     while magnitude >= base and step < len(prefixes) - 1:
@@ -125,7 +126,7 @@ def seconds(value: float, digits: int = 2) -> str:
     """
     value = float(value)
     if not math.isfinite(value):
-        raise ValueError(f"cannot format {value!r}: not a finite number")
+        raise ArgumentError(f"cannot format {value!r}: not a finite number")
     if value == 0:
         return "0 s"
     for scale, unit in ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs")):
@@ -143,7 +144,7 @@ def count(value: float, digits: int = 3) -> str:
 def integer(value: int) -> str:
     """An exact integer with thousands separators: ``'671,088,640'``."""
     if not math.isfinite(value) or value != int(value):  # floats, numpy, SymPy alike
-        raise ValueError(f"{value!r} is not a whole number")
+        raise ArgumentError(f"{value!r} is not a whole number")
     return f"{int(value):,}"
 
 
@@ -181,7 +182,7 @@ def number(value: float, digits: int = 3) -> str:
     """
     value = float(value)
     if not math.isfinite(value):
-        raise ValueError(f"cannot format {value!r}: not a finite number")
+        raise ArgumentError(f"cannot format {value!r}: not a finite number")
     magnitude = abs(value)
     sign = "-" if value < 0 else ""
     if magnitude >= 100:
@@ -225,7 +226,7 @@ def scientific(value: float, digits: int = 2) -> str:
     """Scientific notation for prose: ``'4.2 × 10²³'``."""
     value = float(value)
     if not math.isfinite(value):
-        raise ValueError(f"cannot format {value!r}: not a finite number")
+        raise ArgumentError(f"cannot format {value!r}: not a finite number")
     if value == 0:
         return "0"
     mantissa, exponent = f"{value:.{digits - 1}e}".split("e")
@@ -279,7 +280,7 @@ def show(value, kind: str, unit: str = "") -> str:
     'unavailable'
     """
     if kind not in KINDS:
-        raise ValueError(f"unknown kind {kind!r}: one of {', '.join(KINDS)}")
+        raise ArgumentError(f"unknown kind {kind!r}: one of {', '.join(KINDS)}")
     if value is None:
         return "unavailable"
     if kind == "si":

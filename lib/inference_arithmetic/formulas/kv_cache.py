@@ -14,6 +14,7 @@ from __future__ import annotations
 import sympy
 
 from inference_arithmetic.core.checks import renamed
+from inference_arithmetic.core.numeric import ArgumentError
 from inference_arithmetic.core.symbols import (
     B,
     H,
@@ -45,7 +46,9 @@ def numbers_per_token(arch, mla_cache="latent", *, mla=None):
     """
     form = renamed("mla", mla, "mla_cache", mla_cache, "latent")
     if form not in MLA_FORMS:
-        raise ValueError(f"unknown MLA cache form {form!r}; choose one of {', '.join(MLA_FORMS)}")
+        raise ArgumentError(
+            f"unknown MLA cache form {form!r}; choose one of {', '.join(MLA_FORMS)}"
+        )
     if arch.is_mla:
         return r_kv + d_rope if form == "latent" else H * (d_nope + d_rope + d_v)
     return 2 * H_kv * d_h

@@ -21,6 +21,7 @@ import functools
 
 import sympy
 
+from inference_arithmetic.core.numeric import ArgumentError
 from inference_arithmetic.core.symbols import (
     B,
     D,
@@ -131,7 +132,7 @@ PARALLEL = ("tensor", "pipeline")
 
 def _mode(parallel):
     if parallel not in PARALLEL:
-        raise ValueError(f"parallel must be one of {PARALLEL}, got {parallel!r}")
+        raise ArgumentError(f"parallel must be one of {PARALLEL}, got {parallel!r}")
     return parallel
 
 

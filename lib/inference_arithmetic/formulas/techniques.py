@@ -12,6 +12,7 @@ tokens per step of the target model (at a = 0.8, gamma = 4: (1 - 0.8**5) / 0.2 =
 
 from __future__ import annotations
 
+from inference_arithmetic.core.numeric import ArgumentError
 from inference_arithmetic.core.symbols import B, D, H, P_s, S, T, V, a, b, c_d, d_h, gamma
 from inference_arithmetic.formulas import latency, transformer
 
@@ -96,7 +97,7 @@ ATTENTION_FORMS = ("standard", "flash")
 
 def _check_form(form):
     if form not in ATTENTION_FORMS:
-        raise ValueError(
+        raise ArgumentError(
             f"unknown attention form {form!r}; choose one of {', '.join(ATTENTION_FORMS)}"
         )
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sympy
 
+from inference_arithmetic.core.numeric import ArgumentError
 from inference_arithmetic.core.symbols import (
     B,
     D,
@@ -185,7 +186,7 @@ MLA_DECODES = ("reexpand", "absorbed")
 
 def _check_mla(mla):
     if mla not in MLA_DECODES:
-        raise ValueError(f"unknown MLA decode {mla!r}; choose one of {', '.join(MLA_DECODES)}")
+        raise ArgumentError(f"unknown MLA decode {mla!r}; choose one of {', '.join(MLA_DECODES)}")
 
 
 def matmul_weights(arch, mla="reexpand"):

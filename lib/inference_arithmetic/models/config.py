@@ -100,12 +100,12 @@ class ModelConfig:
             if value is None and name in optional:
                 continue
             if isinstance(value, bool) or not isinstance(value, int):
-                raise ValueError(f"{self.name}: {name} must be an integer, got {value!r}")
+                raise ArgumentError(f"{self.name}: {name} must be an integer, got {value!r}")
             if value < (0 if name in counts else 1):
-                raise ValueError(f"{self.name}: {name} must be positive, got {value}")
+                raise ArgumentError(f"{self.name}: {name} must be positive, got {value}")
         if self.d_head is None:
             if self.d_model % self.n_heads:
-                raise ValueError(
+                raise ArgumentError(
                     f"{self.name}: {self.n_heads} heads do not divide d_model={self.d_model}; "
                     "give d_head explicitly"
                 )
@@ -113,37 +113,37 @@ class ModelConfig:
         if self.n_kv_heads is None:
             object.__setattr__(self, "n_kv_heads", self.n_heads)
         if self.n_heads % self.n_kv_heads:
-            raise ValueError(
+            raise ArgumentError(
                 f"{self.name}: n_kv_heads={self.n_kv_heads} must divide n_heads={self.n_heads}"
             )
         choices_of = [("ffn", ("gated", "classic")), ("norm", ("rms", "layer"))]
         choices_of += [("qk_norm", ("", "head", "full"))]
         for name, choices in choices_of:
             if getattr(self, name) not in choices:
-                raise ValueError(f"{self.name}: {name} must be one of {choices}")
+                raise ArgumentError(f"{self.name}: {name} must be one of {choices}")
         if self.n_experts:
             if not 1 <= self.n_active_experts <= self.n_experts or self.d_ff_expert is None:
-                raise ValueError(
+                raise ArgumentError(
                     f"{self.name}: an MoE model needs 1 <= n_active_experts <= n_experts "
                     "and d_ff_expert"
                 )
             if self.n_dense_layers >= self.n_layers:
-                raise ValueError(f"{self.name}: n_dense_layers must be below n_layers")
+                raise ArgumentError(f"{self.name}: n_dense_layers must be below n_layers")
         elif self.n_active_experts or self.n_shared_experts or self.n_dense_layers:
-            raise ValueError(f"{self.name}: expert settings without n_experts")
+            raise ArgumentError(f"{self.name}: expert settings without n_experts")
         mla = {"kv_lora_rank": self.kv_lora_rank, "qk_nope_head_dim": self.qk_nope_head_dim}
         mla |= {"qk_rope_head_dim": self.qk_rope_head_dim, "v_head_dim": self.v_head_dim}
         missing = [name for name, value in mla.items() if value is None]
         if missing and (len(missing) < len(mla) or self.q_lora_rank is not None):
-            raise ValueError(
+            raise ArgumentError(
                 f"{self.name}: multi-head latent attention needs kv_lora_rank, qk_nope_head_dim, "
                 f"qk_rope_head_dim and v_head_dim (q_lora_rank may be None: queries projected "
                 f"without compression); missing {', '.join(missing)}"
             )
         if (self.window is None) != (self.n_window_layers == 0):
-            raise ValueError(f"{self.name}: window and n_window_layers go together")
+            raise ArgumentError(f"{self.name}: window and n_window_layers go together")
         if self.n_window_layers > self.n_layers:
-            raise ValueError(f"{self.name}: n_window_layers exceeds n_layers")
+            raise ArgumentError(f"{self.name}: n_window_layers exceeds n_layers")
 
     @property
     def is_moe(self) -> bool:
@@ -200,7 +200,7 @@ class ModelConfig:
             config = text
         model_type = config.get("model_type")
         if model_type not in MODEL_TYPES:
-            raise ValueError(
+            raise ArgumentError(
                 f"unsupported model_type {model_type!r}; supported: {', '.join(MODEL_TYPES)}"
             )
         # The folder first: the _name_or_path a saved config.json holds is often the path it
@@ -242,12 +242,12 @@ def _as_dict(config) -> tuple[dict, str | None]:
         if path.is_dir():  # a model's folder, as downloaded
             path = path / "config.json"
         if not path.is_file():
-            raise ValueError(f"no config.json at {str(path)!r}")
+            raise ArgumentError(f"no config.json at {str(path)!r}")
         return _parsed(path.read_text(), str(path)), _folder_name(path)
     if isinstance(config, str):
         return _parsed(config, "the JSON text"), None
     if not isinstance(config, dict):
-        raise ValueError(
+        raise ArgumentError(
             "a config is a dict, a path to config.json, its JSON text or an object with "
             f"to_dict(), got {type(config).__name__}"
         )
@@ -275,9 +275,9 @@ def _parsed(text: str, where: str) -> dict:
     try:
         config = json.loads(text)
     except json.JSONDecodeError as error:
-        raise ValueError(f"{where} is not valid JSON: {error}") from None
+        raise ArgumentError(f"{where} is not valid JSON: {error}") from None
     if not isinstance(config, dict):
-        raise ValueError(f"{where} holds a {type(config).__name__}, not a JSON object")
+        raise ArgumentError(f"{where} holds a {type(config).__name__}, not a JSON object")
     return config
 
 
@@ -361,7 +361,7 @@ class _Keys:
         for key, what in unmodeled.items():
             value = self.config.get(key)
             if key not in self.read and value not in (None, *_NEUTRAL.get(key, (0, False))):
-                raise ValueError(
+                raise ArgumentError(
                     f"config of model_type {self.model_type!r} sets {key}={value!r}: "
                     f"{what}, which the library does not model"
                 )
@@ -431,10 +431,12 @@ def _windows(c: _Keys, layers: int, pattern=None) -> dict:
     if kinds is None:
         kinds = pattern(layers) if pattern else []
     elif len(kinds) != layers:
-        raise ValueError(f"layer_types has {len(kinds)} entries for {layers} layers")
+        raise ArgumentError(f"layer_types has {len(kinds)} entries for {layers} layers")
     unknown = sorted(set(kinds) - set(LAYER_KINDS))
     if unknown:
-        raise ValueError(f"layer_types has {', '.join(unknown)}, which the library does not model")
+        raise ArgumentError(
+            f"layer_types has {', '.join(unknown)}, which the library does not model"
+        )
     sizes = {
         kind: c.size(key)
         for kind, key in (
@@ -444,7 +446,7 @@ def _windows(c: _Keys, layers: int, pattern=None) -> dict:
         if kind in kinds
     }
     if len(set(sizes.values())) > 1:
-        raise ValueError(f"windows of different lengths ({sizes}) are not modeled")
+        raise ArgumentError(f"windows of different lengths ({sizes}) are not modeled")
     windowed = sum(kind != "full_attention" for kind in kinds)
     return dict(window=next(iter(sizes.values())), n_window_layers=windowed) if windowed else {}
 
@@ -712,7 +714,7 @@ def _deepseek(c: _Keys) -> dict:
         v_head_dim=c.size("v_head_dim"),
     )
     if c.count("moe_layer_freq", 1) != 1:
-        raise ValueError("moe_layer_freq other than 1 (MoE every n layers) is not modeled")
+        raise ArgumentError("moe_layer_freq other than 1 (MoE every n layers) is not modeled")
     # MLA heads have their own widths; d_head is the query/key width, for display only.
     values["d_head"] = values["qk_nope_head_dim"] + values["qk_rope_head_dim"]
     return values

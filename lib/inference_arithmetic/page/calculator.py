@@ -31,6 +31,7 @@ from inference_arithmetic import serving
 from inference_arithmetic.core import checks
 from inference_arithmetic.core import format as fmt
 from inference_arithmetic.core.dtypes import DTYPE_BYTES, activation_bytes
+from inference_arithmetic.core.numeric import ArgumentError
 from inference_arithmetic.formulas import latency
 from inference_arithmetic.hardware.gpus import gpu as registry_gpu
 from inference_arithmetic.hardware.gpus import gpu_names
@@ -292,7 +293,7 @@ class Calculator:
             if name in self.choices:
                 checks.choice(name, value, self.choices[name])
             elif name not in self.state:
-                raise ValueError(f"no control named {name!r}; controls: {sorted(self.state)}")
+                raise ArgumentError(f"no control named {name!r}; controls: {sorted(self.state)}")
             _number(name, value)
             self.state[name] = value
         try:

@@ -154,15 +154,15 @@ class Range:
 
     def __post_init__(self):
         if not self.min < self.max:
-            raise ValueError(f"Range needs min < max, got {self.min} and {self.max}")
+            raise ArgumentError(f"Range needs min < max, got {self.min} and {self.max}")
         if self.step <= 0:
-            raise ValueError(f"Range needs a positive step, got {self.step}")
+            raise ArgumentError(f"Range needs a positive step, got {self.step}")
         if self.log and self.min <= 0:
-            raise ValueError(f"a log Range needs min > 0, got {self.min}")
+            raise ArgumentError(f"a log Range needs min > 0, got {self.min}")
         if not self.min <= self.value <= self.max:
-            raise ValueError(f"Range value {self.value} is outside [{self.min}, {self.max}]")
+            raise ArgumentError(f"Range value {self.value} is outside [{self.min}, {self.max}]")
         if self.log and self._snap(self.value) != self.value:
-            raise ValueError(f"a log Range's value {self.value} must lie on its step grid")
+            raise ArgumentError(f"a log Range's value {self.value} must lie on its step grid")
 
     def clamp(self, value: float) -> float:
         """The nearest value the control can take: a step of the grid, or a log slider's stop."""
@@ -182,7 +182,7 @@ class Range:
         power of ten (on the step grid), and ``min``, ``max`` and the default; a step moves the
         value by a ratio (at most 2, where the step grid is coarse), not by a fixed amount."""
         if not self.log:
-            raise ValueError("only a log Range has stops; a linear one moves by its step")
+            raise ArgumentError("only a log Range has stops; a linear one moves by its step")
         low, high = math.floor(math.log10(self.min)), math.ceil(math.log10(self.max))
         nice = [m * 10.0**e for e in range(low, high + 1) for m in _MANTISSAS]
         kept = [self.min, self.max, self.value]
@@ -217,16 +217,16 @@ class Choice:
             )
         items = dict(self.options) if isinstance(self.options, Mapping) else _labelled(self.options)
         if not items:
-            raise ValueError("Choice needs at least one option")
+            raise ArgumentError("Choice needs at least one option")
         object.__setattr__(self, "labels", items)
         if isinstance(self.value, str):
             if self.value not in items:
-                raise ValueError(f"Choice label {self.value!r} is not one of {list(items)}")
+                raise ArgumentError(f"Choice label {self.value!r} is not one of {list(items)}")
             label = self.value
         elif self.value in items.values():
             label = next(key for key, v in items.items() if v == self.value)
         else:
-            raise ValueError(f"Choice value {self.value} is not one of {list(items.values())}")
+            raise ArgumentError(f"Choice value {self.value} is not one of {list(items.values())}")
         object.__setattr__(self, "label", label)
         object.__setattr__(self, "value", items[label])
 
@@ -234,7 +234,7 @@ class Choice:
         """The label of ``value`` (a label, or the nearest value; ``current`` if it ties)."""
         if isinstance(value, str):
             if value not in self.labels:
-                raise ValueError(f"{value!r} is not one of {list(self.labels)}")
+                raise ArgumentError(f"{value!r} is not one of {list(self.labels)}")
             return value
         nearest = min(self.labels.values(), key=lambda v: abs(v - float(value)))
         if current is not None and self.labels[current] == nearest:
@@ -261,9 +261,9 @@ class Preset:
 
     def __post_init__(self):
         if not self.options:
-            raise ValueError("Preset needs at least one option")
+            raise ArgumentError("Preset needs at least one option")
         if self.value not in self.options:
-            raise ValueError(f"Preset default {self.value!r} is not one of {list(self.options)}")
+            raise ArgumentError(f"Preset default {self.value!r} is not one of {list(self.options)}")
 
     @property
     def label(self) -> str:
@@ -274,7 +274,7 @@ class Preset:
         for label, values in self.options.items():
             lacking = sorted(set().union(*(o.keys() for o in self.options.values())) - set(values))
             if lacking and used & set(lacking):
-                raise ValueError(f"Preset option {label!r} lacks {sorted(used & set(lacking))}")
+                raise ArgumentError(f"Preset option {label!r} lacks {sorted(used & set(lacking))}")
         return used & set(next(iter(self.options.values())))
 
 
@@ -284,7 +284,7 @@ def _labelled(values: Sequence[float]) -> dict[str, float]:
         labels = {fmt.si(v, digits=digits): v for v in values}
         if len(labels) == len(set(values)):
             return labels
-    raise ValueError(f"Choice options must be distinct, got {list(values)}")
+    raise ArgumentError(f"Choice options must be distinct, got {list(values)}")
 
 
 def model_preset(value: str, names: Sequence[str] | None = None) -> Preset:

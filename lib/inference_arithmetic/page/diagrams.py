@@ -26,7 +26,7 @@ from matplotlib.text import Text
 from inference_arithmetic.core import checks
 from inference_arithmetic.core import format as fmt
 from inference_arithmetic.core.dtypes import bytes_per_number
-from inference_arithmetic.core.numeric import evaluate
+from inference_arithmetic.core.numeric import ArgumentError, evaluate
 from inference_arithmetic.core.symbols import NOTATION
 from inference_arithmetic.formulas import mlp, parallel
 from inference_arithmetic.hardware.gpus import ON_CHIP, gpu_names
@@ -156,7 +156,7 @@ def _dense(arch):
     """A registry model (or a ``ModelConfig``) whose layers the block diagram can draw."""
     m = registry_model(arch)
     if m.n_experts or m.q_lora_rank or m.kv_lora_rank:
-        raise ValueError(
+        raise ArgumentError(
             f"{m.name} has mixture-of-experts or latent-attention layers; the diagram draws a "
             "dense layer with multi-head or grouped-query attention"
         )
@@ -444,7 +444,7 @@ def memory_hierarchy(gpu="h100-sxm", arch="llama-3.1-8b", dtype: str = "bf16") -
     missing = [name for name in ON_CHIP if getattr(g, name) is None]
     if missing:
         have = [name for name in gpu_names() if _has_on_chip(name)]
-        raise ValueError(
+        raise ArgumentError(
             f"the registry has no {', '.join(missing)} for {g.name}; "
             f"GPUs with on-chip figures: {', '.join(have)}"
         )
@@ -702,7 +702,7 @@ def batching_timeline(lengths=(6, 2, 4, 3, 2, 5, 3, 2, 4, 2), slots: int = 4) ->
     slots = checks.count("slots", slots, 1, 8)
     lengths = [checks.count("a request's length", n, 1, 50) for n in lengths]
     if not lengths or len(lengths) > 26:
-        raise ValueError(f"draw 1 to 26 requests, got {len(lengths)}")
+        raise ArgumentError(f"draw 1 to 26 requests, got {len(lengths)}")
     figure = Figure(figsize=(6.9, 1.1 + 0.55 * slots * 2), dpi=DPI)
     schedules = {"static": _schedule(lengths, slots, False)}
     schedules["continuous"] = _schedule(lengths, slots, True)

@@ -32,6 +32,7 @@ import sympy
 
 from inference_arithmetic import formulas
 from inference_arithmetic.core import format as fmt
+from inference_arithmetic.core.numeric import ArgumentError
 from inference_arithmetic.models.config import model, model_names
 
 __all__ = [
@@ -227,13 +228,13 @@ def _chapters(module, labels):
     if sentence and "introduction" in sentence.group(1):
         numbers.insert(0, "00")
     if not numbers:
-        raise ValueError(
+        raise ArgumentError(
             f"{where}: its docstring names no chapter; say which chapters derive it, in a"
             ' sentence like "Derived in chapter 06." (the formula reference links them)'
         )
     unknown = [n for n in numbers if n not in labels]
     if unknown:
-        raise ValueError(
+        raise ArgumentError(
             f"{where}: its docstring says it is derived in chapter {', '.join(unknown)}, but"
             f" the book has no such chapter with a label (it has {', '.join(sorted(labels))})"
         )

@@ -32,7 +32,7 @@ import sympy
 
 from inference_arithmetic.core import checks
 from inference_arithmetic.core import format as fmt
-from inference_arithmetic.core.numeric import numeric
+from inference_arithmetic.core.numeric import ArgumentError, numeric
 from inference_arithmetic.page.controls import (  # noqa: F401  (re-exported: ia.widgets.Range, ...)
     DASHES,
     PALETTE,
@@ -84,17 +84,17 @@ class FormulaWidget:
         unknown = sorted(direct - needed_names)
         twice = sorted(direct.intersection(*self.presets.values())) if self.presets else []
         if missing or unknown or twice:
-            raise ValueError(
+            raise ArgumentError(
                 f"controls must match the formulas' symbols: missing {missing}, "
                 f"unknown {unknown}, set twice {twice}"
             )
         if x not in direct:
-            raise ValueError(f"x={x!r} must be one of the controls: {sorted(direct)}")
+            raise ArgumentError(f"x={x!r} must be one of the controls: {sorted(direct)}")
         if any(x in {s.name for s in e.free_symbols} for e in self.bounds.values()):
-            raise ValueError(f"a bound on {x!r} may not depend on {x!r} itself")
+            raise ArgumentError(f"a bound on {x!r} may not depend on {x!r} itself")
         words = dict(labels or {})
         if set(words) - set(self.specs):
-            raise ValueError(f"labels for no control: {sorted(set(words) - set(self.specs))}")
+            raise ArgumentError(f"labels for no control: {sorted(set(words) - set(self.specs))}")
         # Each control's label in words, with its symbol and unit (controls.label).
         self.control_labels = {n: control_label(n, words.get(n)) for n in self.specs}
         self.control_html = {n: label_html(n, words.get(n)) for n in self.specs}
@@ -178,7 +178,7 @@ class FormulaWidget:
         """Set controls (clamped to their ranges), redraw, and return the readout values."""
         for name, value in changes.items():
             if name not in self.specs:
-                raise ValueError(f"no control named {name!r}; controls: {sorted(self.specs)}")
+                raise ArgumentError(f"no control named {name!r}; controls: {sorted(self.specs)}")
             self._set(name, value)
         if self._widgets is not None:
             self._syncing = True  # one redraw below, not one per control moved
@@ -195,7 +195,7 @@ class FormulaWidget:
         spec = self.specs[name]
         if isinstance(spec, Preset):
             if value not in spec.options:
-                raise ValueError(f"{value!r} is not one of {list(spec.options)}")
+                raise ArgumentError(f"{value!r} is not one of {list(spec.options)}")
             self.labels[name] = value
             self.values.update({n: spec.options[value][n] for n in self.presets[name]})
         elif isinstance(spec, Choice):
