@@ -24,7 +24,8 @@ help:
 	@echo "make test       ruff, the strict book build (runs every chapter), the tests, the browser test"
 	@echo "make notebooks  the chapters as .ipynb, student and instructor editions, in _build/notebooks/"
 	@echo "make lab        JupyterLab on the chapters"
-	@echo "make bench      import time, compiled formula vs numpy, a step model, widget update time"
+	@echo "make bench      import time, first and warm calculate, steady state, plan, compiled"
+	@echo "                formula vs numpy, a step model, widget update time"
 	@echo "make bands      rewrite the predictions' error bands from the validation set's residuals"
 	@echo "make format     ruff format over the library, the tests and the chapters' code"
 	@echo "make pdf        the whole book as one PDF (installs texlive when missing)"
@@ -33,13 +34,26 @@ help:
 	@echo "make measure    time a small transformer on this machine; predicted vs measured"
 	@echo "make clean      remove _build/, .venv/, tests/reference/.venv/ and tools/measure/.venv/"
 
+# uv installs the requirements in seconds where pip takes a minute: the environment's pip
+# installs uv (UV_VERSION) from the index pip is set to use, and uv is handed pip's indexes
+# (tools/uv_env.py: uv reads no pip configuration). Where uv cannot be had or fails, pip
+# installs them. Either way the same pinned versions, compiled to bytecode as pip does.
 # Then the calculator's formulas of every registry model are compiled (and printed for its page)
 # into the disk cache (inference_arithmetic.serving.cache), so that a model's first calculation
-# in a process is fast.
+# in a process is fast: the formulas and the page's data, one process each, side by side.
+UV_VERSION := 0.13.9
+PIP_QUIET := --quiet --disable-pip-version-check
+WARM = $(BIN)/python -c "import inference_arithmetic as ia; ia.$(1).warm()"
+
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements.txt
-	$(BIN)/python -c "import inference_arithmetic as ia; ia.serving.warm(); ia.calculator.warm()"
+	$(BIN)/python -m pip install $(PIP_QUIET) uv==$(UV_VERSION) && eval "$$($(BIN)/python \
+		tools/uv_env.py)" && $(BIN)/uv pip install --quiet --python $(BIN)/python \
+		--compile-bytecode --index-strategy unsafe-best-match -r requirements.txt || { \
+		echo "uv could not install requirements.txt: pip installs it"; \
+		$(BIN)/python -m pip install $(PIP_QUIET) -r requirements.txt; }
+	$(call WARM,serving) & formulas=$$!; $(call WARM,calculator); page=$$?; \
+		wait $$formulas && exit $$page
 	touch $@
 
 # The execution cache is keyed on each chapter's text, not on the library it imports: drop it
@@ -95,15 +109,19 @@ format: $(STAMP)
 		$(BIN)/jupytext --quiet --pipe "$(CURDIR)/$(BIN)/ruff format -" $$chapter || exit 1; \
 	done
 
+# pytest on JOBS workers; PYTEST_FLAGS adds options (e.g. --durations=20, -k calculator).
+DIST ?= loadfile
+PYTEST = $(BIN)/python -m pytest -n $(JOBS) --dist $(DIST) $(PYTEST_FLAGS) lib tests
+
 unit: $(STAMP) $(NOTEBOOKS)
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile lib tests
+	$(PYTEST)
 
 # The book build comes before pytest, whose tests read the built HTML; pytest's summary is
 # the last thing printed.
 # The build executes every chapter once (a failing cell fails it); the tests then check what
 # it made, and that the class notebooks hold the chapters' code, without running them again.
 test: lint book $(NOTEBOOKS)
-	$(BIN)/python -m pytest -n $(JOBS) --dist loadfile lib tests
+	$(PYTEST)
 
 # JupyterLab opens the chapters' .md sources as notebooks (jupytext's viewer by default).
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json

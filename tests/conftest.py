@@ -1,6 +1,7 @@
 """Shared test settings: a headless matplotlib backend and a fast hypothesis profile."""
 
 import os
+import shutil
 import tempfile
 
 os.environ.setdefault("MPLBACKEND", "Agg")  # before anything imports matplotlib
@@ -11,9 +12,23 @@ os.environ.setdefault(
     os.path.join(tempfile.gettempdir(), "inference-arithmetic-hypothesis"),
 )
 
-# Compiled formulas are cached on disk (inference_arithmetic.serving.cache): the tests start from an
-# empty cache of their own, so they compile what they check and leave the user's cache alone.
-os.environ.setdefault("IA_CACHE_DIR", tempfile.mkdtemp(prefix="inference-arithmetic-cache-"))
+# Compiled formulas are cached on disk (inference_arithmetic.serving.cache). The tests keep a
+# cache of their own, so that they leave the user's alone; it starts as a copy of the entries
+# that `make` compiled for this very library (its warm step, into the folder named after the
+# library's source and the SymPy and NumPy versions), so that the tests read the compiled
+# formulas the book and a reader read rather than compile them all again; what is not there is
+# compiled. test_cache.py checks that an entry read back gives the numbers of a fresh compile.
+# IA_CACHE_DIR set beforehand (an empty folder, or "off") is used as it is.
+if "IA_CACHE_DIR" not in os.environ:
+    try:
+        from inference_arithmetic.serving import cache
+
+        made = cache.folder()  # the user's: where `make` compiled
+    except Exception:  # a library that does not import: its tests say so, one by one
+        made = None
+    os.environ["IA_CACHE_DIR"] = tempfile.mkdtemp(prefix="inference-arithmetic-cache-")
+    if made is not None and made.is_dir():
+        shutil.copytree(made, cache.folder())
 
 from hypothesis import settings  # noqa: E402
 

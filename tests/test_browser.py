@@ -572,19 +572,30 @@ def test_every_public_formula_is_in_the_built_page(module_name, name):
     assert f"formulas.{module_name}.{name}(" in html.replace('<span class="pre">', "")
 
 
-@pytest.mark.parametrize("doc", APPENDICES)
-def test_appendix_renders_offline_with_its_math_typeset(browser, doc):
-    page, errors = _open(browser, doc)
-    _check_page(page, errors)
-    # MathJax shows TeX it cannot parse as an error box instead of failing loudly.
-    assert page.locator("mjx-merror").count() == 0, f"{doc}: TeX that MathJax rejects"
+@pytest.fixture(scope="module")
+def formula_reference(browser):
+    """The formula reference, loaded once for the two tests below (seconds of MathJax): the
+    first only reads it, the second opens one box; its console errors gathered throughout."""
+    page, errors = _open(browser, "book/appendix-formulas")
+    yield page, errors
     page.close()
 
 
-def test_math_of_a_collapsed_form_is_typeset_when_it_is_opened(browser):
+@pytest.mark.parametrize("doc", APPENDICES)
+def test_appendix_renders_offline_with_its_math_typeset(browser, request, doc):
+    if doc == "book/appendix-formulas":
+        page, errors = request.getfixturevalue("formula_reference")
+    else:
+        page, errors = _open(browser, doc)
+    _check_page(page, errors)
+    # MathJax shows TeX it cannot parse as an error box instead of failing loudly.
+    assert page.locator("mjx-merror").count() == 0, f"{doc}: TeX that MathJax rejects"
+
+
+def test_math_of_a_collapsed_form_is_typeset_when_it_is_opened(formula_reference):
     # tools/book_html.py defers the math of the collapsed forms until a reader opens one
     # (the page's check above skips math still waiting; this opens a box and checks it).
-    page, errors = _open(browser, "book/appendix-formulas")
+    page, errors = formula_reference
     box = page.locator(".admonition.ia-lazy-math").first
     assert box.locator(".ia-math-later").count() > 0, "closed forms should wait to be typeset"
     assert box.locator("mjx-container").count() == 0
@@ -595,4 +606,3 @@ def test_math_of_a_collapsed_form_is_typeset_when_it_is_opened(browser):
     assert box.locator(".ia-math-later").count() == 0
     assert box.locator("mjx-merror").count() == 0
     assert not errors, f"console errors: {errors}"
-    page.close()

@@ -3,8 +3,8 @@ book): the instructor edition is the chapter, cell for cell; the student edition
 without its solutions, an answer cell in place of each.
 
 The strict book build executes every chapter, which is the instructor edition (a failing cell,
-or a solution whose answer its exercise's check refuses, fails it); the student edition is
-executed in test_student_notebooks.py.
+or a solution whose answer its exercise's check refuses, fails it); test_student_notebooks.py
+checks that the student edition runs too, without the solutions, and runs its answer cells.
 """
 
 import re

@@ -1,29 +1,265 @@
-"""Every student notebook runs top to bottom with its answers left blank, and each answer
-cell says "not answered yet" (the book's build runs the instructor edition, the chapters).
+"""Every student notebook runs top to bottom with its answers left blank, and each answer cell
+says "not answered yet" (the book's build runs the instructor edition, the chapters).
+
+Without running the chapters a second time: the strict build has run every chapter's cells in
+order, and the student edition is those cells less the solutions' code, with an answer cell in
+place of each solution (test_notebooks.py checks the cells are the chapter's). So what is left
+to check is what taking the solutions out changes:
+
+- the answer cells are where the solutions were, one for each exercise with a self-check;
+- no cell the student edition keeps reads a name that, in the book, a solution's code bound
+  last (in the student edition it would be unbound, or bound to something else), and every
+  name a cell reads is bound before it: read off each cell's code, statement by statement
+  (Python's own symbol tables say what a statement reads and binds);
+- no solution changes in place what the cells kept hold: no item or attribute assigned on, no
+  mutating method (``append``, ``update``, ...) called on, a name the solution did not bind;
+- each answer cell reads only names that imports bind (``ia``), so it is run here, in one
+  process, after those imports, and must say "not answered yet".
 
 A file of its own, so that pytest-xdist (--dist loadfile) runs it beside the other tests.
 """
 
+import ast
+import builtins
+import re
+import symtable
 from pathlib import Path
 
-import nbclient
 import nbformat
 import pytest
 
+from inference_arithmetic import exercises
 from tests.test_chapters import CHAPTERS
 
 ROOT = Path(__file__).resolve().parents[1]
+STUDENT = ROOT / "_build" / "notebooks" / "student"
+INSTRUCTOR = ROOT / "_build" / "notebooks" / "instructor"
+MARKER = re.compile(r":::\{solution-(start|end)\}[ \t]*(\S*)")
+ANSWER = "# Your answer to "
+# What an IPython kernel's namespace holds before the first cell runs.
+KERNEL = set(dir(builtins)) | {"get_ipython", "display", "In", "Out", "exit", "quit", "_", "__"}
+# Statements that read everything before they bind anything.
+SIMPLE = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete, ast.Assert, ast.Raise)
+
+
+def _read(folder, doc):
+    path = folder / f"{Path(doc).name}.ipynb"
+    assert path.exists(), f"{path} is missing: run `make notebooks`"
+    return nbformat.read(path, as_version=4)
+
+
+def _chapter_cells(notebook):
+    """The code cells of the chapter (the instructor edition), each as (source, label): the
+    label of the solution it is part of, or None for a cell the student edition keeps; at
+    each solution's end, (None, label): the place of its answer cell."""
+    cells, inside = [], None
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            cells.append((cell.source, inside))
+            continue
+        for marker in MARKER.finditer(cell.source):
+            kind, label = marker.groups()
+            if kind == "start":
+                assert inside is None, f"a solution starts inside {inside}'s"
+                inside = label
+            else:
+                assert inside is not None, "a solution ends that did not start"
+                cells.append((None, inside))
+                inside = None
+    assert inside is None, f"the solution of {inside} does not end"
+    return cells
+
+
+def _registered():
+    exercises._load()
+    return exercises.EXERCISES
+
+
+def _statements(source, where):
+    """What each top-level statement of a cell reads and binds, in order: (reads, binds, node).
+
+    A statement's reads are the names its own code reads and the global names its functions,
+    lambdas, classes and comprehensions read (counted when it runs, the earliest they could
+    be). A simple statement reads before it binds (``x = x + 1`` needs an ``x``); a compound
+    one (a loop, a ``with``, a ``def``) may read what it binds itself."""
+    tree = ast.parse(source, where)
+    for node in tree.body:
+        table = symtable.symtable(ast.unparse(node), where, "exec")
+        reads = {s.get_name() for s in table.get_symbols() if s.is_referenced()}
+        binds = {
+            s.get_name()
+            for s in table.get_symbols()
+            if s.is_assigned() or s.is_imported() or s.is_namespace()
+        }
+        stack = list(table.get_children())
+        while stack:
+            child = stack.pop()
+            stack += child.get_children()
+            for symbol in child.get_symbols():
+                if symbol.is_global() and symbol.is_referenced():
+                    reads.add(symbol.get_name())
+                if symbol.is_declared_global() and symbol.is_assigned():
+                    binds.add(symbol.get_name())
+        yield (reads if isinstance(node, SIMPLE) else reads - binds), binds, node
+
+
+MUTATING = {"append", "extend", "insert", "update", "setdefault", "pop", "popitem", "clear"}
+MUTATING |= {"remove", "add", "discard", "sort", "reverse", "__setitem__", "__delitem__"}
+
+
+def _mutations(source, own):
+    """What a solution's cell changes in place of names it did not bind (``own``): items or
+    attributes assigned or deleted, mutating methods called."""
+
+    def base(node):
+        while isinstance(node, ast.Attribute | ast.Subscript | ast.Call):
+            node = node.func if isinstance(node, ast.Call) else node.value
+        return node.id if isinstance(node, ast.Name) else None
+
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        targets = getattr(node, "targets", None) or [getattr(node, "target", None)]
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
+            found += [t for t in targets if isinstance(t, ast.Attribute | ast.Subscript)]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            found += [node] if node.func.attr in MUTATING else []
+    return [ast.unparse(node) for node in found if base(node) not in own | {None}]
+
+
+def _where_bound(cells):
+    """Run over ``cells`` [(id, source)] as a kernel would over names: for each cell, each name
+    its statements read and the statement that bound it last (None: unbound)."""
+    bound, seen = {}, {}
+    for cell_id, source in cells:
+        if source is None:
+            continue
+        seen[cell_id] = []
+        for index, (reads, binds, node) in enumerate(_statements(source, str(cell_id))):
+            seen[cell_id] += [(name, bound.get(name)) for name in sorted(reads)]
+            bound.update({name: (cell_id, index, node) for name in binds})
+    return seen
+
+
+def _problems(chapter, student):
+    """What differs, name by name, between the chapter and its student edition ``student``
+    (the student's code cells, in order): [(cell, name, where the book bound it, where the
+    student's edition did)], the latter "unbound: ..." for a name bound nowhere before."""
+    kept = [(i, src) for i, (src, label) in enumerate(chapter) if label is None]
+    book = _where_bound([(i, src) for i, (src, _) in enumerate(chapter)])
+    # The student's cells, named as the chapter's they are (an answer cell by its label).
+    named, queue = [], iter(kept)
+    for source in student:
+        if source.startswith(ANSWER):
+            named.append((source.removeprefix(ANSWER).split(":")[0], source))
+        else:
+            index, expected = next(queue, (None, None))
+            assert source == expected, f"the student's cell differs from the chapter's: {source}"
+            named.append((index, source))
+    theirs = _where_bound(named)
+    problems = []
+    for cell_id, reads in theirs.items():
+        for read_index, (name, binding) in enumerate(reads):
+            if isinstance(cell_id, int):  # a cell of the chapter: the book's binding
+                book_binding = book[cell_id][read_index][1]
+                same = binding is book_binding or (
+                    binding and book_binding and binding[:2] == book_binding[:2]
+                )
+                if not same:
+                    problems.append((cell_id, name, book_binding, binding))
+            if binding is None and name not in KERNEL:
+                problems.append((cell_id, name, None, "unbound: a NameError"))
+    return problems, theirs
+
+
+def _show(chapter, binding):
+    if binding is None or isinstance(binding, str):
+        return binding or "nothing"
+    cell, _, node = binding
+    where = "a solution" if isinstance(cell, int) and chapter[cell][1] else "a kept cell"
+    return f"{ast.unparse(node)[:60]!r} in {where}"
 
 
 @pytest.mark.parametrize("doc", CHAPTERS)
 def test_the_student_notebook_runs_with_blank_answers(doc):
-    path = ROOT / "_build" / "notebooks" / "student" / f"{Path(doc).name}.ipynb"
-    notebook = nbformat.read(path, as_version=4)
-    client = nbclient.NotebookClient(
-        notebook, timeout=300, resources={"metadata": {"path": str(ROOT / "book")}}
+    chapter = _chapter_cells(_read(INSTRUCTOR, doc))
+    student = [c.source for c in _read(STUDENT, doc).cells if c.cell_type == "code"]
+    # The answer cells stand where the solutions were, one per exercise it can check.
+    registered = _registered()
+    expected = [
+        exercises.student_cell(label) if source is None else source
+        for source, label in chapter
+        if label is None or (source is None and label in registered)
+    ]
+    assert student == expected, f"{doc}: the student edition is not the chapter less solutions"
+    answers = [source for source in student if source.startswith(ANSWER)]
+    assert answers or not any(label in registered for _, label in chapter), doc
+
+    problems, seen = _problems(chapter, student)
+    assert not problems, f"{doc}: the student edition reads names the solutions bind:\n" + (
+        "\n".join(
+            f"  cell {cell}: {name}, in the book {_show(chapter, book)}, here {_show(chapter, it)}"
+            for cell, name, book, it in problems
+        )
     )
-    client.execute()  # a failing cell raises CellExecutionError, naming the cell
-    answers = [c for c in notebook.cells if c.source.startswith("# Your answer to ")]
-    for cell in answers:
-        shown = "".join(o.get("data", {}).get("text/plain", "") for o in cell.outputs)
-        assert "not answered yet" in shown, (doc, cell.source, shown)
+    own = {}  # what each solution binds, cell after cell
+    for source, label in chapter:
+        if source is not None and label is not None:
+            own[label] = own.get(label, set()).union(
+                *(binds for _, binds, _ in _statements(source, label))
+            )
+            changed = _mutations(source, own[label])
+            assert not changed, f"{doc}: the solution of {label} changes in place: {changed}"
+    # Each answer cell, after the imports that bound what it reads.
+    for source in answers:
+        label = source.removeprefix(ANSWER).split(":")[0]
+        imports = [binding[2] for _, binding in seen[label]]
+        assert all(isinstance(node, ast.Import | ast.ImportFrom) for node in imports), (
+            f"{label}'s answer cell reads more than imports: {[ast.unparse(n) for n in imports]}"
+        )
+        namespace = {}
+        exec(compile(ast.Module(imports, []), doc, "exec"), namespace)
+        shown = repr(eval(compile(source, label, "eval"), namespace))  # the cell's text/plain
+        assert "not answered yet" in shown, (doc, source, shown)
+
+
+# --- The check can fail ---------------------------------------------------------------------
+
+SETUP = "import inference_arithmetic as ia\nx = 2"
+
+
+def test_a_cell_that_reads_what_a_solution_bound_fails():
+    chapter = [(SETUP, None), ("y = x * 3", "ex-a"), (None, "ex-a"), ("print(y)", None)]
+    problems, _ = _problems(chapter, [SETUP, "print(y)"])
+    assert [(cell, name, book) for cell, name, book, _ in problems] == [
+        (3, "y", (1, 0, problems[0][2][2])),
+        (3, "y", None),
+    ]
+    assert problems[1][3].startswith("unbound")
+
+
+def test_a_cell_that_reads_what_a_solution_rebound_fails():
+    # The solution's own x: the kept cell reads 2 in the student edition, 5 in the book.
+    chapter = [(SETUP, None), ("x = 5", "ex-a"), (None, "ex-a"), ("def f():\n    return x", None)]
+    problems, _ = _problems(chapter, [SETUP, "def f():\n    return x"])
+    assert [(cell, name) for cell, name, _, _ in problems] == [(3, "x")]
+    assert problems[0][3][:2] == (0, 1)  # the student's x: the kept cell's second statement
+
+
+def test_a_name_bound_by_the_cell_itself_or_before_passes():
+    cells = [
+        "import inference_arithmetic as ia\nfor n in range(3):\n    total = n",
+        "total = total + sum(k for k in range(n))\nclass C:\n    z = total\n",
+        "fig = [print(v) for v in (C.z, len)]",
+    ]
+    chapter = [(cells[0], None), ("w = 1", "ex-a"), (None, "ex-a"), *((c, None) for c in cells[1:])]
+    assert _problems(chapter, cells)[0] == []
+    # ... but not a simple statement that reads its own target before any binding.
+    problems, _ = _problems([("a = a + 1", None)], ["a = a + 1"])
+    assert [(name, book, it) for _, name, book, it in problems] == [
+        ("a", None, "unbound: a NameError")
+    ]
+
+
+def test_a_solution_that_changes_what_the_chapter_holds_is_found():
+    solution = "rows.append(3)\ntable[0] = 1\nm.name = 'x'\nmine = []\nmine.append(rows)\nlen(rows)"
+    assert _mutations(solution, {"mine"}) == ["table[0]", "m.name", "rows.append(3)"]
