@@ -231,15 +231,32 @@ class _Engine:
         below (``start``: a step time known to be below it, a lower rate's); None if it runs
         away."""
         tau = start or float(self.steps(0.0, np.zeros(1))[0])
+        # The iteration creeps (its slope nears 1 towards saturation): after each two steps
+        # that rise, Aitken's extrapolation jumps to where they head. A jump that lands past
+        # the fixed point comes back down; one that makes the chain run away is undone, and
+        # the plain iteration decides. The answer is a fixed point to the same tolerance.
+        previous, accelerate = None, True
         for _ in range(200):  # converges in tens of steps below saturation; creeps at it
             chain = self.chain(rate, [rate * (self.O - 1) * tau])
             times, _, weights, counts = (part[0] for part in chain)
             mean = float((weights * counts) @ times / (weights @ counts))
             if mean > 1e3 or not np.isfinite(mean) or weights[-8:].sum() > 1e-6:
+                if previous is not None and previous[2]:  # a jump went too far: undo it
+                    tau, previous, accelerate = previous[1], None, False
+                    continue
                 return None  # a step's prompts beyond the range kept: it runs away
             if abs(mean - tau) <= 1e-10 * mean:
                 return mean
-            tau = mean
+            jump = None
+            if accelerate and previous is not None and not previous[2]:
+                before, last = previous[0], tau  # three iterates: before -> last -> mean
+                bend = (mean - last) - (last - before)
+                if bend < 0 < mean - last:  # rising, and slowing: a fixed point ahead
+                    jump = mean - (mean - last) ** 2 / bend
+            if jump is not None and np.isfinite(jump):
+                previous, tau = (tau, mean, True), jump
+            else:
+                previous, tau = (tau, mean, False), mean
         return None
 
     def ttft(self, rate, decodes):
