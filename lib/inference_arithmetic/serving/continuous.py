@@ -315,6 +315,10 @@ class _Engine:
         steady = _steady().from_values(chain)
         if steady["gain"] >= 1:
             return None  # more decodes feed back more than they add: no steady state
+        if not (decodes < self.budget and rate * (self.O - 1) * steady["tpot"] <= self.capacity):
+            # Not kept up with, whatever the first token's wait (below, at least 0): every
+            # caller reads only "ok" of such a state, so its TTFT is not worked out.
+            return {"ok": False, "mean_step": tau, **chain, **steady}
         # The budget left for prompts, b - B_d, moves with the decodes: an arrival's prefill is
         # the mean over their spread (normal, of the steady state's variance), not at the mean.
         nodes, weights_b = map(np.array, SPREAD_POINTS)
