@@ -173,14 +173,12 @@ def _calculate(args) -> dict:
 
 def _steady(args) -> dict:
     workload = dict(prompt_len=args.prompt_len, output_len=args.output_len)
-    options = _deployment(args)
-    options.pop("price_per_hour", None)  # a steady state has no cost
+    options = _deployment(args)  # a steady state has no cost: its parser takes no price
     return ia.steady_state(_model(args.model), _gpu(args.gpu), args.rate, **workload, **options)
 
 
 def _plan(args) -> dict:
-    options = _deployment(args)
-    options.pop("n_gpus", None)  # the plan chooses it
+    options = _deployment(args)  # no n_gpus: the plan chooses it
     return ia.plan(
         _model(args.model), _gpu(args.gpu), args.rate, args.prompt_len, args.output_len,
         args.ttft, args.tpot, most_gpus=args.most_gpus, **options,
@@ -189,7 +187,6 @@ def _plan(args) -> dict:
 
 def _kernels(args) -> list[dict]:
     options = _deployment(args)
-    options.pop("price_per_hour", None)
     return ia.kernels(
         _model(args.model), _gpu(args.gpu), args.batch, args.context_len, phase=args.phase,
         **options,

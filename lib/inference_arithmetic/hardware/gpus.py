@@ -314,6 +314,22 @@ class GPU:
         """``achieved_figure(self, name)``: this GPU's measured figure, or its stand-in."""
         return achieved_figure(self, name)[0]
 
+    def price(self, price_per_hour: float | None = None, required: bool = False) -> tuple:
+        """The price to cost this GPU at, its date and its source: ``price_per_hour`` (USD per
+        GPU-hour, checked; no date, source "given") if given, else the example price (all
+        three None where it has none; with ``required``, an error naming price_per_hour)."""
+        if price_per_hour is not None:
+            from inference_arithmetic.core import checks  # which the registry's checks import
+
+            given = checks.amount("price_per_hour", price_per_hour, "dollars", positive=True)
+            return given, None, "given"
+        if required and self.price_per_hour is None:
+            raise ArgumentError(
+                f"{self.name!r} has no example price per hour: pass price_per_hour (USD per "
+                "GPU-hour)"
+            )
+        return self.price_per_hour, self.price_date, self.sources.get("price_per_hour")
+
     def ridge_point(self, dtype: str) -> float:
         """FLOPs per byte of memory traffic at which compute time equals memory time
         (``formulas.roofline.ridge_point`` at this GPU's figures)."""

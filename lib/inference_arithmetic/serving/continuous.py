@@ -475,14 +475,7 @@ def plan(
     checks.amount("ttft_target", ttft_target, "seconds", positive=True)
     checks.amount("tpot_target", tpot_target, "seconds", positive=True)
     model, device = registry_model(model), registry_gpu(gpu)
-    if price_per_hour is not None:
-        price = checks.amount("price_per_hour", price_per_hour, "dollars", positive=True)
-    elif device.price_per_hour is None:
-        raise checks.ArgumentError(
-            f"{device.name} has no example price: give plan a price_per_hour (USD per GPU-hour)"
-        )
-    else:
-        price = device.price_per_hour
+    price, date, _ = device.price(price_per_hour, required=True)
     best = None
     for degree in tensor_parallel_degrees(model, 8):
         for replicas in range(1, most_gpus // degree + 1):
@@ -495,7 +488,6 @@ def plan(
                 gpus = replicas * degree
                 cost = _output_cost(price, gpus, rate, output_len)
                 if best is None or cost < best["cost"]["output"]:
-                    date = device.price_date if price_per_hour is None else None
                     best = {"replicas": replicas, "n_gpus": degree, "gpus": gpus,
                             "ttft": state["ttft"], "tpot": state["tpot"],
                             "cost": {"output": cost, "price_per_hour": price,
@@ -546,10 +538,9 @@ def output_cost(s: Scenario, rate: float) -> float:
     """Dollars per million output tokens of ``s``'s GPUs (every replica's) serving ``rate``
     requests a second, at the GPU's example price, paid busy or idle
     (``formulas.economics.output_cost_at_rate``); ``ValueError`` for a GPU without a price."""
-    if s.gpu.price_per_hour is None:
-        raise checks.ArgumentError(f"{s.gpu.name} has no example price")
+    price, _, _ = s.gpu.price(required=True)
     rate = checks.amount("requests_per_s", rate, "requests per second", positive=True)
-    return _output_cost(s.gpu.price_per_hour, s.n_gpus * s.replicas, rate, s.output_len)
+    return _output_cost(price, s.n_gpus * s.replicas, rate, s.output_len)
 
 
 def simulate(

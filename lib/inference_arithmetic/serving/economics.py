@@ -48,18 +48,9 @@ def _formulas(parallel):
 
 
 def _price(gpu, price_per_hour):
-    """The price per GPU-hour to use, its date and its source; clear errors for bad ones."""
-    if price_per_hour is not None:
-        return (
-            checks.amount("price_per_hour", price_per_hour, "dollars", positive=True),
-            None,
-            "given",
-        )
-    if gpu.price_per_hour is None:
-        raise ArgumentError(
-            f"{gpu.name!r} has no example price per hour: pass price_per_hour (USD per GPU-hour)"
-        )
-    return float(gpu.price_per_hour), gpu.price_date, gpu.sources.get("price_per_hour")
+    """The price per GPU-hour to use, its date and its source (``GPU.price``, required)."""
+    price, date, source = gpu.price(price_per_hour, required=True)
+    return float(price), date, source
 
 
 @deployment_keywords

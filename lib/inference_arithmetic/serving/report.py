@@ -33,7 +33,6 @@ import functools
 
 import sympy
 
-from inference_arithmetic.core import checks
 from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas
 from inference_arithmetic.core.symbols import B, B_d, L_w, M, O, P_t, R, S, T, W, n_gpus
 from inference_arithmetic.formulas import economics, kernels, latency
@@ -189,19 +188,12 @@ def calculate(
     return report(s, price_per_hour)
 
 
-def _price(s: Scenario, price_per_hour) -> tuple[float | None, str | None]:
-    """USD per GPU-hour and its date: as given (no date), else the GPU's example, else None."""
-    if price_per_hour is None:
-        return s.gpu.price_per_hour, s.gpu.price_date
-    return checks.amount("price_per_hour", price_per_hour, "dollars", positive=True), None
-
-
 def report_values(s: Scenario, price_per_hour: float | None = None) -> dict[str, float | None]:
     """Every formula of ``report_formulas`` at the scenario's values and ``price_per_hour``
     (default: the GPU's example; costs None where there is neither)."""
     if s.parallel != "tensor":
         raise ArgumentError("the report is for tensor parallelism; give parallel='tensor'")
-    price, _ = _price(s, price_per_hour)
+    price, _, _ = s.gpu.price(price_per_hour)
     values = {**s.values(), "price_per_hour": price or 1.0}
     r = _compiled(s.model, s.step).from_values(values)
     return {k: None if k.startswith("cost_") and not price else v for k, v in r.items()}
@@ -219,7 +211,7 @@ def report(s: Scenario, price_per_hour: float | None = None) -> dict:
         )
     r = report_values(s, price_per_hour)
     cost = {key: r[f"cost_{key}"] for key in ("input", "output", "request")}
-    price, date = _price(s, price_per_hour)
+    price, date, _ = s.gpu.price(price_per_hour)
     return {
         "model": s.model.name,
         "gpu": s.gpu.name,

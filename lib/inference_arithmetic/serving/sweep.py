@@ -315,12 +315,9 @@ def _table(parts: list[dict], numbers: list[str]) -> np.ndarray:
         )
     for key in numbers:
         values = np.concatenate([p["flat"][key] for p in parts])
-        columns[key] = values.astype(np.int64) if key in COUNTS else values
-        if key in COUNTS:  # a refused count may be no whole number: keep what was given
-            whole = np.isfinite(values) & (
-                values == np.floor(np.where(np.isfinite(values), values, 0))
-            )
-            columns[key] = values.astype(np.int64) if whole.all() else values
+        # A count as integers, unless a refused one is no whole number: then as given.
+        whole = np.isfinite(values).all() and (values == np.floor(values)).all()
+        columns[key] = values.astype(np.int64) if key in COUNTS and whole else values
     reasons = np.concatenate([p["reasons"] for p in parts])
     columns["fits"] = reasons == ""
     columns["reason"] = reasons
