@@ -137,6 +137,9 @@ def _steady():
 
 
 _EYE = np.eye(PROMPT_COUNTS)
+RUNAWAY_COUNTS, RUNAWAY_TAIL = 8, 1e-6
+"""The chain runs away when its last RUNAWAY_COUNTS counts of prompts hold more than
+RUNAWAY_TAIL of its weight: the range kept no longer holds a step's prompts."""
 
 
 def _stationary(moves):
@@ -240,7 +243,8 @@ class _Engine:
             chain = self.chain(rate, [rate * (self.O - 1) * tau])
             times, _, weights, counts = (part[0] for part in chain)
             mean = float((weights * counts) @ times / (weights @ counts))
-            if mean > 1e3 or not np.isfinite(mean) or weights[-8:].sum() > 1e-6:
+            tail = weights[-RUNAWAY_COUNTS:].sum()
+            if mean > 1e3 or not np.isfinite(mean) or tail > RUNAWAY_TAIL:
                 if previous is not None and previous[2]:  # a jump went too far: undo it
                     tau, previous, accelerate = previous[1], None, False
                     continue
@@ -319,6 +323,7 @@ class _Engine:
             # Not kept up with, whatever the first token's wait (below, at least 0): every
             # caller reads only "ok" of such a state, so its TTFT is not worked out.
             return {"ok": False, "mean_step": tau, **chain, **steady}
+        tail = float(weights[-RUNAWAY_COUNTS:].sum())
         # The budget left for prompts, b - B_d, moves with the decodes: an arrival's prefill is
         # the mean over their spread (normal, of the steady state's variance), not at the mean.
         nodes, weights_b = map(np.array, SPREAD_POINTS)
@@ -327,8 +332,13 @@ class _Engine:
         ttft = float(weights_b @ self.ttft(rate, met) / weights_b.sum())
         request = ttft + (self.O - 1) * steady["tpot"]
         ok = decodes < self.budget and rate * request <= self.capacity
+        # How far from each limit, as one number below 0 while all hold (the tail in decades):
+        # the saturation search aims with it.
+        margin = max(np.log10(max(tail, 1e-300) / RUNAWAY_TAIL), decodes / self.budget - 1,
+                     rate * request / self.capacity - 1, steady["gain"] - 1)  # fmt: skip
         return {"ttft": ttft, "tpot": steady["tpot"], "mean_step": tau, "request_time": request,
-                "concurrency": rate * request, "ok": ok, **chain, **steady}  # fmt: skip
+                "concurrency": rate * request, "ok": ok, "margin": margin,
+                **chain, **steady}  # fmt: skip
 
 
 @functools.lru_cache(maxsize=256)
@@ -373,15 +383,37 @@ def saturation_rate(s: Scenario) -> float:
 def _saturation(s: Scenario) -> float:
     engine = _engine_of(s)
     low, high, below = 0.0, 1.0, None  # below: the mean step at ``low``, to start from
+    kept = []  # (rate, margin) of the rates kept up with, rising
     while (state := engine.state(high, below)) is not None and state["ok"]:
+        kept.append((high, state["margin"]))
         low, high, below = high, 2 * high, state["mean_step"]
-    for _ in range(30):  # to a billionth of the range
-        middle = (low + high) / 2
-        state = engine.state(middle, below)
-        if state is not None and state["ok"]:
-            low, below = middle, state["mean_step"]
-        else:
-            high = middle
+    # To a billionth of the range, as thirty halvings would. Where the margins of the rates
+    # kept up with point to the rate at which the margin reaches 0 (a line through the last
+    # two; a parabola, the margin's bend, through the last three), the rates either side of
+    # it, as far as line and parabola disagree, are tried: a bracket that closes faster than
+    # halving. A guess outside the bracket is a halving.
+    tolerance = (high - low) * 2.0**-30
+    while high - low > tolerance:
+        rates = [(low + high) / 2]
+        if len(kept) > 1 and kept[-1][1] > kept[-2][1]:
+            (x0, m0), (x1, m1) = kept[-2:]
+            aim = x1 - m1 * (x1 - x0) / (m1 - m0)
+            side = abs(aim - x1) / 8
+            if len(kept) > 2 and kept[-2][1] > kept[-3][1]:
+                (x0, m0), (x1, m1), (x2, m2) = kept[-3:]
+                bent = (x0 * m1 * m2 / ((m0 - m1) * (m0 - m2)) + x1 * m0 * m2 / ((m1 - m0)
+                        * (m1 - m2)) + x2 * m0 * m1 / ((m2 - m0) * (m2 - m1)))  # fmt: skip
+                side, aim = min(side, 2 * abs(bent - aim)), bent
+            side = max(side, tolerance / 4)
+            if low < aim - side and aim + side < high:
+                rates = [aim - side, aim + side]
+        for rate in rates:
+            state = engine.state(rate, below)
+            if state is None or not state["ok"]:
+                high = rate
+                break
+            kept.append((rate, state["margin"]))
+            low, below = rate, state["mean_step"]
     return low
 
 
