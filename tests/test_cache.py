@@ -96,3 +96,27 @@ def test_the_steady_states_formulas_are_warmed_and_read_back(folder):
     runs = [subprocess.run(command, capture_output=True, text=True, env=env) for _ in range(2)]
     assert all(run.returncode == 0 for run in runs), [run.stderr for run in runs]
     assert runs[0].stdout == runs[1].stdout  # compiled, then read: the same numbers
+
+
+def test_the_fingerprint_follows_the_files_and_is_kept_under_their_signature(tmp_path, monkeypatch):
+    package = tmp_path / "package"
+    (package / "serving").mkdir(parents=True)
+    module = package / "formulas.py"
+    module.write_text("x = 1\n")
+    monkeypatch.setattr(cache, "__file__", str(package / "serving" / "cache.py"))
+    root = tmp_path / "cache"
+
+    def fingerprint():
+        cache._fingerprint.cache_clear()
+        return cache._fingerprint(root)
+
+    first = fingerprint()
+    (kept,) = (root / "signatures").iterdir()
+    assert kept.read_text() == first
+    kept.write_text("0123456789abcdef")  # a process with the same files reads the kept hash
+    assert fingerprint() == "0123456789abcdef"
+    module.write_text("x = 22\n")  # another size and time: the files are hashed again
+    assert fingerprint() not in (first, "0123456789abcdef")
+    module.write_text("x = 1\n")
+    assert fingerprint() == first  # the hash is of the contents
+    cache._fingerprint.cache_clear()

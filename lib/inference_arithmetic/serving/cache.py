@@ -36,12 +36,31 @@ __all__ = ["formulas", "formula", "data", "folder"]
 
 
 @functools.cache
-def _fingerprint() -> str:
-    digest = hashlib.sha256(f"{sympy.__version__} {np.__version__}".encode())
+def _fingerprint(root: Path) -> str:
+    """A hash of the library's source and data files and of the SymPy and NumPy versions.
+    Reading every file costs milliseconds a process: the hash is kept in ``root`` under the
+    files' sizes and modification times (what Python trusts for its own bytecode cache), and a
+    process whose files have the same ones reads it from there."""
     package = Path(__file__).parents[1]  # the whole library, not only serving/
-    for path in sorted(package.rglob("*.py")) + sorted(package.rglob("*.json")):
+    paths = sorted(package.rglob("*.py")) + sorted(package.rglob("*.json"))
+    versions = f"{sympy.__version__} {np.__version__}"
+    signature = hashlib.sha256(versions.encode())
+    for path in paths:
+        stat = path.stat()
+        name = path.relative_to(package).as_posix()
+        signature.update(f"{name} {stat.st_size} {stat.st_mtime_ns}\n".encode())
+    kept = root / "signatures" / signature.hexdigest()[:32]
+    try:
+        known = kept.read_text()
+        if len(known) == 16 and all(c in "0123456789abcdef" for c in known):
+            return known
+    except OSError:
+        pass  # not seen before: hash the files
+    digest = hashlib.sha256(versions.encode())
+    for path in paths:
         digest.update(path.relative_to(package).as_posix().encode())
         digest.update(path.read_bytes())
+    _store_text(kept, digest.hexdigest()[:16])
     return digest.hexdigest()[:16]
 
 
@@ -54,7 +73,7 @@ def folder():
     if not root:
         base = os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache"
         root = Path(base) / "inference-arithmetic"
-    return Path(root) / _fingerprint()
+    return Path(root) / _fingerprint(Path(root))
 
 
 def _path(key: str):
@@ -63,10 +82,14 @@ def _path(key: str):
 
 
 def _store(path, parts) -> None:
+    _store_text(path, json.dumps(parts))
+
+
+def _store_text(path, text: str) -> None:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile("w", dir=path.parent, delete=False) as file:
-            json.dump(parts, file)
+            file.write(text)
         os.replace(file.name, path)  # whole or not at all, for a process reading it
     except OSError:
         pass
