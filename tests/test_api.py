@@ -121,3 +121,27 @@ def test_every_refusal_is_an_argument_error(call):
     with pytest.raises(ia.ArgumentError) as error:
         call()
     assert re.search(r"\w+ must|must be|unknown|no ", str(error.value))
+
+
+# Functions that take the deployment settings as keywords (``deployment_keywords``).
+DEPLOYED = [
+    name
+    for name in PUBLIC
+    if "memory_utilization" in inspect.signature(getattr(ia, name)).parameters
+]
+
+
+@pytest.mark.parametrize("name", DEPLOYED)
+def test_an_argument_a_function_does_not_take_is_named(name):
+    function = getattr(ia, name)
+    wrong = "prompt_len" if "prompt_len" not in inspect.signature(function).parameters else "bogus"
+    with pytest.raises(
+        TypeError, match=rf"^{name}\(\) takes no argument {wrong}; it takes model, gpu"
+    ):
+        function(M, G, **{wrong: 3})
+
+
+def test_max_batch_names_context_len_past_the_window():
+    with pytest.raises(ia.ArgumentError, match=r"context_len may be at most 131,072, got 131,073"):
+        ia.max_batch(M, G, context_len=131_073)
+    assert ia.max_batch(M, G, context_len=131_072) >= 1

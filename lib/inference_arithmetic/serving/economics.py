@@ -102,27 +102,27 @@ def token_costs(
 
 @deployment_keywords
 def break_even_utilization(
-    model, gpu, api_input_price: float, api_output_price: float, **request
-) -> float:
+    model, gpu, api_input_price: float, api_output_price: float, batch: int = 1,
+    prompt_len: int = 2048, output_len: int = 256, price_per_hour: float | None = None,
+    **deployment
+) -> float:  # fmt: skip
     """The fraction of paid GPU time that must do work for self-hosting a request of
     ``prompt_len`` input and ``output_len`` output tokens to cost what an API charges for it
     (``api_input_price`` and ``api_output_price``, USD per million tokens).
 
     Busier than this, the GPUs are cheaper; a value above 1 means no utilization is enough at
-    this batch and price. ``request``: ``token_costs``'s arguments (batch, prompt_len,
-    output_len, price_per_hour and the deployment's settings).
+    this batch and price. The other arguments are ``token_costs``'s.
     """
     checks.amount("api_input_price", api_input_price, "dollars")
     checks.amount("api_output_price", api_output_price, "dollars")
     if api_input_price == 0 and api_output_price == 0:
         raise ArgumentError("an API that charges nothing cannot be beaten: give a positive price")
-    if "utilization" in request:
-        raise ArgumentError("break_even_utilization finds the utilization: do not give one")
-    full = token_costs(model, gpu, **request)
-    *_, even = _formulas(request.get("parallel", "tensor"))
+    request = dict(batch=batch, prompt_len=prompt_len, output_len=output_len)
+    full = token_costs(model, gpu, **request, price_per_hour=price_per_hour, **deployment)
+    *_, even = _formulas(deployment.get("parallel", "tensor"))
     return even(
-        seq_len=request.get("prompt_len", 2048),
-        output_len=request.get("output_len", 256),
+        seq_len=prompt_len,
+        output_len=output_len,
         input_cost=full["input"],
         output_cost=full["output"],
         api_input_price=api_input_price,

@@ -444,6 +444,14 @@ def one_step(model, gpu, argument: str, value, phase: str, **options) -> Scenari
     value = checks.count(argument, value)
     arch = registry_model(model)
     added = 1 if checks.choice("phase", phase, ("prefill", "decode")) == "decode" else 0
+    check_window(arch, argument, value, added)
+    return _Step(arch, gpu, prompt_len=value, output_len=1, **options)
+
+
+def check_window(arch: ModelConfig, argument: str, value: int, added: int = 0) -> None:
+    """Refuse ``argument`` = ``value`` tokens (read with ``added`` more) past the context
+    window of ``arch`` (``MAX_TOKENS`` for a model that states none), naming that argument;
+    the error's ``check`` is "window", as a request's scenario names it."""
     most = arch.context_window or MAX_TOKENS
     if value + added > most:
         reads = f"; a decode step reads {argument} + 1 tokens (the cache and the new one)"
@@ -457,9 +465,8 @@ def one_step(model, gpu, argument: str, value, phase: str, **options) -> Scenari
             + (reads if added else "")
             + f": {argument} may be at most {most - added:,}, got {value:,}"
         )
-        error.check = "window"  # the rule it breaks, as a request's scenario names it
+        error.check = "window"
         raise error
-    return _Step(arch, gpu, prompt_len=value, output_len=1, **options)
 
 
 WEIGHT_FIGURES = ("bandwidth_efficiency",)
@@ -547,10 +554,16 @@ DEPLOYMENT = (
 """The scenario's deployment settings, which every keyword function takes as ``**deployment``."""
 
 
+UNEXPECTED = "{function}() takes no argument {names}; it takes {valid}"
+"""The message for a keyword that neither a function nor the deployment settings take."""
+
+
 def deployment_keywords(function):
     """Give ``function(..., **deployment)`` a signature that lists the deployment settings
     ``Scenario`` takes (with their defaults, keyword-only), for ``help`` and the docs: one
-    place says what they are and what they default to."""
+    place says what they are and what they default to. A keyword that is neither the
+    function's nor a setting is refused by name (``UNEXPECTED``), not deep in a Scenario
+    that would blame its own arguments."""
     import inspect
 
     signature = inspect.signature(function)
@@ -562,5 +575,16 @@ def deployment_keywords(function):
         for name in DEPLOYMENT
         if name not in names
     ]
-    function.__signature__ = signature.replace(parameters=own + extra)
-    return function
+    taken = frozenset(names.union(DEPLOYMENT))
+
+    @functools.wraps(function)
+    def checked(*args, **keywords):
+        if not taken.issuperset(keywords):
+            unknown = ", ".join(sorted(set(keywords) - taken))
+            valid = ", ".join(p.name for p in own + extra)
+            message = UNEXPECTED.format(function=function.__name__, names=unknown, valid=valid)
+            raise TypeError(message)
+        return function(*args, **keywords)
+
+    checked.__signature__ = signature.replace(parameters=own + extra)
+    return checked

@@ -46,6 +46,7 @@ from inference_arithmetic.serving.scenario import (  # noqa: F401  (DEFAULT_*: i
     DEFAULT_NETWORK_BANDWIDTH,
     DEFAULT_TOKEN_BUDGET,
     Scenario,
+    check_window,
     deployment_keywords,
     one_step,
 )
@@ -246,6 +247,7 @@ def max_batch(model, gpu, context_len=2048, n_gpus=1, dtype="bf16", **deployment
     whose KV cache fits beside the weights in ``memory_utilization`` of the GPUs' memory;
     0 if not even one does."""
     context_len = checks.count("context_len", context_len, low=2)
+    check_window(registry_model(model), "context_len", context_len)
     workload = dict(prompt_len=context_len - 1, output_len=1, in_waves=True)
     try:
         s = Scenario(model, gpu, **workload, n_gpus=n_gpus, dtype=dtype, **deployment)
