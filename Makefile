@@ -17,12 +17,13 @@ JOBS ?= 2
 # Strict: warnings are errors, broken references are reported, all problems in one run.
 BOOK_FLAGS := -W -n --keep-going
 
-.PHONY: book test lint format unit notebooks lab bench bands reference measure linkcheck pdf clean help
+.PHONY: book execute test lint format unit notebooks lab bench bands reference measure linkcheck pdf clean help
 
 help:
 	@echo "make book       build the HTML book (executes every chapter; warnings are errors)"
 	@echo "make test       ruff, the strict book build (runs every chapter), the tests, the browser test"
 	@echo "make notebooks  the chapters as .ipynb, student and instructor editions, in _build/notebooks/"
+	@echo "                (runs the chapters first, as make book does, for the numbers in the text)"
 	@echo "make lab        JupyterLab on the chapters"
 	@echo "make bench      import time, first and warm calculate, steady state, plan, compiled"
 	@echo "                formula vs numpy, a step model, widget update time"
@@ -64,14 +65,17 @@ _build/.library-stamp: $(shell find lib -name '*.py') $(STAMP)
 	@mkdir -p _build && touch $@
 
 # The chapters run two at a time (jupyter-cache's parallel executor, with the reader myst-nb
-# uses) into the build's execution cache; the build then reads them from it. A chapter that
-# fails is not cached, so the build runs it again and fails on it with its traceback.
+# uses) into the build's execution cache; the build then reads them from it, and so do the
+# student notebooks (their glued numbers). A chapter that fails is not cached, so the build
+# runs it again and fails on it with its traceback.
 JCACHE := $(BIN)/jcache
 CACHE := _build/.jupyter_cache
 
-book: $(STAMP) _build/.library-stamp
+execute: $(STAMP) _build/.library-stamp
 	yes | $(JCACHE) notebook -p $(CACHE) add -r myst_nb_md $(CHAPTERS) > /dev/null
 	$(JCACHE) project -p $(CACHE) execute -e local-parallel -t 300
+
+book: execute
 	$(BIN)/jupyter-book build . $(BOOK_FLAGS)
 	@echo "Book: $(CURDIR)/_build/html/index.html"
 
@@ -91,7 +95,10 @@ linkcheck: $(STAMP)
 	$(BIN)/jupyter-book build . --builder linkcheck
 
 # All at once (a grouped target): one process converts every chapter whose source changed.
-$(NOTEBOOKS) &: $(CHAPTERS) $(EXERCISES) tools/notebooks.py $(STAMP)
+# The student edition prints each glued number as the book does, read from the execution
+# cache: the chapters run first (`execute`, which `make book` shares, so none runs twice).
+$(NOTEBOOKS) &: $(CHAPTERS) $(EXERCISES) tools/notebooks.py tools/myst_plain.py \
+		book/references.bib _build/.library-stamp | execute
 	$(BIN)/python tools/notebooks.py _build/notebooks $(CHAPTERS)
 
 notebooks: $(NOTEBOOKS)
@@ -118,9 +125,10 @@ unit: $(STAMP) $(NOTEBOOKS)
 
 # The book build comes before pytest, whose tests read the built HTML; pytest's summary is
 # the last thing printed.
-# The build executes every chapter once (a failing cell fails it); the tests then check what
-# it made, and that the class notebooks hold the chapters' code, without running them again.
-test: lint book $(NOTEBOOKS)
+# The build executes every chapter once (a failing cell fails it, with its traceback); the
+# notebooks, which lint reads, take their numbers from that execution; the tests then check
+# what it made, and that the class notebooks hold the chapters' code, without running them.
+test: book lint $(NOTEBOOKS)
 	$(PYTEST)
 
 # JupyterLab opens the chapters' .md sources as notebooks (jupytext's viewer by default).

@@ -6,6 +6,7 @@ book is built here with a repository URL given, as the Pages workflow gives it.
 """
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from bs4 import BeautifulSoup
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
@@ -111,3 +113,183 @@ def test_the_built_book_links_the_repository_it_was_built_from_or_none():
     else:
         assert f'href="{url}"' in page and "mybinder.org/v2/" in page
         assert f"git+{url}&quot;" in intro  # the intro's pip line names the repository
+
+
+# Prose that stands on its own (issue 22): a reference in a sentence reads "chapter 08" or
+# "§9.6", never the target's full title; an output shows formatted numbers, never a raw float,
+# a tuple mixing formatted strings with raw numbers, a SymPy Piecewise or a product of code
+# names printed as text.
+
+BOOK_PAGES = ROOT / "_build" / "html" / "book"
+CHAPTER_PAGE = re.compile(r"^\d\d-[\w-]+\.html$")
+
+
+def _built(name: str) -> str:
+    path = BOOK_PAGES / name
+    if not path.exists():
+        pytest.fail(f"{path} is missing: build the book first (make book)")
+    return path.read_text()
+
+
+def _headings(html: str) -> dict[str, str]:
+    """Each heading's anchor (its section id and the labels on it) and its title."""
+    found = {}
+    for heading in BeautifulSoup(html, "html.parser").select("h1, h2, h3, h4"):
+        title = heading.get_text(" ", strip=True).rstrip("#").strip()
+        title = re.sub(r"^\d+(\.\d+)*\.?\s+", "", title)  # the section number Sphinx adds
+        section = heading.find_parent("section")
+        ids = [section.get("id")] if section is not None else []
+        ids += [s.get("id") for s in heading.find_all_previous("span", limit=3) if s.get("id")]
+        for anchor in filter(None, ids):
+            found.setdefault(anchor, title)
+    return found
+
+
+def _titles_in_sentences(html: str, headings: dict[tuple[str, str], str]) -> list[str]:
+    """Links inside a paragraph whose text is the full title of what they point to, and links
+    to a chapter's opening whose text is not "chapter NN" (or "NN" in a list of chapters)."""
+    bad = []
+    for link in BeautifulSoup(html, "html.parser").select("article p a.reference.internal"):
+        text = " ".join(link.get_text(" ", strip=True).split())
+        page, _, anchor = link.get("href", "").partition("#")
+        page = page.rsplit("/", 1)[-1]
+        title = headings.get((page, anchor)) or (headings.get((page, "")) if not anchor else None)
+        if title is not None and text == title:
+            bad.append(f"{text!r} -> {link['href']}")
+        elif CHAPTER_PAGE.match(page) and (not anchor or anchor.startswith("ch-")):
+            if not re.fullmatch(r"([Cc]hapters? )?\d\d?|(the )?introduction", text):
+                bad.append(f"{text!r} -> {link['href']}")
+    return bad
+
+
+def _all_headings() -> dict[tuple[str, str], str]:
+    table = {}
+    for path in sorted(BOOK_PAGES.glob("*.html")):
+        for anchor, title in _headings(path.read_text()).items():
+            table[(path.name, anchor)] = title
+        first = next(iter(_headings(path.read_text()).values()), None)
+        if first is not None:
+            table[(path.name, "")] = first
+    return table
+
+
+def test_references_in_sentences_read_chapter_numbers_not_titles():
+    headings = _all_headings()
+    assert headings, "no headings read from the built book"
+    bad = {
+        path.name: found
+        for path in sorted(BOOK_PAGES.glob("*.html"))
+        if (found := _titles_in_sentences(path.read_text(), headings))
+    }
+    assert not bad, bad
+
+
+def test_a_title_in_a_sentence_is_caught():
+    headings = {("02-mlp.html", "ch-mlp"): "A two-layer network", ("02-mlp.html", ""): "A two"}
+    page = "<article><p>{} shows why.</p></article>"
+    link = '<a class="reference internal" href="02-mlp.html#ch-mlp"><span>{}</span></a>'
+    assert _titles_in_sentences(page.format(link.format("A two-layer network")), headings)
+    assert _titles_in_sentences(page.format(link.format("Chapter")), headings)
+    assert not _titles_in_sentences(page.format(link.format("Chapter 02")), headings)
+    assert not _titles_in_sentences(page.format(link.format("02")), headings)
+
+
+SIGNIFICANT = 7  # digits: a float printed with more than this was not formatted
+FLOAT = re.compile(r"(?<![\w.])-?(\d+\.\d+)(?:e[-+]?\d+)?(?![\w.])")
+
+
+def _raw_outputs(html: str) -> list[str]:
+    """Visible text of a page (outputs, prose, tables; not code) that shows a raw value."""
+    soup = BeautifulSoup(html, "html.parser")
+    article = soup.select_one("article") or soup
+    for hidden in article.select("script, style, .cell_input, .MathJax, math, .widget-state"):
+        hidden.decompose()
+    bad = []
+    for block in article.select("div.cell_output div.output, p, td"):
+        text = block.get_text(" ", strip=True)
+        for number in FLOAT.findall(text):
+            if len(number.replace(".", "").lstrip("0")) >= SIGNIFICANT:
+                bad.append(f"raw float {number} in {text[:80]!r}")
+        if "Piecewise(" in text:
+            bad.append(f"a printed Piecewise in {text[:80]!r}")
+        unquoted = re.sub(r"'[^']*'|\"[^\"]*\"", "''", text)
+        if text.startswith("(") and "'" in text and FLOAT.search(unquoted):
+            bad.append(f"a tuple of formatted and raw values: {text[:80]!r}")
+        printed = "stream" in (block.get("class") or [])
+        if printed and re.search(r"[A-Za-z_]\*\w|\w\*[A-Za-z_]", text):
+            bad.append(f"an expression printed as code: {text[:80]!r}")
+    return bad
+
+
+def test_outputs_and_prose_show_formatted_values():
+    pages = sorted(p.name for p in BOOK_PAGES.glob("*.html") if CHAPTER_PAGE.match(p.name))
+    assert len(pages) >= 15, pages
+    bad = {name: found for name in pages if (found := _raw_outputs(_built(name)))}
+    assert not bad, bad
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        '<div class="output text_plain">333.3333333333333</div>',
+        "<div class=\"output text_plain\">('2.11 GB', '2.82 GB', 0.25)</div>",
+        '<div class="output text_plain">Piecewise((1, x &gt; 0), (0, True))</div>',
+        '<div class="output stream">2*n_params*(8*f + 1) | 152 GB</div>',
+    ],
+)
+def test_a_raw_output_is_caught(output):
+    page = f'<article><div class="cell_output">{output}</div></article>'
+    assert _raw_outputs(page)
+    assert not _raw_outputs("<article><p>333 tokens per read; 25% of 2.82 GB</p></article>")
+
+
+DESCRIPTION = ("meaning", "what it is", "what it counts")
+
+
+def _notation_rows(html: str) -> list[tuple[str, str]]:
+    """(symbol's LaTeX, description) of every table with a symbol and a description column."""
+    rows = []
+    for table in BeautifulSoup(html, "html.parser").select("table"):
+        header = [th.get_text(" ", strip=True).lower() for th in table.select("thead th")]
+        if "symbol" not in header or not any(d in header for d in DESCRIPTION):
+            continue
+        at = header.index("symbol")
+        said = next(header.index(d) for d in DESCRIPTION if d in header)
+        for row in table.select("tbody tr"):
+            cells = [td.get_text(" ", strip=True) for td in row.select("td")]
+            symbol = cells[at].removeprefix(r"\(").removesuffix(r"\)").strip()
+            if symbol:
+                text = " ".join(cells[said].split()).replace("\u2019", "'")  # smart quotes
+                rows.append((symbol, text))
+    return rows
+
+
+def _descriptions(pages: dict[str, str]) -> dict[str, set[str]]:
+    said = {}
+    for html in pages.values():
+        for symbol, description in _notation_rows(html):
+            said.setdefault(symbol, set()).add(description)
+    return said
+
+
+def test_each_symbol_of_the_notation_has_one_description():
+    """Across the book's notation tables (the introduction's, the appendix's, the chapters'
+    tables of symbols, the library reference's), a symbol means one thing, the notation's."""
+    from inference_arithmetic.core.symbols import NOTATION
+
+    pages = {path.name: path.read_text() for path in sorted(BOOK_PAGES.glob("*.html"))}
+    said = _descriptions(pages)
+    assert len(said) >= len(NOTATION), "the appendix's notation table was not found"
+    meaning = {row.latex: row.meaning for row in NOTATION.values()}
+    wrong = {s: d for s, d in said.items() if d != {meaning.get(s)}}
+    assert not wrong, wrong
+
+
+def test_a_second_description_of_a_symbol_is_caught():
+    table = (
+        "<table><thead><tr><th>symbol</th><th>meaning</th></tr></thead><tbody>"
+        "<tr><td>\\(T\\)</td><td>{}</td></tr></tbody></table>"
+    )
+    pages = {"a": table.format("sequence length"), "b": table.format("training tokens")}
+    assert _descriptions(pages) == {"T": {"sequence length", "training tokens"}}
+    assert _descriptions({"a": pages["a"]}) == {"T": {"sequence length"}}

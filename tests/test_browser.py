@@ -148,6 +148,20 @@ def _check_readout(page, widget, spec):
         expr = sympy.parse_expr(curve["sympy"], local_dict=SYMBOLS)
         expected = float(ia.numeric(expr).from_values(state))
         assert math.isclose(value, expected, rel_tol=1e-9), (curve["label"], value, expected)
+    # The key numbers (the balance point, the ridge batch, the crossover): the least x of the
+    # x control's step grid at which the page's copy of the condition holds, by the library.
+    keys = widget.eval_on_selector_all(
+        ".ia-live-keyvalue", "ps => ps.map(p => Number(p.dataset.value))"
+    )
+    assert len(keys) == len(spec.get("keys") or [])
+    for key, value in zip(spec.get("keys") or [], keys, strict=True):
+        import numpy as np
+
+        condition = ia.numeric(sympy.parse_expr(key["sympy"], local_dict=SYMBOLS))
+        low, high, step = spec["key_grid"]
+        grid = low + step * np.arange(int(np.floor((high - low) / step + 1e-9)) + 1)
+        expected = ia.widgets.first_where(condition, {**state, spec["x"]: grid}, grid)
+        assert value == expected or (math.isnan(value) and math.isnan(expected)), key["label"]
 
 
 # --- Widgets a reader can use: what each live widget must show ------------------------------
@@ -212,11 +226,10 @@ def _library_widget():
 
     names = ["llama-2-7b", "llama-3.1-8b"]
     sizes = {n: ia.model(n).sizes() | {"context_window": ia.model(n).context_window} for n in names}
+    cache = kv_cache.kv_cache_bytes(ia.model(names[1]))
     return ia.widgets.formula_widget(
-        {
-            "cache": kv_cache.kv_cache_bytes(ia.model(names[1])),
-            "twice": 2 * kv_cache.kv_cache_bytes(ia.model(names[1])),
-        },
+        {"cache": cache, "twice": 2 * cache},
+        keys={"past 1 GB": sympy.GreaterThan(cache, 10**9, evaluate=False)},
         x="context_len",
         controls={
             "context_len": ia.widgets.Range(256, 2**18, 8192, step=256, log=True),
@@ -254,6 +267,11 @@ def test_a_widget_reads_as_the_library_describes_it(browser, width):
     notes = root.eval_on_selector(".ia-live-notes", "n => n.textContent")
     assert notes == w.notes()[0]
     _check_regions(root, spec)
+    # The key number: the library's at the defaults, in the same words.
+    key = ".ia-live-keyvalue"
+    assert root.eval_on_selector_all(key, "ps => ps.map(p => p.textContent)") == w.key_lines()
+    start = root.eval_on_selector(key, "p => Number(p.dataset.value)")
+    assert start == w.key_values()["past 1 GB"]
     # One step of the log slider moves the value by a ratio, not by a fixed increment.
     slider = root.query_selector('input[name="context_len"]')
     stops = spec["controls"][0]["stops"]
@@ -271,6 +289,9 @@ def test_a_widget_reads_as_the_library_describes_it(browser, width):
     page.evaluate("([e]) => { e.value = 0; e.dispatchEvent(new Event('input')); }", [slider])
     root.query_selector('select[name="model"]').select_option("llama-3.1-8b")
     assert root.eval_on_selector(".ia-live-notes", "n => n.textContent") == ""
+    # Grouped-query Llama 3.1 caches a quarter as much: 1 GB comes at a longer context.
+    assert root.eval_on_selector(key, "p => Number(p.dataset.value)") > start
+    _check_readout(page, root, spec)
     # The crosshair: hovering reads every curve at the x under the pointer.
     box = root.eval_on_selector(
         "svg.ia-live-plot",
@@ -569,7 +590,9 @@ APPENDICES = ["book/appendix-formulas", "book/appendix-glossary"]  # the pages w
 def test_every_public_formula_is_in_the_built_page(module_name, name):
     # What the strict build (make book, before pytest in make test) made of the generated page.
     html = _page_path("book/appendix-formulas").read_text()
-    assert f"formulas.{module_name}.{name}(" in html.replace('<span class="pre">', "")
+    # Inline code breaks after underscores and dots (<wbr>, tools/book_html.py).
+    text = html.replace('<span class="pre">', "").replace("<wbr>", "")
+    assert f"formulas.{module_name}.{name}(" in text
 
 
 @pytest.fixture(scope="module")

@@ -5,7 +5,9 @@ and test_book.py checks what the build made of them.
 """
 
 import ast
+import builtins
 import re
+import symtable
 from pathlib import Path
 
 import pytest
@@ -147,3 +149,101 @@ def test_the_colour_check_can_fail():
         "no color= in ax.plot(x, y)",
         "#FF0000 is not in the Okabe-Ito palette",
     ]
+
+
+# Tags under which the book shows a cell's code to nobody, or only behind a click.
+HIDDEN = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
+SOLUTION_MARK = re.compile(r":::\{solution-(start|end)\}[ \t]*(\S*)")
+CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```$", re.S | re.M)
+# Names an IPython kernel holds before the first cell runs.
+KERNEL_NAMES = set(dir(builtins)) | {"get_ipython", "display", "In", "Out", "exit", "quit"}
+KERNEL_NAMES |= {"_", "__"}
+
+
+def _cells_in_order(text):
+    """Each code cell as (code, tags, solution label or None), in the order of the page."""
+    inside, at = None, 0
+    for cell in CELL.finditer(text):
+        for mark in SOLUTION_MARK.finditer(text, at, cell.start()):
+            inside = mark.group(2) if mark.group(1) == "start" else None
+        at = cell.end()
+        body, options = cell.group(1), {}
+        front = re.match(r"\A---\n(.*?)\n---\n", body, flags=re.S)
+        if front:
+            options, body = yaml.safe_load(front.group(1)) or {}, body[front.end() :]
+        lines = body.splitlines()
+        while lines and lines[0].startswith(":"):
+            key, _, value = lines.pop(0)[1:].partition(":")
+            options[key.strip()] = yaml.safe_load(value)
+        code = "\n".join(line for line in lines if not line.startswith("%"))
+        yield code, set(options.get("tags") or []), inside
+
+
+SIMPLE = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete, ast.Assert, ast.Raise)
+
+
+def _statements(source, where):
+    """What each top-level statement of a cell reads and binds, in order: (reads, binds, node).
+
+    A statement's reads are the names its own code reads and the global names its functions,
+    lambdas, classes and comprehensions read (counted when it runs, the earliest they could
+    be). A simple statement reads before it binds (``x = x + 1`` needs an ``x``); a compound
+    one (a loop, a ``with``, a ``def``) may read what it binds itself."""
+    tree = ast.parse(source, where)
+    for node in tree.body:
+        table = symtable.symtable(ast.unparse(node), where, "exec")
+        reads = {s.get_name() for s in table.get_symbols() if s.is_referenced()}
+        binds = {
+            s.get_name()
+            for s in table.get_symbols()
+            if s.is_assigned() or s.is_imported() or s.is_namespace()
+        }
+        stack = list(table.get_children())
+        while stack:
+            child = stack.pop()
+            stack += child.get_children()
+            for symbol in child.get_symbols():
+                if symbol.is_global() and symbol.is_referenced():
+                    reads.add(symbol.get_name())
+                if symbol.is_declared_global() and symbol.is_assigned():
+                    binds.add(symbol.get_name())
+        yield (reads if isinstance(node, SIMPLE) else reads - binds), binds, node
+
+
+def _hidden_names_in_solutions(text):
+    """Names a visible cell of a solution reads that no visible cell before it binds (nor an
+    import, even a hidden one, nor the kernel): what a reader who runs the solution cannot
+    have defined."""
+    seen, problems = set(KERNEL_NAMES), []
+    for n, (code, tags, solution) in enumerate(_cells_in_order(text)):
+        visible = not tags & HIDDEN
+        for reads, binds, node in _statements(code, f"cell {n}"):
+            is_import = isinstance(node, ast.Import | ast.ImportFrom)
+            if visible and solution:
+                problems += [f"{solution}: {name}" for name in sorted(reads - seen)]
+            if visible or is_import:
+                seen |= binds
+    return problems
+
+
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_no_hidden_name_in_a_visible_solution(doc):
+    problems = _hidden_names_in_solutions(_source(doc))
+    assert not problems, (
+        "a solution reads a name only a hidden cell defines (define or show it):\n"
+        + "\n".join(problems)
+    )
+
+
+def test_the_hidden_name_check_can_fail():
+    text = (
+        "```{code-cell} ipython3\nimport math\nshown = 2\n```\n"
+        "```{code-cell} ipython3\n:tags: [remove-cell]\nimport json\nsecret = 3\n```\n"
+        ":::{solution-start} ex-a\n:::\n"
+        "```{code-cell} ipython3\n---\ntags: [hide-input]\n---\nalso_secret = 4\n```\n"
+        "```{code-cell} ipython3\nok = [math.pi * shown for _ in range(2)]\n"
+        "def f():\n    return secret + also_secret + ok + json.dumps(ok)\n```\n"
+        ":::{solution-end}\n:::\n"
+        "```{code-cell} ipython3\nprint(secret)\n```\n"
+    )
+    assert _hidden_names_in_solutions(text) == ["ex-a: also_secret", "ex-a: secret"]

@@ -10,6 +10,7 @@ from pathlib import Path
 import jupytext
 import matplotlib.pyplot as plt
 import pytest
+from matplotlib.text import Text
 
 import inference_arithmetic as ia
 from inference_arithmetic.core import format as fmt
@@ -25,23 +26,115 @@ DRAWINGS = {
     "prefill_decode_timeline": {},
     "batching_timeline": {},
     "parallelism": {},
+    "attention_shapes": {},
+    "gqa_grouping": {},
+    "mla_compress": {},
+    "prefill_decode_shapes": {},
+    "batch_shared_read": {},
 }
 
 # Which chapter shows which diagram.
 CHAPTERS = {
-    "02-mlp.md": "two_layer_network",
-    "03-transformer-params.md": "transformer_block",
-    "06-kv-cache.md": "kv_cache_steps",
-    "07-hardware.md": "memory_hierarchy",
-    "08-prefill-decode.md": "prefill_decode_timeline",
-    "09-batching.md": "batching_timeline",
-    "10-parallelism.md": "parallelism",
+    "two_layer_network": "02-mlp.md",
+    "transformer_block": "03-transformer-params.md",
+    "kv_cache_steps": "06-kv-cache.md",
+    "memory_hierarchy": "07-hardware.md",
+    "prefill_decode_timeline": "08-prefill-decode.md",
+    "batching_timeline": "09-batching.md",
+    "parallelism": "10-parallelism.md",
+    "attention_shapes": "04-flops.md",
+    "gqa_grouping": "06-kv-cache.md",
+    "mla_compress": "06-kv-cache.md",
+    "prefill_decode_shapes": "08-prefill-decode.md",
+    "batch_shared_read": "09-batching.md",
 }
+
+# The issue-22 figures, drawn for a phone: the text column of a 390 px wide page (its width
+# in CSS pixels) and the least text size readable there.
+NARROW = ["attention_shapes", "gqa_grouping", "mla_compress", "prefill_decode_shapes"]
+NARROW += ["batch_shared_read"]
+PHONE_COLUMN = 342  # measured: a figure's width in the built page at a 390 px viewport
+LEAST_PX = 9
 
 
 def test_every_public_drawing_is_tested_and_shown():
     public = {name for name in diagrams.__all__ if name != "Diagram"}
-    assert public == set(DRAWINGS) == set(CHAPTERS.values())
+    assert public == set(DRAWINGS) == set(CHAPTERS)
+
+
+def _smallest_text_px(d, column=PHONE_COLUMN):
+    """The smallest text of ``d`` in CSS pixels when the figure is shown in ``column`` pixels
+    (shrunk to fit, never enlarged): its size in points at the figure's dpi, times the shrink."""
+    _, size = d._repr_png_()
+    shrink = min(1.0, column / size["width"])
+    found = d.figure.findobj(lambda a: isinstance(a, Text) and a.get_text() and a.get_visible())
+    return min(t.get_fontsize() for t in found) * diagrams.DPI / 72 * shrink
+
+
+@pytest.mark.parametrize("name", NARROW)
+def test_the_new_figures_text_is_legible_at_phone_width(name):
+    d = getattr(diagrams, name)()
+    assert _smallest_text_px(d) >= LEAST_PX, name
+
+
+def test_the_legibility_check_can_fail():
+    d = diagrams.attention_shapes()
+    d.figure.findobj(lambda a: isinstance(a, Text) and a.get_text())[0].set_fontsize(6)
+    assert _smallest_text_px(d) < LEAST_PX
+    # The same figure drawn twice as wide shrinks its text below the threshold too.
+    wide = diagrams.attention_shapes()
+    wide.figure.set_size_inches(wide.figure.get_size_inches() * 2)
+    assert _smallest_text_px(wide) < LEAST_PX
+
+
+def test_attention_shows_each_products_shapes():
+    texts = diagrams.attention_shapes("llama-3.1-8b", seq_len=1024).texts
+    assert "$T \\times d_h$\n1,024 × 128" in texts  # Q and V: d_h = 128 from the registry
+    assert "$d_h \\times T$\n128 × 1,024" in texts  # K transposed
+    assert texts.count("$T \\times T$\n1,024 × 1,024") == 2  # the scores, before and after
+    with pytest.raises(ValueError, match="seq_len"):
+        diagrams.attention_shapes(seq_len=0)
+
+
+def test_gqa_groups_query_heads_over_the_registrys_kv_heads():
+    texts = " ".join(diagrams.gqa_grouping("llama-3.1-70b").texts)
+    assert "64 query heads; 8 K/V heads, 8 query heads share each" in texts
+    per_token = ia.kv_cache_bytes(ia.model("llama-3.1-70b"), 1, 1)
+    assert f"cache: {fmt.nbytes(per_token)} a token" in texts  # the library's own count
+    assert f"cache: {fmt.nbytes(per_token * 8)} a token" in texts  # MHA: 8 times the heads
+    with pytest.raises(ValueError, match="not grouped-query"):
+        diagrams.gqa_grouping("llama-2-7b")  # multi-head
+
+
+def test_mla_caches_the_latent_not_the_heads():
+    texts = " ".join(diagrams.mla_compress("deepseek-v3").texts)
+    assert "cached: 576 numbers a token a layer" in texts  # r_kv 512 + d_rope 64
+    assert fmt.nbytes(ia.kv_cache_bytes(ia.model("deepseek-v3"), 1, 1)) in texts
+    assert "40,960 numbers" in texts  # 128 heads x (128 + 64 + 128)
+    with pytest.raises(ValueError, match="no latent attention"):
+        diagrams.mla_compress("llama-3.1-8b")
+
+
+def test_prefill_and_decode_meet_the_same_weights():
+    texts = diagrams.prefill_decode_shapes("llama-3.1-8b", prompt_len=512).texts
+    assert texts.count("$D \\times F$\n4,096 × 14,336") == 2  # one matrix, both phases
+    assert "$T \\times D$\n512 × 4,096" in texts and "$1 \\times D$\n1 × 4,096" in texts
+    joined = " ".join(texts)
+    # 2 B D F FLOPs over b (B D + D F + B F) bytes: about 1 per byte for one row in bf16.
+    assert ": 1 FLOP per byte (bf16)" in joined
+    rows = 512 * 4096 * 14336 * 2 / (2 * (512 * 4096 + 4096 * 14336 + 512 * 14336))
+    assert f": {rows:,.0f} FLOPs per byte (bf16)" in joined
+
+
+def test_a_batch_shares_one_read_of_the_weights():
+    texts = " ".join(diagrams.batch_shared_read(batch=4, **ia.timing.IDEAL).texts)
+    one = ia.decode_step_time("llama-3.1-8b", "h100-sxm", 1, 2048, **ia.timing.IDEAL)
+    four = ia.decode_step_time("llama-3.1-8b", "h100-sxm", 4, 2048, **ia.timing.IDEAL)
+    assert f"batch 1 {fmt.seconds(one)}, batch 4 {fmt.seconds(four)}" in texts
+    assert "request 4" in texts and "request 5" not in texts
+    assert fmt.nbytes(ia.param_count(ia.model("llama-3.1-8b")) * 2) in texts
+    with pytest.raises(ValueError, match="batch"):
+        diagrams.batch_shared_read(batch=1)
 
 
 @pytest.mark.parametrize("name", sorted(DRAWINGS))
@@ -157,10 +250,11 @@ def test_the_partitions_show_layers_and_messages():
         diagrams.parallelism(n_gpus=1)
 
 
-@pytest.mark.parametrize("chapter", sorted(CHAPTERS))
-def test_each_chapter_shows_its_diagram_with_caption_name_and_alt_text(chapter):
+@pytest.mark.parametrize("drawing", sorted(CHAPTERS))
+def test_each_chapter_shows_its_diagram_with_caption_name_and_alt_text(drawing):
+    chapter = CHAPTERS[drawing]
     notebook = jupytext.read(ROOT / "book" / chapter)
-    call = f"ia.diagrams.{CHAPTERS[chapter]}("
+    call = f"ia.diagrams.{drawing}("
     cells = [c for c in notebook.cells if c.cell_type == "code" and call in c.source]
     assert cells, f"{chapter} does not draw {call}...)"
     for cell in cells:

@@ -90,3 +90,61 @@ def test_feedback_shows_in_a_notebook():
     html = exercises.check(label, **exercises.answers(label))._repr_html_()
     assert "&#10004;" in html and label in html
     assert repr(exercises.check(label)) == str(exercises.check(label))
+
+
+def _whole_number_answers():
+    """Every number part whose answer is a count of whole things below 10,000 (requests, GPUs,
+    conversations): there one more or one fewer is a different answer, not a rounding."""
+    for label in ALL:
+        for part in exercises.EXERCISES[label].parts:
+            value = part.expected() if part.kind == "number" else None
+            if isinstance(value, int | sympy.Integer) and 0 < value < 10_000:
+                yield label, part.name, int(value)
+
+
+@pytest.mark.parametrize("label, name, value", list(_whole_number_answers()))
+def test_a_whole_number_answer_passes_no_neighbour(label, name, value):
+    right = exercises.answers(label)
+    assert exercises.check(label, **{**right, name: value}).correct
+    for neighbour in (value - 1, value + 1):
+        assert not exercises.check(label, **{**right, name: neighbour}).correct, neighbour
+
+
+def test_one_request_short_of_the_balance_point_is_told_so():
+    feedback = str(
+        exercises.check("ex-q-batch", requests=exercises.answers("ex-q-batch")["requests"] - 1)
+    )
+    assert "one fewer leaves the step memory-bound" in feedback
+
+
+@pytest.mark.parametrize(
+    "unit, expected, answer, says",
+    [
+        ("bytes", 2.82e9, 2.82, "off by 10^-9: it looks like GB; the question asks for bytes"),
+        ("bytes", 2**33, 8, "it looks like GiB; the question asks for bytes"),
+        ("bytes per second", 3e12, 3, "it looks like TB per second; the question asks for bytes"),
+        ("GiB (2^30 bytes)", 74.5, 74.5 * 2**30, "it looks like bytes; the question asks for GiB"),
+        ("fraction of the paid time", 0.25, 25, "it looks like a percentage; the question asks "),
+        (
+            "percent",
+            25,
+            0.25,
+            "off by 10^-2: it looks like a fraction; the question asks for percent",
+        ),
+        ("seconds", 0.02, 20, "it looks like milliseconds; the question asks for seconds"),
+        ("FLOPs", 3e15, 3, "it looks like PFLOPs"),
+        ("dollars per million tokens", 2.5, 2.5e-6, "it looks like dollars per token"),
+    ],
+)
+def test_an_answer_in_another_unit_is_named(unit, expected, answer, says):
+    part = Part("x", lambda: expected, unit=unit)
+    ok, text = _judge(part, answer, expected)
+    assert not ok and says in text, text
+    assert "factor of" not in text or "looks like" in text
+
+
+def test_a_power_of_ten_that_is_no_unit_is_not_called_a_percentage():
+    gpus = Part("n", lambda: 8, unit="GPUs")
+    ok, text = _judge(gpus, 800, 8)
+    assert not ok and "percent" not in text and "800" not in text, text
+    assert "off by a factor of 100, too high" in text

@@ -306,3 +306,17 @@ def test_a_formula_table_names_what_it_takes():
         fmt.formula_table([("weights", N * b)])
     with pytest.raises(ia.ArgumentError, match=r"did you mean mlp\.params\(\)\?"):
         fmt.formula_table([("parameters", mlp.params, "mlp.params()")])
+
+
+def test_a_piecewise_formula_shows_its_first_branch_and_condition():
+    """Issue 22: nested ``cases`` blocks in the chapters' summary tables; a table shows the
+    branch a single-domain deployment takes, with its condition."""
+    from inference_arithmetic.core.symbols import beta_link, beta_net, n_gpus, n_link
+
+    link = sympy.Piecewise((1 / beta_link, n_link >= n_gpus), (1 / beta_net, True))
+    nested = N * b * link + sympy.Piecewise((link, n_gpus > 1), (0, True))
+    line = fmt.formula_table([("time", nested, "t()")]).split("\n")[2]
+    assert r"\begin{cases}" not in line and "beta_{net}" not in line
+    assert r"for $n > 1 \wedge n_{link} \geq n$" in line or r"n_{link} \geq n \wedge" in line
+    plain = fmt.formula_table([("weights", N * b, "w()")]).split("\n")[2]
+    assert " for $" not in plain

@@ -8,6 +8,8 @@ The rule tested, at 1280 px and at 390 px wide, with every collapsed input and s
   scrolling; tables (the chapters' summaries of the library's formulas), code blocks and the
   formulas a code cell prints may scroll sideways inside their own box, as the issue allows;
 - at 390 px (a phone), equations, tables and code may all scroll inside their own box;
+- inline math wider than its line scrolls in its own box, never cut off;
+- the page itself never scrolls sideways, at either width (a long URL, a signature);
 - the formula reference (generated, hundreds of formulas) breaks long sums into lines; what
   still does not fit (a long fraction) may scroll inside its own box at 1280 px too;
 - every figure has at least twice the pixels it is displayed at (sharp on high-density
@@ -66,6 +68,7 @@ CHECK = r"""(strict) => {
     ["equation", 'mjx-container[display="true"]'],
     ["table", "table"],
     ["code", "div.highlight pre"],
+    ["inline math", "span.math"],
   ];
   const problems = [];
   const name = (e) => (e.textContent || "").replace(/\s+/g, " ").trim().slice(0, 70);
@@ -73,15 +76,24 @@ CHECK = r"""(strict) => {
     for (const e of article.querySelectorAll(selector)) {
       if (!e.getClientRects().length) continue;  // not displayed
       let box = null;  // the nearest box that scrolls sideways: e itself or an ancestor
+      let outermost = null;  // and the outermost (a formula in a table that scrolls)
+      // Inline math's scrollWidth counts MathJax's hidden copy for screen readers: the width
+      // of what is typeset is what must fit.
+      const typeset = kind === "inline math" && e.querySelector("mjx-math");
+      const wide = (p) =>
+        p === e && typeset ? typeset.getBoundingClientRect().width : p.scrollWidth;
       for (let p = e; p && p !== article; p = p.parentElement) {
         const overflow = getComputedStyle(p).overflowX;
-        if ((overflow === "hidden" || overflow === "clip") && p.scrollWidth > p.clientWidth + 1) {
+        if ((overflow === "hidden" || overflow === "clip") && wide(p) > p.clientWidth + 1) {
           problems.push(["cut off", kind, name(e)]);
           break;
         }
-        if (!box && (overflow === "auto" || overflow === "scroll")) box = p;
+        if (overflow === "auto" || overflow === "scroll") {
+          box = box || p;
+          outermost = p;
+        }
       }
-      const outer = (box || e).getBoundingClientRect();
+      const outer = (outermost || e).getBoundingClientRect();
       if (outer.right > column.right + 1 || outer.left < column.left - 1) {
         problems.push(["outside the column", kind, name(e)]);
       } else if (strict && kind === "equation" && !e.closest(".cell_output")
@@ -89,6 +101,12 @@ CHECK = r"""(strict) => {
         problems.push(["scrolls", kind, name(e)]);
       }
     }
+  }
+  // The page itself never scrolls sideways: a long string, a signature or a table that no box
+  // holds widens the whole page, the theme's bars with it.
+  const page = document.scrollingElement;
+  if (page.scrollWidth > window.innerWidth + 1) {
+    problems.push(["scrolls sideways", "page", `${page.scrollWidth} px wide`]);
   }
   return problems;
 }"""
@@ -175,4 +193,16 @@ def test_the_check_finds_a_wide_table_and_a_long_equation(browser):  # noqa: F81
     assert ["outside the column", "table", "column_number_0column_number_1"] in [
         [p, k, w[:30]] for p, k, w in _problems(page)["laptop"]
     ]
+    # A word too long for a phone, with nothing to break it, widens the page; an inline
+    # formula in a box that hides what does not fit is cut off.
+    page.evaluate(
+        "() => { const a = document.querySelector('article.bd-article');"
+        " const p = document.createElement('p'); p.style.overflowWrap = 'normal';"
+        " p.textContent = 'https://example.org/' + 'x'.repeat(80); a.prepend(p);"
+        " const m = document.createElement('span'); a.querySelector('p').appendChild(m);"
+        " m.className = 'math'; m.style.display = 'inline-block'; m.style.overflow = 'hidden';"
+        " m.style.maxWidth = '3em'; m.textContent = 'x'.repeat(40); }"
+    )
+    phone = [(problem, kind) for problem, kind, _ in _problems(page)["phone"]]
+    assert ("scrolls sideways", "page") in phone and ("cut off", "inline math") in phone
     page.close()

@@ -43,16 +43,57 @@ def test_the_instructor_notebook_is_the_chapter(doc):
     assert _code(_edition(doc, "instructor")) == _code(chapter), f"older than {doc}.md"
 
 
+# The book's tags that hide a cell's code (and its output), and the cells that only glue
+# numbers for the prose or assert, which the student should not have to scroll past.
+HIDES_CODE = {"hide-input", "remove-input", "remove-cell", "hide-cell"}
+HIDES_OUTPUT = {"remove-cell", "hide-cell", "remove-output", "hide-output"}
+BOOKKEEPING = re.compile(r"^(?:assert\b|glue\(|\s|\)|#|$)")
+
+
+def _should_fold(cell):
+    """(code, output) that JupyterLab should fold, by the book's tags and by what the cell is:
+    every line a glue call's, an assert's, or a continuation of one, or blank."""
+    if cell.cell_type != "code":
+        return False, False
+    tags = set(cell.metadata.get("tags", []))
+    lines = cell.source.splitlines()
+    bookkeeping = any(line.startswith(("assert", "glue(")) for line in lines) and all(
+        BOOKKEEPING.match(line) for line in lines
+    )
+    return bool(tags & HIDES_CODE) or bookkeeping, bool(tags & HIDES_OUTPUT) or bookkeeping
+
+
+def _folded(cell):
+    jupyter = cell.metadata.get("jupyter", {})
+    return jupyter.get("source_hidden", False), jupyter.get("outputs_hidden", False)
+
+
+def _fold_problems(notebook):
+    return [
+        (cell.source[:60], _folded(cell), _should_fold(cell))
+        for cell in notebook.cells
+        if _folded(cell) != _should_fold(cell)
+    ]
+
+
 @pytest.mark.parametrize("edition", ["instructor", "student"])
 def test_code_the_book_hides_is_folded_in_jupyterlab(edition):
     folded = shown = 0
     for doc in PAGES:
-        for cell in _edition(doc, edition).cells:
-            hidden = "hide-input" in cell.metadata.get("tags", [])
-            is_folded = cell.metadata.get("jupyter", {}).get("source_hidden", False)
-            assert is_folded == (hidden and cell.cell_type == "code"), cell.source[:80]
-            folded, shown = folded + is_folded, shown + (not is_folded)
-    assert folded and shown  # the book hides some cells (its widgets' set-up), not all
+        notebook = _edition(doc, edition)
+        assert not _fold_problems(notebook), f"{doc}: (cell, folded, should be)"
+        for cell in notebook.cells:
+            is_folded = _folded(cell)[0]
+            folded, shown = folded + is_folded, shown + (not is_folded and cell.cell_type == "code")
+    assert folded and shown  # the book hides some cells (set-up, glue, asserts), not all
+
+
+def test_a_visible_glue_or_assert_cell_is_found():
+    glue = nbformat.v4.new_code_cell('glue("x", 1, display=False)\nassert (\n    1\n)')
+    hidden = nbformat.v4.new_code_cell("x = 1", metadata={"tags": ["remove-cell"]})
+    shown = nbformat.v4.new_code_cell("x = 1\nassert x")
+    notebook = nbformat.v4.new_notebook(cells=[glue, hidden, shown])
+    assert [problem[2] for problem in _fold_problems(notebook)] == [(True, True), (True, True)]
 
 
 def _solutions(doc):
@@ -126,3 +167,19 @@ def test_the_book_offers_the_student_notebook_and_the_source(doc):
     downloaded = nbformat.read(folder / f"{doc}.ipynb", as_version=4)
     assert _cells(downloaded) == _cells(_edition(doc, "student"))
     assert not any(cell.get("outputs") for cell in downloaded.cells), "a class runs the cells"
+
+
+def test_the_intro_and_the_teaching_page_state_the_prerequisites_from_one_source():
+    import html
+
+    import yaml
+
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    said = config["parse"]["myst_substitutions"]["prerequisites"]
+    for doc in ("book/00-intro", "book/teaching"):
+        source = (ROOT / f"{doc}.md").read_text()
+        assert "{{ prerequisites }}" in source, f"{doc} states its own prerequisites"
+        page = html.unescape((ROOT / "_build" / "html" / f"{doc}.html").read_text())
+        assert said in " ".join(re.sub(r"<[^>]+>", "", page).split()), doc
+    intro = _edition("book/00-intro", "student")
+    assert any(said in cell.source for cell in intro.cells if cell.cell_type == "markdown")

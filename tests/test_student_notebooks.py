@@ -20,16 +20,14 @@ A file of its own, so that pytest-xdist (--dist loadfile) runs it beside the oth
 """
 
 import ast
-import builtins
 import re
-import symtable
 from pathlib import Path
 
 import nbformat
 import pytest
 
 from inference_arithmetic import exercises
-from tests.test_chapters import CHAPTERS
+from tests.test_chapters import CHAPTERS, KERNEL_NAMES, _statements
 
 ROOT = Path(__file__).resolve().parents[1]
 STUDENT = ROOT / "_build" / "notebooks" / "student"
@@ -37,9 +35,7 @@ INSTRUCTOR = ROOT / "_build" / "notebooks" / "instructor"
 MARKER = re.compile(r":::\{solution-(start|end)\}[ \t]*(\S*)")
 ANSWER = "# Your answer to "
 # What an IPython kernel's namespace holds before the first cell runs.
-KERNEL = set(dir(builtins)) | {"get_ipython", "display", "In", "Out", "exit", "quit", "_", "__"}
 # Statements that read everything before they bind anything.
-SIMPLE = (ast.Expr, ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete, ast.Assert, ast.Raise)
 
 
 def _read(folder, doc):
@@ -73,34 +69,6 @@ def _chapter_cells(notebook):
 def _registered():
     exercises._load()
     return exercises.EXERCISES
-
-
-def _statements(source, where):
-    """What each top-level statement of a cell reads and binds, in order: (reads, binds, node).
-
-    A statement's reads are the names its own code reads and the global names its functions,
-    lambdas, classes and comprehensions read (counted when it runs, the earliest they could
-    be). A simple statement reads before it binds (``x = x + 1`` needs an ``x``); a compound
-    one (a loop, a ``with``, a ``def``) may read what it binds itself."""
-    tree = ast.parse(source, where)
-    for node in tree.body:
-        table = symtable.symtable(ast.unparse(node), where, "exec")
-        reads = {s.get_name() for s in table.get_symbols() if s.is_referenced()}
-        binds = {
-            s.get_name()
-            for s in table.get_symbols()
-            if s.is_assigned() or s.is_imported() or s.is_namespace()
-        }
-        stack = list(table.get_children())
-        while stack:
-            child = stack.pop()
-            stack += child.get_children()
-            for symbol in child.get_symbols():
-                if symbol.is_global() and symbol.is_referenced():
-                    reads.add(symbol.get_name())
-                if symbol.is_declared_global() and symbol.is_assigned():
-                    binds.add(symbol.get_name())
-        yield (reads if isinstance(node, SIMPLE) else reads - binds), binds, node
 
 
 MUTATING = {"append", "extend", "insert", "update", "setdefault", "pop", "popitem", "clear"}
@@ -166,7 +134,7 @@ def _problems(chapter, student):
                 )
                 if not same:
                     problems.append((cell_id, name, book_binding, binding))
-            if binding is None and name not in KERNEL:
+            if binding is None and name not in KERNEL_NAMES:
                 problems.append((cell_id, name, None, "unbound: a NameError"))
     return problems, theirs
 
@@ -263,3 +231,157 @@ def test_a_name_bound_by_the_cell_itself_or_before_passes():
 def test_a_solution_that_changes_what_the_chapter_holds_is_found():
     solution = "rows.append(3)\ntable[0] = 1\nm.name = 'x'\nmine = []\nmine.append(rows)\nlen(rows)"
     assert _mutations(solution, {"mine"}) == ["table[0]", "m.name", "rows.append(3)"]
+
+
+# --- The student's text: plain Markdown, the book's numbers, a cell for each written answer ---
+
+HTML = ROOT / "_build" / "html"
+LEFT = {  # what JupyterLab would show raw
+    "a directive": re.compile(r"^\s*(?:>\s*)?(?::{3,}|`{3,})\{", re.M),
+    "a role": re.compile(r"\{[a-z][\w:-]*\}`"),
+    "a label": re.compile(r"^\([^()\s]+\)=\s*$", re.M),
+    "a substitution": re.compile(r"\{\{\s*\w+\s*\}\}"),
+}
+# A question that only words answer: why, when, where it differs, what sets or changed it
+# ("where does the balance point move?" asks for a number).
+IN_WORDS = re.compile(
+    r"\b(?:why|when is|differ from|what sets|what changed|leave out|compare with (?:what|the)|"
+    r"which bound)\b",
+    re.I,
+)
+
+
+def _myst_left(notebook):
+    """Each piece of MyST left in a Markdown cell: (what, the text around it)."""
+    return [
+        (what, cell.source[max(0, found.start() - 30) : found.end() + 30])
+        for cell in notebook.cells
+        if cell.cell_type == "markdown"
+        for what, pattern in LEFT.items()
+        for found in pattern.finditer(cell.source)
+    ]
+
+
+def _plain(html):
+    """The text of an HTML fragment, as words: tags out, entities and quotes plain."""
+    import html as html_module
+
+    text = html_module.unescape(re.sub(r"<[^>]+>", "", html)).replace("\u2019", "'")
+    return " ".join(text.split())
+
+
+def _words(markdown):
+    return " ".join(re.sub(r"[*`$\\]", "", markdown).split())
+
+
+def _book_exercises(doc):
+    """Each exercise of a built page: (label, "Exercise 6.2", its glued values, its text)."""
+    page = (HTML / f"{doc}.html").read_text()
+    found = re.finditer(
+        r'<div class="exercise admonition" id="([^"]+)">\s*<p class="admonition-title">'
+        r'<span class="caption-number">([^<]+)</span>.*?<section id="exercise-content">'
+        r"(.*?)</section>",
+        page,
+        re.S,
+    )
+    return [
+        (label, number.strip(), re.findall(r'<span class="pasted-text">([^<]*)</span>', body), body)
+        for label, number, body in (m.groups() for m in found)
+    ]
+
+
+def _exercise_cells(notebook):
+    """The student's exercise cells, by their heading: {"Exercise 6.2": text}."""
+    cells = {}
+    for cell in notebook.cells:
+        heading = re.search(r"^### (Exercise [\d.]+)", cell.source, re.M)
+        if cell.cell_type == "markdown" and heading:
+            cells[heading[1]] = cell.source[heading.start() :]
+    return cells
+
+
+def _exercise_problems(book, notebook):
+    """Where the student's exercises differ from the book's: a number, a glued value, a
+    reference's text."""
+    cells, problems = _exercise_cells(notebook), []
+    for label, number, values, body in book:
+        text = cells.get(number)
+        if text is None:
+            problems.append((label, f"no heading {number!r}"))
+            continue
+        shown = _words(text)
+        for value in values + re.findall(r'<span class="std std-(?:ref|numref)">([^<]*)<', body):
+            if _words(_plain(value)) not in shown:
+                problems.append((label, f"{_plain(value)!r} is not in {shown!r}"))
+    return problems
+
+
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_the_student_notebook_reads_as_plain_markdown_with_the_books_numbers(doc):
+    notebook = _read(STUDENT, doc)
+    left = _myst_left(notebook)
+    assert not left, f"{doc}: MyST that JupyterLab shows raw: {left[:5]}"
+    book = _book_exercises(doc)
+    assert book, f"{doc}.html has no exercise"
+    problems = _exercise_problems(book, notebook)
+    assert not problems, f"{doc}: the student's exercises differ from the book's: {problems}"
+    # Every glued value the page prints outside its solutions is in the student's text too.
+    page = (HTML / f"{doc}.html").read_text()
+    page = re.sub(r'<div class="solution dropdown.*?</section>\s*</div>', "", page, flags=re.S)
+    text = _words("\n".join(c.source for c in notebook.cells if c.cell_type == "markdown"))
+    missing = [
+        value
+        for value in re.findall(r'<span class="pasted-text">([^<]*)</span>', page)
+        if _words(_plain(value)) not in text
+    ]
+    assert not missing, f"{doc}: glued values the book prints and the notebook lacks: {missing}"
+
+
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_each_question_answered_in_words_has_a_cell_to_write_in(doc):
+    notebook = _read(STUDENT, doc)
+    cells, registered = notebook.cells, _registered()
+    headings = {number: label for label, number, _, _ in _book_exercises(doc)}
+    for number, text in _exercise_cells(notebook).items():
+        label, text = headings[number], " ".join(text.split())
+        asked = registered[label].written if label in registered else ()
+        for question in asked:  # quoted from the exercise, so it cannot drift from it
+            assert question in text, f"{label}: {question!r} is not in its text"
+        for sentence in re.split(r"(?<=[.?])\s+", text.removeprefix(f"### {number}")):
+            if IN_WORDS.search(sentence):
+                covered = any(q.rstrip("?") in sentence or sentence.strip() in q for q in asked)
+                assert covered, f"{label} asks {sentence.strip()!r} and has no cell to answer it"
+        answers = [
+            c.source for c in cells if c.cell_type == "markdown" and f"to {number}:" in c.source
+        ]
+        assert [q for q in asked if not any(q in a for a in answers)] == [], label
+
+
+def test_myst_left_in_a_notebook_is_found():
+    cells = [
+        ":::{exercise}\n:label: ex-a\nA GPU has {glue:text}`gpu` of memory.\n:::",
+        "(sec-a)=\n## A\nSee {ref}`sec-a`, install with {{ install }}.",
+        "> ```{math}\n> x\n> ```",
+        "### Exercise 1.1\n\nA GPU has 80 GB of memory ($x$, `code`).",
+    ]
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_markdown_cell(c) for c in cells])
+    assert sorted({what for what, _ in _myst_left(notebook)}) == [
+        "a directive",
+        "a label",
+        "a role",
+        "a substitution",
+    ]
+    assert len(_myst_left(notebook)) == 6
+
+
+def test_an_exercise_without_its_number_or_glued_value_is_found():
+    book = [("ex-a", "Exercise 6.2", ["80 GB"], 'see <span class="std std-ref">Chapter 1</span>')]
+    cell = nbformat.v4.new_markdown_cell
+    right = nbformat.v4.new_notebook(
+        cells=[cell("### Exercise 6.2\n\nA *80 GB* GPU; see Chapter 1")]
+    )
+    assert _exercise_problems(book, right) == []
+    unnumbered = nbformat.v4.new_notebook(cells=[cell("### Exercise 2\n\nA 80 GB GPU, Chapter 1")])
+    assert _exercise_problems(book, unnumbered) == [("ex-a", "no heading 'Exercise 6.2'")]
+    unglued = nbformat.v4.new_notebook(cells=[cell("### Exercise 6.2\n\nA `gpu` GPU; Chapter 1")])
+    assert [p[1][:8] for p in _exercise_problems(book, unglued)] == ["'80 GB' "]

@@ -666,3 +666,51 @@ def test_a_widgets_parts_are_checked_at_the_door():
         ia.live.spec(None)
     with pytest.raises(ia.ArgumentError, match=r"did you mean mlp\.inference_memory\(\)\?"):
         formula_widget({"inference": mlp.inference_memory}, x="batch", controls={})
+
+
+# --- Key numbers: the least x at which a condition holds, in the readout ---------------------
+
+
+def _key_widget():
+    import sympy
+
+    passes = sympy.GreaterThan(TRAINING, 140 * 10**6, evaluate=False)  # past 140 MB
+    return _widget(keys={"training past 140 MB": passes})
+
+
+def _least_batch(values):
+    """The least batch of the slider (1 to 1,024) whose training memory reaches 140 MB."""
+    for batch in range(1, 1025):
+        if _expected(TRAINING, {**values, "batch": batch}) >= 140e6:
+            return batch
+    return math.nan
+
+
+def test_a_key_is_the_least_x_at_which_its_condition_holds():
+    w = _key_widget()
+    (found,) = w.key_values().values()
+    assert found == _least_batch(w.values) and 1 < found < 1024
+    assert w.key_lines() == [f"training past 140 MB: {w.control_labels['batch']} = {found:,.0f}"]
+    assert f"<b>{w.key_lines()[0]}</b>" in w.readout_html(w.evaluate())
+    # It follows the controls: a narrower hidden layer, fewer weights, a larger batch.
+    w.update(d_2=3584)
+    (moved,) = w.key_values().values()
+    assert moved == _least_batch(w.values) and moved > found
+    # Where no batch on the slider reaches it, the readout says so.
+    w.update(bytes_per_number="int4")
+    assert math.isnan(w.key_values()["training past 140 MB"])
+    assert w.key_lines() == [f"training past 140 MB: no {w.control_labels['batch']} up to 1,024"]
+
+
+def test_a_key_is_printed_to_the_page_as_its_formula():
+    spec = ia.live.spec(_key_widget())
+    (key,) = spec["keys"]
+    assert key["label"] == "training past 140 MB" and ">=" in key["js"]
+    assert spec["key_grid"] == [1, 1024, 1]
+    assert spec["key"] == ia.live.KEY and spec["key_none"] == ia.live.KEY_NONE
+
+
+@pytest.mark.parametrize("key", [TRAINING, INFERENCE.subs(ia.symbols.B, 8) >= 1])
+def test_a_key_must_be_a_condition_on_x(key):
+    with pytest.raises(ValueError, match="must be a condition on 'batch'"):
+        _widget(keys={"bad": key})

@@ -9,6 +9,8 @@ browser test can demand a console free of errors.
 It adds the book's stylesheet (``tools/static/ia-book.css``: glued numbers in the body's
 weight, figures that shrink with the column, wide math and code scrolling in their own box).
 
+It numbers the introduction's exercises and figures 0.1, 0.2, ..., apart from chapter 1's.
+
 It also typesets the math of the boxes marked ``ia-lazy-math`` (the formula reference's
 collapsed per-architecture forms) when a reader first opens one, not while the page loads:
 MathJax blocks the page while it typesets, and there are over a hundred such forms.
@@ -61,6 +63,64 @@ MathJax.startup = Object.assign(MathJax.startup || {}, {
   },
 });
 """
+
+
+# Marks each box of wide math that scrolls sideways with the side(s) that have more to see
+# (ia-more-left, ia-more-right: tools/static/ia-book.css fades that edge). Runs once MathJax
+# has typeset the page, after each later typesetting (a formula box opened), on resize and as
+# the reader scrolls the box.
+SCROLL_CUE = """
+(() => {
+  const BOXES = "div.math mjx-container, span.math, .cell_output .math";
+  const mark = (e) => {
+    // The typeset formula's width: scrollWidth counts MathJax's hidden copy for screen readers.
+    const inner = e.querySelector("mjx-math");
+    const width = inner ? inner.getBoundingClientRect().width : e.scrollWidth;
+    if (e.matches("span.math")) e.classList.toggle("ia-wide-math", width > e.clientWidth + 1);
+    const hidden = width - e.clientWidth;
+    e.classList.toggle("ia-more-left", hidden > 1 && e.scrollLeft > 1);
+    e.classList.toggle("ia-more-right", hidden > 1 && hidden - e.scrollLeft > 1);
+  };
+  const markAll = () => document.querySelectorAll(BOXES).forEach(mark);
+  document.addEventListener("scroll", (event) => {
+    if (event.target instanceof Element && event.target.matches(BOXES)) mark(event.target);
+  }, true);
+  window.addEventListener("resize", markAll);
+  window.addEventListener("load", () => {
+    const mj = window.MathJax;
+    if (!(mj && mj.startup && mj.startup.promise)) return markAll();
+    mj.startup.promise.then(() => {
+      markAll();
+      const typeset = mj.typesetPromise;
+      mj.typesetPromise = (...args) => typeset(...args).then((result) => {
+        markAll();
+        return result;
+      });
+    });
+  });
+})();
+"""
+
+# Inline code (Sphinx's <span class="pre">) may break after an underscore, a dot, a slash or
+# an opening bracket followed by a letter or a quote: "bytes_per_number" as "bytes_per_" and
+# "number", never mid-word. Not in URLs ("://"), which are copied whole.
+_PRE = re.compile(r'(<span class="pre">)([^<]+)(</span>)')
+_BREAK = re.compile(r"([_./(\[])(?=[A-Za-z&])")
+
+
+def breakable_code(html: str) -> str:
+    """``html`` with a ``<wbr>`` after each underscore or dot of its inline code's names."""
+
+    def one(match):
+        text = match[2]
+        return match[0] if "://" in text else match[1] + _BREAK.sub(r"\1<wbr>", text) + match[3]
+
+    return _PRE.sub(one, html)
+
+
+def _breakable_code(app, pagename, templatename, context, doctree):
+    if "body" in context:
+        context["body"] = breakable_code(context["body"])
 
 
 def _dedupe_scripts(app, pagename, templatename, context, doctree):
@@ -119,12 +179,17 @@ INSTALL_LOCAL = "`pip install .` in a checkout of the book's repository"
 """... and where it is not (a local build without a public origin)."""
 
 
+def substitutions(srcdir, url: str | None = None) -> dict:
+    """The book's ``{{ name }}`` values (the student notebooks use them too)."""
+    url = url or repository_url(srcdir)
+    return {"install": INSTALL.format(url=url) if url else INSTALL_LOCAL}
+
+
 def _repository_buttons(app, config):
     options = config.html_theme_options
     url = repository_url(app.srcdir)
-    install = INSTALL.format(url=url) if url else INSTALL_LOCAL
     given = getattr(config, "myst_substitutions", None) or {}
-    config.myst_substitutions = {**given, "install": install}
+    config.myst_substitutions = {**given, **substitutions(app.srcdir, url)}
     if url is None:
         options.pop("repository_url", None)
         options["launch_buttons"] = {**options.get("launch_buttons", {}), "binderhub_url": ""}
@@ -166,10 +231,28 @@ def _student_binder(app, pagename, templatename, context, doctree):
 def _write_notebooks(app, exception):
     if exception is not None or app.builder.format != "html":
         return
+    pages = notebooks.book(
+        [Path(app.env.doc2path(docname)) for docname in sorted(app.env.found_docs)],
+        cache=Path(app.config.nb_execution_cache_path or notebooks.CACHE),
+        substitutions=app.config.myst_substitutions,
+    )
     for docname in sorted(app.env.found_docs):
         if _is_chapter(app, docname):
             target = Path(app.outdir, "_sources", docname + ".ipynb")
-            notebooks.write(Path(app.env.doc2path(docname)), target)
+            notebooks.write(Path(app.env.doc2path(docname)), target, pages=pages)
+
+
+def _number_the_introduction(app, env):
+    """Number the introduction's exercises and figures 0.1, 0.2, ... as the chapters number
+    theirs 1.1, 6.4: unnumbered, they would read "Exercise 1", which a reader takes for
+    chapter 1's. Sphinx counts them after the sections of an unnumbered page (none), so the
+    last figure of each number is the count within the page."""
+    root = app.config.root_doc
+    numbers = env.toc_fignumbers.get(root, {})
+    for figures in numbers.values():
+        for figure_id, number in figures.items():
+            figures[figure_id] = (0, number[-1])
+    return [root] if numbers else []
 
 
 def _static_path(app, config):
@@ -185,9 +268,13 @@ def setup(app):
     app.connect("html-page-context", _notebook_download, priority=500)
     app.connect("html-page-context", _student_binder, priority=600)  # after the theme's buttons
     app.connect("build-finished", _write_notebooks)
+    # After Sphinx's own numbering (TocTreeCollector, at the default priority 500).
+    app.connect("env-get-updated", _number_the_introduction, priority=600)
     # After the MathJax configuration that sphinx.ext.mathjax writes (which replaces
     # window.MathJax), before MathJax itself runs (deferred).
     app.add_js_file(None, body=LAZY_MATH, priority=999)
+    app.add_js_file(None, body=SCROLL_CUE, priority=999)
+    app.connect("html-page-context", _breakable_code)
     # Late (priority 900): other extensions add their page scripts in this event too.
     app.connect("html-page-context", _dedupe_scripts, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

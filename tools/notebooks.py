@@ -8,26 +8,40 @@ exercise's solution (from ``:::{solution-start} LABEL`` to ``:::{solution-end}``
 an answer cell: ``ia.exercises.student_cell(LABEL)``, which checks the student's answer, or a
 markdown cell for an answer in words. The chapters stay the one source.
 
+The student edition is for JupyterLab, which has no MyST renderer: its Markdown is plain
+(tools/myst_plain.py: "Exercise 6.4" headings, references as the book prints them, each glued
+value as the number the book shows), and each exercise's written questions get a cell of
+their own. In both editions the cells the book hides are folded (``fold``).
+
 One process for all: importing jupytext takes seconds, converting a chapter a few tens of
 milliseconds. The book's ".ipynb" download (tools/book_html.py) is the student edition,
 written by the same ``write``.
 """
 
+import ast
 import re
 import sys
 from pathlib import Path
 
 import jupytext
 import nbformat
+from myst_plain import Book, citations
 
+ROOT = Path(__file__).resolve().parents[1]
+# The glued values are read from the execution cache that `make book` fills (jupyter-cache,
+# keyed on each chapter's code), not computed here: running the chapters again would double
+# the time of `make test`, and the cache holds exactly the outputs the book's pages show.
+CACHE = ROOT / "_build" / ".jupyter_cache"
 EDITIONS = ("student", "instructor")
 START = re.compile(r":::\{solution-start\}\s+(\S+)[^\n]*\n(?::class:[^\n]*\n)?:::\n?")
 END = re.compile(r":::\{solution-end\}\s*\n:::\n?")
 WORDS = "*Your answer:* (write it here)"
+WRITTEN = "**Your answer** to {label}: *{question}*\n\n(write it here)"
 
 
-def student(notebook):
-    """``notebook`` without its solutions: each replaced by an answer cell."""
+def student(notebook, doc: str, book: Book):
+    """``notebook`` (chapter ``doc``) without its solutions, each replaced by an answer cell
+    (and a cell for each question it asks in words), its Markdown plain (``book.render``)."""
     from inference_arithmetic import exercises
 
     cells, inside = [], None
@@ -49,56 +63,151 @@ def student(notebook):
                 end = END.search(text)
                 if not end:
                     break  # the solution's prose
-                _flush(cells, kept, cell)
-                cells.append(_answer(exercises, inside))
+                _flush(cells, kept, cell, doc, book)
+                cells += _answer(exercises, inside, book.target(inside, doc).number)
                 inside, text, kept = None, text[end.end() :], []
-        _flush(cells, kept, cell)
+        _flush(cells, kept, cell, doc, book)
     if inside is not None:
         raise ValueError(f"the solution of {inside} has no :::{{solution-end}}")
     notebook.cells = cells
     return notebook
 
 
-def _flush(cells, kept, cell):
+def _flush(cells, kept, cell, doc, book):
     """The markdown kept of ``cell`` so far, as a cell of its own (if there is any)."""
     text = "".join(kept).strip()
     if text:
+        text = book.render(text + "\n", doc).strip()
         cells.append(nbformat.v4.new_markdown_cell(text + "\n", metadata=cell.metadata))
     kept.clear()
 
 
-def _answer(exercises, label):
-    """A cell that checks the answer, or one to write it in (an answer in words)."""
+def _answer(exercises, label, number):
+    """A cell that checks the answer and one for each question asked in words, or only one to
+    write in (an exercise without a self-check)."""
     try:
-        return nbformat.v4.new_code_cell(exercises.student_cell(label))
+        cells = [nbformat.v4.new_code_cell(exercises.student_cell(label))]
     except KeyError:  # no self-check: the exercise asks for words
-        return nbformat.v4.new_markdown_cell(WORDS)
+        return [nbformat.v4.new_markdown_cell(WORDS)]
+    for question in exercises.written(label):
+        text = WRITTEN.format(label=f"Exercise {number}", question=question)
+        cells.append(nbformat.v4.new_markdown_cell(text))
+    return cells
+
+
+# The book's tags, and what JupyterLab folds for each: the code ("source_hidden") and what it
+# prints ("outputs_hidden"). A cell the book removes whole is folded whole.
+FOLDS = {
+    "remove-cell": ("source_hidden", "outputs_hidden"),
+    "remove-input": ("source_hidden",),
+    "hide-input": ("source_hidden",),
+    "hide-cell": ("source_hidden", "outputs_hidden"),
+    "remove-output": ("outputs_hidden",),
+    "hide-output": ("outputs_hidden",),
+}
+
+
+def folds(cell) -> set[str]:
+    """What JupyterLab should fold of a code cell: as the book hides it (its tags), and a cell
+    that only glues numbers for the prose or asserts, tagged or not, whole."""
+    if cell.cell_type != "code":
+        return set()
+    folded = {what for tag in cell.metadata.get("tags", []) for what in FOLDS.get(tag, ())}
+    if _bookkeeping(cell.source):
+        folded |= {"source_hidden", "outputs_hidden"}
+    return folded
+
+
+def _bookkeeping(source: str) -> bool:
+    """Whether every statement of a cell is an ``assert`` or a ``glue(...)`` call."""
+    try:
+        body = ast.parse(source).body
+    except SyntaxError:  # IPython magics: not bookkeeping
+        return False
+
+    def glue(node):
+        call = node.value if isinstance(node, ast.Expr) else None
+        return isinstance(call, ast.Call) and getattr(call.func, "id", None) == "glue"
+
+    return bool(body) and all(isinstance(node, ast.Assert) or glue(node) for node in body)
 
 
 def fold(notebook) -> None:
-    """Fold the code of cells the book hides (``hide-input``): JupyterLab reads
-    ``jupyter.source_hidden``, not the book's tags, so a reader meets the widget first."""
+    """Fold what the book hides (``folds``): JupyterLab reads ``jupyter.source_hidden`` and
+    ``jupyter.outputs_hidden``, not the book's tags, so a reader meets the prose, the code the
+    book shows and the widgets, not the set-up of the numbers in the text."""
     for cell in notebook.cells:
-        if cell.cell_type == "code" and "hide-input" in cell.metadata.get("tags", []):
-            cell.metadata.setdefault("jupyter", {})["source_hidden"] = True
+        for what in sorted(folds(cell)):
+            cell.metadata.setdefault("jupyter", {})[what] = True
 
 
-def write(source: Path, target: Path, edition: str = "student") -> None:
-    """The class notebook of one chapter in ``edition``: its cells, no outputs."""
+def executed_glue(cache: Path = CACHE):
+    """``glue(doc)``: the values chapter ``doc`` glued, from its execution in ``cache``
+    (myst-nb marks each glued output with its name)."""
+    from jupyter_cache import get_cache
+    from myst_nb.core.read import myst_nb_reader_plugin
+
+    def glue(doc: str) -> dict:
+        source = Path(doc).with_suffix(".md")
+        try:
+            _, executed = get_cache(str(cache)).merge_match_into_notebook(
+                myst_nb_reader_plugin(str(source))
+            )
+        except KeyError:
+            raise LookupError(
+                f"{source} has no execution of its current code in {cache}, so its glued "
+                "numbers are unknown: run `make book` (or `make notebooks`) first"
+            ) from None
+        glued = {}
+        for cell in executed.cells:
+            for output in cell.get("outputs", []):
+                mark = output.get("metadata", {}).get("scrapbook")
+                if mark:  # each type recorded as "application/papermill.record/text/plain"
+                    prefix = mark.get("mime_prefix", "")
+                    data = output["data"].items()
+                    glued[mark["name"]] = {kind.removeprefix(prefix): v for kind, v in data}
+        return glued
+
+    return glue
+
+
+def book(sources=None, cache: Path = CACHE, substitutions=None) -> Book:
+    """What the chapters' references and glued values resolve to: every page of book/ (a
+    chapter may refer to the appendices), the glued values from ``cache``."""
+    if substitutions is None:  # as the build has them: the configuration's, then the buttons'
+        import yaml
+        from book_html import substitutions as book_substitutions
+
+        config = yaml.safe_load((ROOT / "_config.yml").read_text())
+        given = config.get("parse", {}).get("myst_substitutions", {})
+        substitutions = {**given, **book_substitutions(ROOT)}
+    return Book(
+        sources or sorted((ROOT / "book").glob("*.md")),
+        glue=executed_glue(cache),
+        substitutions=substitutions,
+        citations=citations(ROOT / "book" / "references.bib"),
+    )
+
+
+def write(source: Path, target: Path, edition: str = "student", pages: Book | None = None) -> None:
+    """The class notebook of one chapter in ``edition``: its cells, no outputs. ``pages``
+    resolves the student edition's references (``book()`` when not given)."""
     if edition not in EDITIONS:
         raise ValueError(f"edition must be one of {EDITIONS}, got {edition!r}")
     notebook = jupytext.read(source)
     if edition == "student":
-        notebook = student(notebook)
+        pages = pages or book()
+        notebook = student(notebook, str(Path(source).resolve().with_suffix("")), pages)
     fold(notebook)
     target.parent.mkdir(parents=True, exist_ok=True)
     jupytext.write(notebook, target, fmt="ipynb")
 
 
 def main(out: str, *sources: str) -> None:
+    pages = book()
     for source in map(Path, sources):
         for edition in EDITIONS:
-            write(source, Path(out) / edition / f"{source.stem}.ipynb", edition)
+            write(source, Path(out) / edition / f"{source.stem}.ipynb", edition, pages)
 
 
 if __name__ == "__main__":

@@ -52,6 +52,7 @@ __all__ = [
     "KINDS",
     "js_runtime",
     "formula_table",
+    "first_branch",
     "latex_lines",
 ]
 
@@ -320,8 +321,30 @@ def formula_table(rows) -> str:
             raise checks.ArgumentError(f"formula_table takes {triple}, got the row {row!r}")
         what, expr, name = row
         expr = checks.expression(f"the formula of {what!r}", expr)
-        lines.append(f"| {what} | ${latex_lines(sympy.latex(expr), TABLE_LINE)}$ | `{name}` |")
+        expr, conditions = first_branch(expr)
+        formula = f"${latex_lines(sympy.latex(expr), TABLE_LINE)}$"
+        if conditions:
+            condition = sympy.latex(sympy.And(*conditions))
+            formula += f" for ${condition}$ (the library has the other cases)"
+        lines.append(f"| {what} | {formula} | `{name}` |")
     return "\n".join(lines)
+
+
+def first_branch(expr):
+    """``expr`` with each ``Piecewise`` replaced by its first branch, and the conditions that
+    branch holds under: a table shows one readable case, not nested ``cases`` blocks.
+
+    >>> from inference_arithmetic.core.symbols import n_gpus, n_link, beta_link, beta_net
+    >>> first_branch(sympy.Piecewise((beta_link, n_link >= n_gpus), (beta_net, True)))
+    (link_bandwidth, [link_domain >= n_gpus])
+    """
+    conditions = []
+    while pieces := sorted(expr.atoms(sympy.Piecewise), key=sympy.count_ops, reverse=True):
+        value, condition = pieces[0].args[0]
+        expr = expr.xreplace({pieces[0]: value})
+        if condition != sympy.true and condition not in conditions:
+            conditions.append(condition)
+    return expr, conditions
 
 
 TABLE_LINE = 40

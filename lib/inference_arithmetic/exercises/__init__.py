@@ -30,7 +30,7 @@ import sympy
 from inference_arithmetic.core.numeric import UnknownName
 
 __all__ = ["Part", "Exercise", "Feedback", "EXERCISES", "register", "check", "answers"]
-__all__ += ["student_cell", "labels"]
+__all__ += ["student_cell", "labels", "written"]
 
 KINDS = ("number", "symbolic", "yes/no")
 
@@ -41,6 +41,23 @@ COMMON = {
     0.5: "off by a factor of 2 (yours is half the answer)",
     2**30 / 1e9: "yours is 7.4% high: is it in GB where GiB was asked (or the reverse)?",
     1e9 / 2**30: "yours is 6.9% low: is it in GiB where GB was asked (or the reverse)?",
+}
+
+# An answer given in another unit than the one asked, by how the asked unit begins: the unit
+# it looks like, and how many of the asked unit one of it is. An answer of 3 GB where bytes
+# were asked is 10^-9 of the answer; of 25 (a percentage) where a fraction was asked, 100
+# times it. Longest first, so "bytes per second" is not read as "bytes".
+SLIPS = {
+    "dollars per million tokens": {"dollars per token": 1e6, "dollars per thousand tokens": 1e3},
+    "fraction": {"a percentage": 0.01},
+    "probability": {"a percentage": 0.01},
+    "percent": {"a fraction": 100.0},
+    "bytes": {"kB": 1e3, "MB": 1e6, "GB": 1e9, "TB": 1e12, "MiB": 2**20, "GiB": 2**30},
+    "GiB": {"bytes": 2**-30, "MiB": 2**-10, "TB": 1e12 / 2**30},
+    "seconds": {"milliseconds": 1e-3, "microseconds": 1e-6, "minutes": 60.0, "hours": 3600.0},
+    "FLOPs": {"GFLOPs": 1e9, "TFLOPs": 1e12, "PFLOPs": 1e15},
+    "parameters": {"millions of parameters": 1e6, "billions of parameters": 1e9},
+    "dollars": {"cents": 0.01},
 }
 
 
@@ -68,11 +85,14 @@ class Part:
 
 @dataclass(frozen=True)
 class Exercise:
-    """An exercise of the book (its ``label``) and the parts of its answer."""
+    """An exercise of the book (its ``label``) and the parts of its answer; ``written``: the
+    questions it asks that are answered in words (each verbatim from the exercise's text),
+    which the student edition gives a cell to write in beside the cell that checks."""
 
     label: str
     chapter: str
     parts: tuple[Part, ...]
+    written: tuple[str, ...] = ()
 
     def part(self, name: str) -> Part:
         for part in self.parts:
@@ -88,13 +108,16 @@ EXERCISES: dict[str, Exercise] = {}
 """Every self-checking exercise, by its label in the book."""
 
 
-def register(chapter: str, label: str, *parts: Part) -> Exercise:
-    """Add an exercise to ``EXERCISES`` (each chapter module calls this for its own)."""
+def register(chapter: str, label: str, *parts: Part, written: tuple[str, ...] = ()) -> Exercise:
+    """Add an exercise to ``EXERCISES`` (each chapter module calls this for its own), with
+    the questions of it answered in words (``written``), if any."""
     if label in EXERCISES:
         raise ValueError(f"exercise {label!r} is registered twice")
     if not parts:
         raise ValueError(f"exercise {label!r} needs at least one part")
-    EXERCISES[label] = exercise = Exercise(label, chapter, tuple(parts))
+    if isinstance(written, str):
+        raise TypeError(f"exercise {label!r}: written is a tuple of questions, not one string")
+    EXERCISES[label] = exercise = Exercise(label, chapter, tuple(parts), tuple(written))
     return exercise
 
 
@@ -112,6 +135,11 @@ def labels() -> list[str]:
     """The labels of every self-checking exercise, in the book's order."""
     _load()
     return sorted(EXERCISES, key=lambda label: (EXERCISES[label].chapter, label))
+
+
+def written(label: str) -> tuple[str, ...]:
+    """The questions of exercise ``label`` answered in words (none for most)."""
+    return _exercise(label).written
 
 
 def answers(label: str) -> dict:
@@ -236,12 +264,19 @@ def _describe(ratio: float, unit: str) -> str:
     for known, text in common.items():
         if _near(ratio, known):
             return text
+    slip = _slip(ratio, unit)
+    if slip:
+        return slip
     decades = math.log10(ratio)
-    if abs(decades) >= 2.5 and abs(decades / 3 - round(decades / 3)) < 0.05:
+    # A power of 10 that no unit of SLIPS explains: a prefix (10^3k) in a unit that has them,
+    # and for a unit not given, the likeliest slips. A count of GPUs 100 times too high is not
+    # a percentage: it gets the plain factor below.
+    share = unit.startswith(("fraction", "probability", "percent"))
+    if abs(decades) >= 2.5 and abs(decades / 3 - round(decades / 3)) < 0.05 and not share:
         return (
             f"off by 10^{round(decades)}: check the prefix; the answer is in {unit or 'base units'}"
         )
-    if abs(decades) >= 1.9 and abs(decades - round(decades)) < 0.02:
+    if abs(decades) >= 1.9 and abs(decades - round(decades)) < 0.02 and not unit:
         return (
             f"off by 10^{round(decades)}: a percentage where a fraction was asked, or the reverse?"
         )
@@ -254,6 +289,33 @@ def _describe(ratio: float, unit: str) -> str:
     factor = ratio if ratio > 1 else 1 / ratio
     side = "too high" if ratio > 1 else "too low"
     return f"off by a factor of {factor:.3g}, {side}" + (f" (in {unit})" if unit else "")
+
+
+def _slip(ratio: float, unit: str) -> str | None:
+    """The unit an answer ``ratio`` times the right one looks like it is in, if it is one that
+    ``SLIPS`` lists for ``unit``: "off by 10^-9: it looks like GB; the question asks for bytes"."""
+    head = next(
+        (asked for asked in sorted(SLIPS, key=len, reverse=True) if unit.startswith(asked)), None
+    )
+    if head is None:
+        return None
+    rest = unit[len(head) :].split(" (")[0]  # " per second" of "bytes per second"
+    asked = f"a {unit}" if head in ("fraction", "probability") else unit
+    for name, size in SLIPS[head].items():
+        if _near(ratio, 1 / size):
+            name = name if head in ("fraction", "probability", "percent") else name + rest
+            return f"off by {_power(ratio)}: it looks like {name}; the question asks for {asked}"
+    return None
+
+
+def _power(ratio: float) -> str:
+    """A ratio as a power of 10 where it is one (10^-9), else its value (1.07e-09)."""
+    decades = math.log10(ratio)
+    return (
+        f"10^{round(decades)}"
+        if abs(decades - round(decades)) < 0.01
+        else f"a factor of {ratio:.3g}"
+    )
 
 
 def student_cell(label: str) -> str:

@@ -62,23 +62,38 @@ register(
     ),
 )
 
+
+def _bf16_balance():
+    """The balance point of bf16 weights on the round device, in tokens per read."""
+    return _balance(
+        bytes_per_number=ia.bytes_per_number("bf16"), flop_rate=FLOP_RATE, bandwidth=BANDWIDTH
+    )
+
+
+def _batch():
+    """The smallest whole number of requests at or above the balance point."""
+    return math.ceil(_bf16_balance())
+
+
 register(
     "01-quantities",
     "ex-q-batch",
     Part(
         "requests",
-        lambda: math.ceil(
-            _balance(
-                bytes_per_number=ia.bytes_per_number("bf16"),
-                flop_rate=FLOP_RATE,
-                bandwidth=BANDWIDTH,
-            )
-        ),
+        _batch,
         unit="requests",
-        hints={
+        tolerance=0,  # a whole number of requests: one fewer still leaves the step memory-bound
+        hints=lambda: {
             2: "a token costs 2 FLOPs per parameter: the balance is b pi / (2 beta), not "
             "b pi / beta",
             0.5: "bf16 takes 2 bytes per number: b = 2 in b pi / (2 beta)",
+            # Within 2% of the answer either way: one request fewer or more.
+            (_batch() - 1) / _batch(): f"the smallest whole number of requests at or above the "
+            f"balance point, {_bf16_balance():.2f} tokens per read: one fewer leaves the step "
+            "memory-bound",
         },
+    ),
+    written=(
+        "And what does the balance point leave out once the tokens belong to different requests?",
     ),
 )

@@ -130,6 +130,7 @@ register(
         unit="backward FLOPs / forward FLOPs",
         hints=_first_layer_hints(DIGITS),
     ),
+    written=('When is "backward = 2 x forward" a good rule?',),
 )
 
 _BF16 = dict(EXAMPLE, batch=BATCH, bytes_per_number=ia.bytes_per_number("bf16"))

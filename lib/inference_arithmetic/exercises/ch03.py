@@ -64,6 +64,7 @@ register(
             "embedding: count the V x D table once",
         },
     ),
+    written=("Where does your count differ from $12 L D^2 + V D$?",),
 )
 
 

@@ -73,6 +73,7 @@ register(
         unit="tokens",
         hints=(lambda: _crossover_hints(MIXTRAL, same_attention=MISTRAL)),
     ),
+    written=("why do the two lengths differ by the factor they do?",),
 )
 
 

@@ -143,4 +143,5 @@ register(
         kind="symbolic",
         unit="bytes, a formula in N",
     ),
+    written=("What, then, does mixed precision save?",),
 )

@@ -7,7 +7,8 @@ peak; attention in a decode step of Llama 3.1 70B at 2,048 cached tokens in bf16
 (chapter 04, scores and values of every head) against the bytes of the KV cache it reads
 (chapter 06), the H / H_kv query heads of a group sharing their keys and values; Llama 3.1 8B
 in int4 on an RTX 4090 and an L4 against bf16 on the H100, by the weights-only ceiling
-beta / (N b); kernels reaching 60% of the FLOP/s and 80% of the bandwidth.
+beta / (N b), N the parameters one token reads (all but the embedding rows it does not look
+up, as a decode step counts them); kernels reaching 60% of the FLOP/s and 80% of the bandwidth.
 """
 
 import functools
@@ -17,7 +18,7 @@ import sympy
 import inference_arithmetic as ia
 from inference_arithmetic.core.symbols import B, D, F, T, b
 from inference_arithmetic.exercises import Part, register
-from inference_arithmetic.formulas import basics, kv_cache, roofline
+from inference_arithmetic.formulas import basics, kv_cache, latency, roofline
 from inference_arithmetic.formulas import transformer as tf
 
 GPU = "h100-sxm"
@@ -128,10 +129,17 @@ register(
 )
 
 
+@functools.cache
+def _params_read():
+    """The parameters one token of SMALL reads: the decode step's count, one embedding row."""
+    m = ia.model(SMALL)
+    return ia.numeric(latency.weight_bytes_read(m, 1) / b).from_values(m.sizes())
+
+
 def _decode_ceiling(gpu, dtype, **efficiency):
     """Tokens per second of one request, by the weights-only ceiling (ideal unless given)."""
     values = {**ia.gpu(gpu).figures("bf16"), "bandwidth_efficiency": 1.0, **efficiency}
-    values.update(n_params=ia.param_count(SMALL), bytes_per_number=ia.bytes_per_number(dtype))
+    values.update(n_params=_params_read(), bytes_per_number=ia.bytes_per_number(dtype))
     return _ceiling.from_values(values)
 
 

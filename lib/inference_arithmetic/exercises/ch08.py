@@ -165,6 +165,7 @@ register(
     _speedup_part("ttft_speedup", "ttft"),
     _speedup_part("tpot_speedup", "tpot"),
     _speedup_part("latency_speedup", "total"),
+    written=("why is the TPOT ratio close to the ratio of bytes per GPU?",),
 )
 
 
@@ -213,4 +214,5 @@ register(
         ),
     ),
     Part("products_compute_bound", _products_compute_bound, kind="yes/no"),
+    written=("What sets the crossing?",),
 )

@@ -157,7 +157,12 @@ def _waste_part(batch):
     )
 
 
-register("09-batching", "ex-batching-waste", *(_waste_part(x) for x in STATIC_BATCHES))
+register(
+    "09-batching",
+    "ex-batching-waste",
+    *(_waste_part(x) for x in STATIC_BATCHES),
+    written=("Why does continuous batching matter more for large batches?",),
+)
 
 
 def _crossover_formula():

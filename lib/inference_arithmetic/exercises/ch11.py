@@ -62,6 +62,7 @@ register(
             }
         ),
     ),
+    written=("which runs does it miss worst? Why those?",),
 )
 
 # --- ex-reality-memory: the 8B model's largest batch with mu = 0.95 ----------------------------
@@ -138,4 +139,5 @@ register(
         lambda: _chen_step()[0] / _chen_step()[1],
         unit="fraction of the decode step",
     ),
+    written=("Compare with what the post's profile found.",),
 )

@@ -60,6 +60,7 @@ register(
         "max_batch",
         lambda: _fp8()["batch"],
         unit="requests",
+        tolerance=0,  # a whole number of requests: one fewer is another answer
         hints=(
             lambda: {
                 _ceiling(SMALL) / _fp8()["batch"]: (
@@ -76,6 +77,7 @@ register(
         lambda: _fp8()["even"],
         unit="fraction of the paid time",
     ),
+    written=("What changed, and why more for output tokens than for input tokens?",),
 )
 
 # --- ex-economics-price: the rental price at which the 70B set-up matches Groq ----------------

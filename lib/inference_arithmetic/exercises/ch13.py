@@ -111,6 +111,7 @@ register(
             }
         ),
     ),
+    written=("compare with the uniform-routing figure above",),
 )
 
 # --- ex-beyond-speculative: the acceptance rate below which speculation is slower -------------

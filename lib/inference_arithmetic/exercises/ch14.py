@@ -108,6 +108,7 @@ register(
         "more_requests",
         _more,
         unit="requests",
+        tolerance=0,  # a whole number of requests: one fewer is another answer
         hints=(
             lambda: {
                 _fp8_cache()["fits"]["fp8"] / _more(): (
@@ -171,4 +172,5 @@ register(
         _reexpanded_over_steps,
         unit="fraction (step at the mean context / mean step - 1)",
     ),
+    written=("which bound limits its decode?",),
 )

@@ -144,13 +144,16 @@ _MANTISSAS = (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8)
 
 @dataclass(frozen=True)
 class Range:
-    """A slider from ``min`` to ``max`` in steps of ``step``; ``log`` spaces the x-axis."""
+    """A slider from ``min`` to ``max`` in steps of ``step``; ``log`` spaces the x-axis;
+    ``only``, where given, the values the slider may take (the tensor-parallel degrees that
+    split a model's heads: ``Range(1, 8, 4, only=(1, 2, 4, 8))``), one a step."""
 
     min: float
     max: float
     value: float
     step: float = 1
     log: bool = False
+    only: tuple[float, ...] = ()
 
     def __post_init__(self):
         if not self.min < self.max:
@@ -163,10 +166,19 @@ class Range:
             raise ArgumentError(f"Range value {self.value} is outside [{self.min}, {self.max}]")
         if self.log and self._snap(self.value) != self.value:
             raise ArgumentError(f"a log Range's value {self.value} must lie on its step grid")
+        if self.only and (
+            list(self.only) != sorted(set(self.only))
+            or not self.min <= self.only[0] <= self.only[-1] <= self.max
+            or self.value not in self.only
+        ):
+            raise ArgumentError(
+                f"a Range's only values must be increasing, within [{self.min}, {self.max}] "
+                f"and hold its value {self.value}, got {self.only}"
+            )
 
     def clamp(self, value: float) -> float:
         """The nearest value the control can take: a step of the grid, or a log slider's stop."""
-        if self.log:
+        if self.log or self.only:
             stops = np.asarray(self.stops())
             return float(stops[np.argmin(np.abs(np.log(stops / max(float(value), 1e-300))))])
         return self._snap(value)
@@ -181,6 +193,8 @@ class Range:
         """The values a log slider steps through: 1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8 times a
         power of ten (on the step grid), and ``min``, ``max`` and the default; a step moves the
         value by a ratio (at most 2, where the step grid is coarse), not by a fixed amount."""
+        if self.only:
+            return [float(v) for v in self.only]
         if not self.log:
             raise ArgumentError("only a log Range has stops; a linear one moves by its step")
         low, high = math.floor(math.log10(self.min)), math.ceil(math.log10(self.max))
@@ -192,6 +206,8 @@ class Range:
         return sorted({self._snap(v) for v in [*kept, *inside]})
 
     def grid(self, points: int = 200) -> np.ndarray:
+        if self.only:
+            return np.asarray(self.stops())
         space = np.geomspace if self.log else np.linspace
         return np.unique([self._snap(v) for v in space(self.min, self.max, points)])
 

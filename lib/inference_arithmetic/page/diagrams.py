@@ -50,6 +50,11 @@ __all__ = [
     "prefill_decode_timeline",
     "batching_timeline",
     "parallelism",
+    "attention_shapes",
+    "gqa_grouping",
+    "mla_compress",
+    "prefill_decode_shapes",
+    "batch_shared_read",
 ]
 
 BLUE, VERMILION, GREEN, PURPLE, ORANGE, SKY = PALETTE[:6]
@@ -260,10 +265,14 @@ def transformer_block(arch="llama-3.1-8b") -> Diagram:
     )
     down(11.5, 10.95)
     _box(ax, left + 1.1, 10.45, 2.0, 0.5, "norm", color=GREY, size=8.5, fill=0.12)
-    down(10.45, 9.75)
     w3 = (width - 0.3) / 3
     names = (("W_Q", H), ("W_K", Hkv), ("W_V", Hkv))
+    centres = [left + i * (w3 + 0.15) + w3 / 2 for i in range(len(names))]
+    # The normed input goes to each of the three projections: a fork, an arrow into each.
+    ax.plot([mid, mid], [10.45, 10.1], color=INK, linewidth=1.2)
+    ax.plot([centres[0], centres[-1]], [10.1, 10.1], color=INK, linewidth=1.2)
     for i, (name, _) in enumerate(names):
+        _arrow(ax, (centres[i], 10.1), (centres[i], 9.75))
         _box(ax, left + i * (w3 + 0.15), 9.0, w3, 0.75, _math(name), color=BLUE)
     product(
         10.05,
@@ -281,7 +290,8 @@ def transformer_block(arch="llama-3.1-8b") -> Diagram:
         ),
         f"{_shape_text(m.d_model, hkvd)} weights each",
     )
-    down(9.0, 8.35)
+    for x in centres:  # Q, K and V each go into attention
+        _arrow(ax, (x, 9.0), (x, 8.35))
     _box(
         ax,
         left,
@@ -848,4 +858,255 @@ def parallelism(arch="llama-3.1-70b", n_gpus: int = 4, batch: int = 1, dtype="bf
         fontsize=8.5,
         color=INK,
     )
+    return Diagram(figure)
+
+
+# --- Five figures of issue 22: attention, GQA, MLA, prefill against decode, a shared read ----
+# Drawn narrow (at most about 5 inches) with text of 10 points or more, so that the smallest
+# text is at least 9 px when the figure shrinks to a phone's column.
+
+SMALL = 10  # the least font size of these figures, in points
+
+
+def _matrix(ax, x, y, w, h, name, shape, color, fill=0.3, below=True):
+    """A matrix as a box (lower-left corner at x, y), its name inside, its shape under it."""
+    _box(ax, x, y, w, h, name, color=color, size=11, fill=fill)
+    if shape:
+        ax.text(x + w / 2, y - 0.12 if below else y + h + 0.12, shape, ha="center",
+                va="top" if below else "bottom", fontsize=SMALL, color=INK)  # fmt: skip
+
+
+def _op(ax, x, y, text):
+    ax.text(x, y, text, ha="center", va="center", fontsize=14, color=INK)
+
+
+def attention_shapes(arch="llama-3.1-8b", seq_len: int = 2048) -> Diagram:
+    """Attention of one head over ``seq_len`` tokens with the shapes of its products: the
+    scores Q K^T (T x d_h by d_h x T gives T x T), their softmax row by row, and the
+    weighted sum of the values (T x T by T x d_h gives T x d_h); d_h is ``arch``'s."""
+    m = _dense(arch)
+    seq_len = checks.count("seq_len", seq_len)
+    T, dh = _sym("seq_len"), _sym("d_head")
+    n, d = fmt.integer(seq_len), fmt.integer(m.d_head)
+    tall, thin, square = (0.55, 1.7), (1.7, 0.55), (1.7, 1.7)
+    figure, ax = _canvas(7.4, 9.6, scale=0.62)
+    ax.text(0.1, 9.35, f"one head of {m.name}: {_math(T)} = {n} tokens, {_math(dh)} = {d}",
+            ha="left", va="center", fontsize=SMALL, color=INK, fontweight="bold")  # fmt: skip
+
+    def row(y, left, right, result, op_left, op_right="="):
+        x = 0.1
+        for i, (name, (w, h), shape, color) in enumerate((left, right, result)):
+            slot = max(w, 1.6)  # as wide as its shape's label
+            _matrix(ax, x + (slot - w) / 2, y + (1.7 - h) / 2, w, h, name, shape, color)
+            if i < 2:
+                _op(ax, x + slot + 0.3, y + 0.85, op_left if i == 0 else op_right)
+                x += slot + 0.6
+        return x
+
+    def shape(rows, cols, r, c):
+        return f"{_math(_shape(rows, cols))}\n{r} × {c}"
+
+    row(6.55, (_math("Q"), tall, shape(T, dh, n, d), BLUE),
+        (_math(r"K^\top"), thin, shape(dh, T, d, n), BLUE),
+        (_math("S"), square, shape(T, T, n, n), VERMILION), "×")  # fmt: skip
+    ax.text(0.1, 5.45, r"scores: $2\,T^2 d_h$ FLOPs a head", ha="left", va="center",
+            fontsize=SMALL, color=GREY)  # fmt: skip
+    _arrow(ax, (6.9, 5.3), (6.9, 4.35))
+    ax.text(6.75, 4.8, r"softmax of each row of $S / \sqrt{" + dh + "}$", ha="right",
+            va="center", fontsize=SMALL, color=INK)  # fmt: skip
+    row(2.45, (_math("P"), square, shape(T, T, n, n), VERMILION),
+        (_math("V"), tall, shape(T, dh, n, d), BLUE),
+        (_math("O"), tall, shape(T, dh, n, d), GREEN), "×")  # fmt: skip
+    ax.text(0.1, 1.45, r"weighted sum of values: the same $2\,T^2 d_h$ FLOPs",
+            ha="left", va="center", fontsize=SMALL, color=GREY)  # fmt: skip
+    heads = f"{m.n_heads} query heads" + (
+        f", {m.n_kv_heads} K/V heads" if m.n_kv_heads != m.n_heads else ""
+    )
+    ax.text(0.1, 0.95, f"{heads} a layer, {m.n_layers} layers; no weights",
+            ha="left", va="center", fontsize=SMALL, color=GREY)  # fmt: skip
+    ax.text(0.1, 0.45, "sizes not to scale", ha="left", va="center", fontsize=SMALL,
+            color=GREY, style="italic")  # fmt: skip
+    return Diagram(figure)
+
+
+def _cache_per_token(m, n_kv_heads=None, form="latent", dtype="bf16") -> float:
+    """Bytes a token's keys and values take in all layers (the library's cache formula), with
+    ``n_kv_heads`` K/V heads in place of ``arch``'s."""
+    from inference_arithmetic.core.numeric import numeric
+    from inference_arithmetic.formulas import kv_cache
+
+    values = {**m.sizes(), "batch": 1, "context_len": 1,
+              "bytes_per_number": bytes_per_number(dtype)}  # fmt: skip
+    if n_kv_heads is not None:
+        values["n_kv_heads"] = n_kv_heads
+    return float(numeric(kv_cache.kv_cache_bytes(m, form)).from_values(values))
+
+
+def gqa_grouping(arch="llama-3.1-8b", dtype: str = "bf16") -> Diagram:
+    """Query heads and the K/V heads they read, three ways: multi-head (one K/V head per query
+    head), ``arch``'s grouped-query attention (H / H_kv query heads share one), multi-query
+    (all share one); with each one's cache per token in ``dtype``."""
+    m = _dense(arch)
+    if m.n_kv_heads in (1, m.n_heads):
+        raise ArgumentError(f"{m.name} has {m.n_kv_heads} K/V heads: not grouped-query")
+    H = m.n_heads
+    width = 7.6
+    figure, ax = _canvas(width, 10.2, scale=0.62)
+    cell = (width - 0.5) / H
+    kinds = (("multi-head (MHA)", H), (f"grouped-query (GQA), {m.name}", m.n_kv_heads),
+             ("multi-query (MQA)", 1))  # fmt: skip
+    for k, (name, kv) in enumerate(kinds):
+        top = 9.9 - 3.4 * k
+        per_token = _cache_per_token(m, kv, dtype=dtype)
+        group = H // kv
+        ax.text(0.25, top, name, ha="left", va="center", fontsize=SMALL, color=INK,
+                fontweight="bold" if kv == m.n_kv_heads else "normal")  # fmt: skip
+        qy, ky = top - 0.75, top - 2.05
+        kv_w = min(cell * group, width - 0.5)
+        for i in range(H):
+            x = 0.25 + i * cell
+            _box(ax, x + 0.02, qy, cell - 0.04, 0.38, color=BLUE, fill=0.45)
+            j = i // group
+            ax.plot([x + cell / 2, 0.25 + j * kv_w + kv_w / 2], [qy, ky + 0.38],
+                    color=GREY, linewidth=0.7, zorder=0)  # fmt: skip
+        for j in range(kv):
+            _box(ax, 0.25 + j * kv_w + 0.03, ky, kv_w - 0.06, 0.38, color=VERMILION, fill=0.45)
+        shared = "one a query head" if group == 1 else f"{group} query heads share each"
+        ax.text(0.25, ky - 0.3, f"{H} query heads; {kv} K/V head{'s' if kv > 1 else ''}, "
+                f"{shared}", ha="left", va="center", fontsize=SMALL, color=INK)  # fmt: skip
+        ax.text(0.25, ky - 0.72, f"cache: {fmt.nbytes(per_token)} a token ({dtype}, "
+                f"{m.n_layers} layers)", ha="left", va="center", fontsize=SMALL,
+                color=GREY)  # fmt: skip
+    return Diagram(figure)
+
+
+def mla_compress(arch="deepseek-v3", dtype: str = "bf16") -> Diagram:
+    """Multi-head latent attention's compress and expand: a token's hidden vector (D numbers)
+    is compressed to a latent of r_kv numbers plus a shared RoPE key of d_rope, which is what
+    the cache keeps; each head's key and value are expanded from it when attention needs them.
+    The sizes are ``arch``'s; ``ValueError`` for a model without latent attention."""
+    m = registry_model(arch)
+    if not m.is_mla:
+        raise ArgumentError(f"{m.name} has no latent attention; try deepseek-v3")
+    D, r, dr = _sym("d_model"), _sym("kv_lora_rank"), _sym("d_rope")
+    dn, dv, H = _sym("d_nope"), _sym("d_v"), _sym("n_heads")
+    from inference_arithmetic.core.numeric import numeric
+    from inference_arithmetic.formulas import kv_cache
+
+    sizes = m.sizes()
+    # Numbers a layer caches per token, latent and expanded per head (the library's formula).
+    latent, expanded = (int(numeric(kv_cache.numbers_per_token(m, form)).from_values(sizes))
+                        for form in ("latent", "expanded"))  # fmt: skip
+    per_token = _cache_per_token(m, dtype=dtype)
+    figure, ax = _canvas(7.6, 9.6, scale=0.62)
+    i = fmt.integer
+    _box(ax, 1.6, 8.4, 4.4, 0.85, f"hidden vector {_math(D)} = {i(m.d_model)}", color=GREY,
+         size=SMALL + 1, fill=0.15)  # fmt: skip
+    _arrow(ax, (3.8, 8.4), (3.8, 7.35))
+    ax.text(3.95, 7.88, f"compress: {_math('W_{DKV}')} {i(m.d_model)} × {i(latent)}",
+            ha="left", va="center", fontsize=SMALL, color=INK)  # fmt: skip
+    _box(ax, 0.9, 5.75, 5.8, 1.6, "", color=ORANGE, fill=0.35)
+    rope = i(sizes["d_rope"])
+    ax.text(3.8, 6.85, f"latent {_math(r)} = {i(m.kv_lora_rank)} + RoPE key {_math(dr)} = "
+            f"{rope}", ha="center", va="center", fontsize=SMALL + 1, color=INK)  # fmt: skip
+    ax.text(3.8, 6.25, f"cached: {i(latent)} numbers a token a layer", ha="center",
+            va="center", fontsize=SMALL + 1, color=INK, fontweight="bold")  # fmt: skip
+    for x_end, label in ((2.0, "W_{UK}"), (5.6, "W_{UV}")):
+        _arrow(ax, (3.8, 5.75), (x_end, 4.55))
+        ax.text(x_end + (-0.15 if x_end < 3.8 else 0.15), 5.2, _math(label),
+                ha="right" if x_end < 3.8 else "left", va="center", fontsize=SMALL + 1,
+                color=INK)  # fmt: skip
+    _box(ax, 0.2, 3.45, 3.5, 1.1, f"keys, per head\n{_math(dn, '+', dr)} = "
+         f"{i(sizes['d_nope'] + sizes['d_rope'])}", color=BLUE, size=SMALL)  # fmt: skip
+    _box(ax, 3.9, 3.45, 3.5, 1.1, f"values, per head\n{_math(dv)} = {i(sizes['d_v'])}", color=BLUE,
+         size=SMALL)  # fmt: skip
+    ax.text(3.8, 2.95, f"expanded for all {_math(H)} = {m.n_heads} heads when attention needs "
+            "them", ha="center", va="center", fontsize=SMALL, color=INK)  # fmt: skip
+    ax.text(0.2, 2.1, f"cache of a token: {fmt.nbytes(per_token)} in {dtype}, all "
+            f"{m.n_layers} layers", ha="left", va="center", fontsize=SMALL, color=INK)  # fmt: skip
+    ax.text(0.2, 1.55, f"keys and values kept per head instead: {i(expanded)} numbers",
+            ha="left", va="center", fontsize=SMALL, color=GREY)  # fmt: skip
+    ax.text(0.2, 1.05, f"a layer, {expanded / latent:.0f} times as many", ha="left",
+            va="center", fontsize=SMALL, color=GREY)  # fmt: skip
+    return Diagram(figure)
+
+
+def prefill_decode_shapes(arch="llama-3.1-8b", prompt_len: int = 2048, dtype: str = "bf16"):
+    """The up-projection of ``arch``'s feed-forward layer in prefill and in decode: the same
+    D x F weight matrix times T x D (every prompt token at once) or 1 x D (one new token), with
+    each product's FLOPs per byte moved (``roofline.matmul_intensity``)."""
+    from inference_arithmetic.formulas import roofline
+
+    m = _dense(arch)
+    prompt_len = checks.count("prompt_len", prompt_len)
+    T, D, F = _sym("seq_len"), _sym("d_model"), _sym("d_ff")
+    b = bytes_per_number(dtype)
+
+    def intensity(rows):
+        return float(evaluate(roofline.matmul_intensity(), batch=rows, d_model=m.d_model,
+                              d_ff=m.d_ff, bytes_per_number=b))  # fmt: skip
+
+    i = fmt.integer
+    figure, ax = _canvas(7.6, 9.4, scale=0.62)
+    panels = ((f"prefill: all {_math(T)} = {i(prompt_len)} prompt tokens at once", T,
+               i(prompt_len), 1.9, prompt_len),
+              ("decode: one new token a step", "1", "1", 0.28, 1))  # fmt: skip
+    for k, (title, rows, rows_n, h, count) in enumerate(panels):
+        top = 9.1 - 4.6 * k
+        ax.text(0.2, top, title, ha="left", va="center", fontsize=SMALL, color=INK,
+                fontweight="bold")  # fmt: skip
+        mid = top - 1.45
+        _matrix(ax, 0.2, mid - h / 2, 1.5, h, _math("X") if count > 1 else "",
+                f"{_math(_shape(rows, D))}\n{rows_n} × {i(m.d_model)}", SKY)  # fmt: skip
+        _op(ax, 2.05, mid, "×")
+        _matrix(ax, 2.4, mid - 0.75, 2.2, 1.5, _math("W_{up}"),
+                f"{_math(_shape(D, F))}\n{i(m.d_model)} × {i(m.d_ff)}", GREEN)  # fmt: skip
+        _op(ax, 4.95, mid, "=")
+        _matrix(ax, 5.3, mid - h / 2, 2.2, h, _math("Y") if count > 1 else "",
+                f"{_math(_shape(rows, F))}\n{rows_n} × {i(m.d_ff)}", SKY)  # fmt: skip
+        ax.text(0.2, top - 3.55, f"one read of {_math('W_{up}')}: {intensity(count):,.0f} "
+                f"FLOP{'s' if round(intensity(count)) != 1 else ''} per byte ({dtype})",
+                ha="left", va="center", fontsize=SMALL, color=INK)  # fmt: skip
+    return Diagram(figure)
+
+
+def batch_shared_read(
+    arch="llama-3.1-8b",
+    gpu="h100-sxm",
+    batch: int = 8,
+    context_len: int = 2048,
+    dtype: str = "bf16",
+    **deployment,
+) -> Diagram:
+    """A decode step of ``batch`` requests: their B rows stacked into one B x D input that
+    meets each weight matrix once, so the weights cross from memory once a step whatever the
+    batch; with the library's step times at batch 1 and at ``batch``
+    (``ia.decode_step_time``, ``deployment`` as it takes it)."""
+    m, g = registry_model(arch), registry_gpu(gpu)
+    batch = checks.count("batch", batch, 2, 16)
+    one = timing.decode_step_time(m, g, 1, context_len, dtype=dtype, **deployment)
+    many = timing.decode_step_time(m, g, batch, context_len, dtype=dtype, **deployment)
+    weights = param_count(m) * bytes_per_number(dtype)
+    B, D = _sym("batch"), _sym("d_model")
+    figure, ax = _canvas(7.6, 8.6, scale=0.62)
+    _box(ax, 0.2, 7.3, 7.2, 1.0, f"memory (HBM): {m.name}'s weights, {fmt.nbytes(weights)}",
+         color=BLUE, size=SMALL + 1, fill=0.15)  # fmt: skip
+    _arrow(ax, (6.05, 7.3), (6.05, 4.65), color=BLUE, width=2.2)
+    ax.text(5.9, 6.0, "read once a step", ha="right", va="center", fontsize=SMALL, color=INK)
+    h = 4.4 / batch
+    for r in range(batch):
+        color = SKY
+        _box(ax, 0.2, 1.55 + (batch - 1 - r) * h + 0.04, 2.4, h - 0.08, "", color=color,
+             fill=0.45)  # fmt: skip
+        ax.text(2.75, 1.55 + (batch - 1 - r) * h + h / 2, f"request {r + 1}", ha="left",
+                va="center", fontsize=SMALL, color=INK)  # fmt: skip
+    ax.text(1.4, 1.35, f"{_math(_shape(B, D))}\n{batch} × {fmt.integer(m.d_model)}",
+            ha="center", va="top", fontsize=SMALL, color=INK)  # fmt: skip
+    _op(ax, 4.35, 3.75, "×")
+    _matrix(ax, 4.7, 2.85, 2.7, 1.8, "weights", "", GREEN)
+    ax.text(0.2, 0.3, f"one step, {g.name}: batch 1 {fmt.seconds(one)}, "
+            f"batch {batch} {fmt.seconds(many)}", ha="left", va="center", fontsize=SMALL,
+            color=INK)  # fmt: skip
+    ax.text(6.05, 2.45, f"{batch} tokens a step\ninstead of 1", ha="center", va="top",
+            fontsize=SMALL, color=GREY)  # fmt: skip
     return Diagram(figure)

@@ -21,13 +21,30 @@ from inference_arithmetic.core import format as fmt
 from inference_arithmetic.core.numeric import ArgumentError
 from inference_arithmetic.page.controls import Choice, Preset, Range, curve_style, display
 
-__all__ = ["spec", "live_html", "embed_json", "FORMAT_RUNTIME", "format_name", "CAPTION", "NOTE"]
+__all__ = [
+    "spec",
+    "live_html",
+    "embed_json",
+    "FORMAT_RUNTIME",
+    "format_name",
+    "CAPTION",
+    "NOTE",
+    "KEY",
+    "KEY_NONE",
+]
 
 CAPTION = "at {x} = {value}"
 """The readout's caption: the x control's label and its value (its label, or as it prints)."""
 
 NOTE = "{x} = {value} is {region}: the limit is {bound}."
 """The readout's note when the marked x lies in a named region (``formula_widget(beyond=)``)."""
+
+KEY = "{key}: {x} = {value}"
+"""A key number of the widget (``formula_widget(keys=)``): the least x at which its condition
+holds."""
+
+KEY_NONE = "{key}: no {x} up to {max}"
+"""The same where the condition holds nowhere on the x control's range."""
 
 _ids = itertools.count()
 
@@ -73,8 +90,9 @@ def spec(widget) -> dict:
         if isinstance(control, Range):
             entry = {"kind": "range", "min": control.min, "max": control.max,
                      "step": control.step, "value": widget.values[name]}  # fmt: skip
-            if control.log:  # the slider moves through these, one stop a step
+            if control.log or control.only:  # the slider moves through these, a stop a step
                 entry["stops"] = control.stops()
+                entry["only"] = bool(control.only)
         elif isinstance(control, Preset):
             options = {label: {n: float(v[n]) for n in widget.presets[name]}
                        for label, v in control.options.items()}  # fmt: skip
@@ -97,8 +115,18 @@ def spec(widget) -> dict:
         }
         for region, expr in widget.bounds.items()
     ]
+    keys = [
+        {"label": label, **_js(cond, widget.key_functions[label].args)}
+        for label, cond in getattr(widget, "keys", {}).items()
+    ]
+    x_range = widget.specs[widget.x]
     return {
         "x": widget.x,
+        "keys": keys,
+        # The x control's step grid, where the keys are looked for (FormulaWidget.key_grid).
+        "key_grid": [x_range.min, x_range.max, x_range.step] if keys else None,
+        "key": KEY,
+        "key_none": KEY_NONE,
         "grid": [float(v) for v in np.asarray(widget._grid)],
         "values": {k: float(v) for k, v in widget.values.items()},
         "controls": controls,
@@ -127,7 +155,7 @@ def live_html(widget) -> str:
         f'<script type="application/json" class="ia-live-spec">{data}</script>'
         f'<div class="ia-live-controls"></div><div class="ia-live-legend"></div>'
         f'<svg class="ia-live-plot" width="640" height="340" role="img" aria-label="{alt}"></svg>'
-        f'<table class="ia-live-readout"></table><div class="ia-live-notes" role="status"></div>'
+        f'<div class="ia-live-keys" role="status"></div><table class="ia-live-readout"></table><div class="ia-live-notes" role="status"></div>'
         f"</div><script>{FORMAT_RUNTIME}{_RUNTIME}\n"
         f"iaLive(document.getElementById({json.dumps(element)}));</script>"
     )
@@ -148,6 +176,7 @@ _STYLE = (
     ".ia-live-legend{display:flex;flex-wrap:wrap;gap:.2em 1.2em;font-size:.9em}"
     ".ia-live-tip{stroke:#888}"
     ".ia-live-notes p{margin:.3em 0;font-weight:600}"
+    ".ia-live-keys p{margin:.4em 0;font-weight:600}"
     # The theme mutes captions, too faint on the light output area of its dark mode.
     ".ia-live-readout caption{color:inherit;caption-side:top;text-align:left;"
     "white-space:nowrap}"
@@ -175,6 +204,18 @@ var iaLive = window.iaLive || (window.iaLive = function (root) {
     return spec.bounds[i].side === "above" ? !(x <= v) : !(x >= v);
   }
   function show(v) { return iaShow(v, spec.format, spec.unit); }
+  spec.keys = spec.keys || [];
+  var conds = spec.keys.map(compile);
+  // A key number: the least x of the x control's step grid at which its condition holds
+  // (FormulaWidget.key_values), NaN where none does.
+  function key(i) {
+    var g = spec.key_grid, n = Math.floor((g[1] - g[0]) / g[2] + 1e-9) + 1;
+    for (var k = 0; k < n; k++) {
+      var x = g[0] + g[2] * k;
+      if (call(conds[i], spec.keys[i].args, x)) return x;
+    }
+    return NaN;
+  }
   var byName = {};
   spec.controls.forEach(function (c) { byName[c.name] = c; });
   var xc = byName[spec.x];
@@ -183,6 +224,9 @@ var iaLive = window.iaLive || (window.iaLive = function (root) {
   }
   function snap(c, v) {  // a value of the x control's step grid (Range._snap)
     v = Math.min(Math.max(v, c.min), c.max);
+    if (c.only) {  // only these values (Range.only): the nearest
+      return c.stops.reduce(function (a, b) { return Math.abs(b - v) < Math.abs(a - v) ? b : a; });
+    }
     v = c.min + Math.round((v - c.min) / c.step) * c.step;
     return Number(Math.min(v, c.max).toPrecision(12));
   }
@@ -335,6 +379,17 @@ var iaLive = window.iaLive || (window.iaLive = function (root) {
     function ylabel(v) { return v === 0 ? "0" : show(v); }
     var sy = scale(lo, hi, spec.logy, H - B, T);
     var yt = spec.logy ? logarithmic(lo, hi, 7) : linear(lo, hi, 6);
+    // On a log axis the ticks bracket the curves: a curve below the lowest tick (or above the
+    // highest) cannot be read off, so the frame grows to the decade beyond it.
+    var least = spec.logy ? lo * pad : lo, most = spec.logy ? hi / pad : hi;  // the curves'
+    for (var grow = 0; spec.logy && all.length && yt.length && grow < 3; grow++) {
+      var under = yt[0] > least * (1 + 1e-9), over = yt[yt.length - 1] < most * (1 - 1e-9);
+      if (!under && !over) break;
+      if (under) lo = Math.pow(10, Math.floor(Math.log10(least) + 1e-9) - grow) / pad;
+      if (over) hi = Math.pow(10, Math.ceil(Math.log10(most) - 1e-9) + grow) * pad;
+      sy = scale(lo, hi, true, H - B, T);
+      yt = logarithmic(lo, hi, 7);
+    }
     var ytext = yt.map(ylabel);
     L = 26 + 6 * Math.max.apply(null, ytext.map(function (t) { return t.length; }));
     var sx = scale(x0, x1, spec.logx, L, W - R);
@@ -361,7 +416,20 @@ var iaLive = window.iaLive || (window.iaLive = function (root) {
         el("rect", {class: "ia-live-region", x: sx(start), y: T, width: sx(end) - sx(start),
                     height: H - T - B, fill: "#888", "fill-opacity": 0.22});
         var right = b.side === "above";
-        el("text", {x: right ? W - R - 4 : L + 4, y: H - B - 8 - 14 * i, "font-size": 11,
+        // The region's name at the bottom of the frame, or at its top where a curve runs
+        // along the bottom inside the region (never over a line).
+        var clear = function (y0) {
+          var near = Infinity;
+          spec.grid.forEach(function (x, j) {
+            if (x < start || x > end) return;
+            ys.forEach(function (row) {
+              if (isFinite(row[j]) && (!spec.logy || row[j] > 0)) near = Math.min(near, Math.abs(sy(row[j]) - y0 + 4));
+            });
+          });
+          return near;
+        };
+        var low = H - B - 8 - 14 * i, high = T + 16 + 14 * i;
+        el("text", {x: right ? W - R - 4 : L + 4, y: clear(high) > clear(low) ? high : low, "font-size": 11,
                     "text-anchor": right ? "end" : "start", "font-style": "italic"}, b.region);
       }
       if (inside(xv, i)) {
@@ -391,6 +459,12 @@ var iaLive = window.iaLive || (window.iaLive = function (root) {
     });
     root.querySelector(".ia-live-readout").innerHTML = "<caption>" +
       spec.caption.replace("{x}", xc.label).replace("{value}", showControl(xc, xv)) + "</caption>" + rows;
+    root.querySelector(".ia-live-keys").innerHTML = spec.keys.map(function (k, i) {
+      var v = key(i), text = isFinite(v)
+        ? spec.key.replace("{key}", k.label).replace("{x}", xc.label).replace("{value}", xlabel(v))
+        : spec.key_none.replace("{key}", k.label).replace("{x}", xc.label).replace("{max}", xlabel(xc.max));
+      return '<p class="ia-live-keyvalue" data-key="' + i + '" data-value="' + v + '">' + text + "</p>";
+    }).join("");
     root.querySelector(".ia-live-notes").innerHTML = notes.map(function (n) {
       return "<p>" + n + "</p>"; }).join("");
     var layer = el("rect", {class: "ia-live-hit", x: L, y: T, width: W - L - R, height: H - T - B,

@@ -220,6 +220,13 @@ def chapter_labels() -> dict[str, str]:
     return labels
 
 
+def _cite(label, labels):
+    """A chapter cited in a sentence: "chapter 06" (linked), not its full title."""
+    number = next(n for n, known in labels.items() if known == label)
+    what = "the introduction" if number == "00" else f"chapter {number}"
+    return f"{{ref}}`{what} <{label}>`"
+
+
 def _chapters(module, labels):
     """The labels of the chapters a module's docstring says derive it ("Derived in ...")."""
     where = f"formulas.{_short(module)}"
@@ -338,7 +345,7 @@ def markdown(modules: list[str] | None = None) -> str:
     ]
     records = entries(modules)
     for module_name, module in _modules(modules):
-        references = ", ".join(f"{{ref}}`{label}`" for label in _chapters(module, labels))
+        references = ", ".join(_cite(label, labels) for label in _chapters(module, labels))
         lines += [
             f"## `formulas.{module_name}`",
             "",

@@ -46,11 +46,18 @@ from inference_arithmetic.page.controls import (  # noqa: F401  (re-exported: ia
     show,
 )
 from inference_arithmetic.page.controls import label as control_label
-from inference_arithmetic.page.live import CAPTION, NOTE, live_html
+from inference_arithmetic.page.live import CAPTION, KEY, KEY_NONE, NOTE, live_html
 
 # Range, Choice, Preset, curve_style, model_preset and gpu_preset are ``controls``'s, used here
 # and by the chapters as ``ia.widgets.Range``; they are documented there.
-__all__ = ["FormulaWidget", "formula_widget", "in_region", "memory_budget", "memory_limit"]
+__all__ = [
+    "FormulaWidget",
+    "formula_widget",
+    "in_region",
+    "first_where",
+    "memory_budget",
+    "memory_limit",
+]
 
 
 class FormulaWidget:
@@ -58,7 +65,7 @@ class FormulaWidget:
 
     def __init__(self, curves, x, controls, unit="", value_format=None, title="",
                  xlabel=None, ylabel=None, logx=False, logy=False, labels=None,
-                 beyond=None, below=None):  # fmt: skip
+                 beyond=None, below=None, keys=None):  # fmt: skip
         self.curves = {
             label: checks.expression(f"the curve {label!r}", expr) for label, expr in curves.items()
         }
@@ -69,8 +76,21 @@ class FormulaWidget:
         self.sides = {region: side for region, _, side in regions}
         self.x = x
         self.specs = dict(controls)
+        # The widget's key numbers: each the least x at which a condition holds (keys=).
+        self.keys = {label: sympy.sympify(cond) for label, cond in (keys or {}).items()}
+        for label, cond in self.keys.items():
+            if not isinstance(cond, sympy.core.relational.Relational) or x not in {
+                s.name for s in cond.free_symbols
+            }:
+                raise ArgumentError(
+                    f"the key {label!r} must be a condition on {x!r} (a SymPy relational such "
+                    f"as compute >= memory), got {cond}"
+                )
         needed = set().union(
-            *(e.free_symbols for e in [*self.curves.values(), *self.bounds.values()])
+            *(
+                e.free_symbols
+                for e in [*self.curves.values(), *self.bounds.values(), *self.keys.values()]
+            )
         )
         needed_names = {s.name for s in needed}
         self.presets = {
@@ -100,6 +120,9 @@ class FormulaWidget:
         self.control_html = {n: label_html(n, words.get(n)) for n in self.specs}
         self.functions = {label: numeric(expr) for label, expr in self.curves.items()}
         self.bound_functions = {r: numeric(expr) for r, expr in self.bounds.items()}
+        self.key_functions = {label: numeric(cond) for label, cond in self.keys.items()}
+        if self.keys and not isinstance(self.specs[x], Range):
+            raise ArgumentError(f"keys need x={x!r} to be a Range: they search its step grid")
         self.unit = unit
         self.format = value_format or (lambda v: fmt.si(v, unit))
         self.values = {name: self.specs[name].value for name in direct}
@@ -162,6 +185,34 @@ class FormulaWidget:
         the region (past the context window, more than fits in memory)."""
         values = self.values if values is None else values
         return {r: float(f.from_values(values)) for r, f in self.bound_functions.items()}
+
+    def key_grid(self) -> np.ndarray:
+        """Every value of x on its control's step grid, from ``min`` to ``max``: where the keys
+        are looked for (the page builds the same list from the same three numbers)."""
+        r = self.specs[self.x]
+        n = int(np.floor((r.max - r.min) / r.step + 1e-9)) + 1
+        return r.min + r.step * np.arange(n)
+
+    def key_values(self, values: Mapping[str, float] | None = None) -> dict[str, float]:
+        """Each key number at the current (or given) values: the least x of ``key_grid`` at
+        which its condition holds, NaN where none does."""
+        values = self.values if values is None else values
+        grid = self.key_grid()
+        return {
+            label: first_where(f, {**values, self.x: grid}, grid)
+            for label, f in self.key_functions.items()
+        }
+
+    def key_lines(self, found: Mapping[str, float] | None = None) -> list[str]:
+        """The readout's key numbers as sentences (``KEY``, or ``KEY_NONE`` where none)."""
+        found = self.key_values() if found is None else found
+        x_label, high = self.control_labels[self.x], show(self.x, self.specs[self.x].max)
+        return [
+            KEY.format(key=label, x=x_label, value=show(self.x, v))
+            if np.isfinite(v)
+            else KEY_NONE.format(key=label, x=x_label, max=high)
+            for label, v in found.items()
+        ]
 
     def notes(self, limits: Mapping[str, float] | None = None) -> list[str]:
         """The readout's notes: one for each region the marked x lies in (``NOTE``)."""
@@ -247,7 +298,8 @@ class FormulaWidget:
             for label, value in current.items()
         )
         notes = "".join(f"<p>{note}</p>" for note in self.notes(limits))
-        return f"<table><caption>{caption}</caption>{rows}</table>{notes}"
+        keys = "".join(f"<p><b>{line}</b></p>" for line in self.key_lines())
+        return f"{keys}<table><caption>{caption}</caption>{rows}</table>{notes}"
 
     def widget(self):
         """The ipywidgets box (built once): controls, the plot as an image, the readout."""
@@ -256,7 +308,7 @@ class FormulaWidget:
 
             self._widgets, self._outputs, rows = {}, {}, []
             for name, spec in self.specs.items():
-                if isinstance(spec, Range) and spec.log:
+                if isinstance(spec, Range) and (spec.log or spec.only):
                     # A log slider steps through nice values, each shown with its unit.
                     options = [(show(name, v), v) for v in spec.stops()]
                     control = w.SelectionSlider(options=options, value=self.values[name])
@@ -331,6 +383,13 @@ def in_region(x: float, bound: float, side: str) -> bool:
     return not x <= bound if side == "above" else not x >= bound
 
 
+def first_where(condition, values: Mapping[str, float], grid: np.ndarray) -> float:
+    """The first value of ``grid`` at which ``condition`` (a compiled relational, evaluated at
+    ``values``, whose x is ``grid``) holds; NaN where it holds nowhere."""
+    held = np.broadcast_to(np.asarray(condition.from_values(values), dtype=bool), grid.shape)
+    return float(grid[np.argmax(held)]) if held.any() else float("nan")
+
+
 def _locator(log: bool, low: float, high: float):
     """Ticks for an axis from ``low`` to ``high``: 4 to 8 of them; on a log axis decades, and
     1-2-5 within them when the axis spans under three decades."""
@@ -354,7 +413,10 @@ def formula_widget(curves, x, controls, **options) -> FormulaWidget:
     and unit are added, ``controls.label``); ``beyond``, regions of x to shade and name: region
     -> SymPy bound, x above the bound being in the region (``{"past the context window":
     S_max}``), and the readout says so when the marker is there; ``below``, the same for x
-    below a bound (``{"does not fit": least_gpus}``). Every symbol of every formula
+    below a bound (``{"does not fit": least_gpus}``); ``keys``, the numbers the widget is
+    about, each label -> a SymPy condition on x (``{"balance point": compute >= memory}``):
+    the readout shows the least x of the x control's step grid at which it holds (``KEY``).
+    Every symbol of every formula
     and bound needs a control, and every control a symbol: a mismatch raises ``ValueError``.
     """
     return FormulaWidget(curves, x, controls, **options)
