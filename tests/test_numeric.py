@@ -2,6 +2,7 @@
 
 import importlib
 import inspect
+import json
 import subprocess
 import sys
 
@@ -465,6 +466,14 @@ def test_a_bound_formula_gives_the_numbers_of_from_values():
     decoding, prompts = np.arange(64.0)[:, None], np.linspace(0.0, 9000.0, 129)
     point = {**s.values(), "decoding": decoding, "context_len": 2100.0, "prefill_tokens": prompts}
     np.testing.assert_array_equal(bound(decoding, 2100.0, prompts, None), step.from_values(point))
+    # The cut kept as text (the disk cache keeps it) binds to the same function, in a process
+    # that has not cut it: the text runs alone.
+    free = ("decoding", "context_len", "prefill_tokens", "not_an_argument")
+    text = json.loads(json.dumps(step.split(*free)))
+    NUMERIC._split.cache_clear()
+    again = step.bind(s.values(), *free, split=text)
+    assert NUMERIC._split.cache_info().currsize == 0
+    np.testing.assert_array_equal(again(decoding, 2100.0, prompts, None), step.from_values(point))
     with pytest.raises(ArgumentError, match="n_layers must be positive"):
         step.bind({**s.values(), "n_layers": 0}, "decoding", "context_len", "prefill_tokens")
 

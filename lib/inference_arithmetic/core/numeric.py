@@ -235,18 +235,23 @@ class CompiledFormula:
         self._function = _run(self._source, _NUMPY)
         return self
 
-    def bind(self, values: Mapping[str, object], *free: str):
+    def bind(self, values: Mapping[str, object], *free: str, split: str | None = None):
         """This formula at ``values``, checked once here, as a function of the arguments
         named ``free``, given in that order and not checked: for a caller that evaluates it
         many times at the same values (the steady state's chain). It returns what the code
-        does (an array where an argument is one)."""
+        does (an array where an argument is one). ``split`` is ``self.split(*free)``, where a
+        caller has kept it (the disk cache): the cut is the slow part of a first bind."""
         given = {name: 1.0 if name in free else values[name] for name in self.args
                  if name in free or name in values}  # fmt: skip
         arrays = dict(zip(self.args, self._check(given), strict=True))
-        prepare, evaluate = _split(self.parts()["source"], tuple(free))
+        prepare, evaluate = _run_split(split or self.split(*free))
         # What does not depend on the free arguments is computed here, once, as a call would.
         prepared = prepare(**{name: arrays[name] for name in _others(prepare)})
         return functools.partial(evaluate, *map(np.asarray, prepared))
+
+    def split(self, *free: str) -> str:
+        """The source of ``bind``'s two functions for the arguments ``free`` (JSON-ready)."""
+        return _split(self.parts()["source"], tuple(free))
 
     def _check(self, values: Mapping[str, object]) -> list:
         missing = [name for name in self.args if name not in values]
@@ -333,10 +338,11 @@ _HOISTED = (ast.BinOp, ast.UnaryOp, ast.Call, ast.Compare)
 
 
 @functools.lru_cache(maxsize=64)
-def _split(source: str, free: tuple[str, ...]):
-    """The generated code ``source`` cut in two (``bind``): ``prepare(**others)`` computes
-    what does not depend on the ``free`` arguments, and ``evaluate(*prepared, *free)`` the
-    rest, with the same operations on the same operands as the whole code."""
+def _split(source: str, free: tuple[str, ...]) -> str:
+    """The generated code ``source`` cut in two (``bind``), as source: ``_prepare(**others)``
+    computes what does not depend on the ``free`` arguments, and
+    ``_lambdifygenerated(*prepared, *free)`` the rest, with the same operations on the same
+    operands as the whole code."""
     function = _Reduced().visit(ast.parse(source)).body[0]
     varying, prepared, body, names = set(free), [], [], {}
 
@@ -372,8 +378,14 @@ def _split(source: str, free: tuple[str, ...]):
     lines += [f"    return ({''.join(f'{name}, ' for name in kept)})"]
     lines += [f"def _lambdifygenerated({', '.join([*kept, *free])}):"]
     lines += [f"    {ast.unparse(statement)}" for statement in body]
+    return "\n".join(lines) + "\n"
+
+
+@functools.lru_cache(maxsize=64)
+def _run_split(source: str):
+    """The two functions of a ``_split`` source."""
     namespace = {**_NUMPY}
-    exec(compile("\n".join(lines) + "\n", "<inference_arithmetic bound>", "exec"), namespace)
+    exec(compile(source, "<inference_arithmetic bound>", "exec"), namespace)
     return namespace["_prepare"], namespace["_lambdifygenerated"]
 
 

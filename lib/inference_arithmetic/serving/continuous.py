@@ -182,7 +182,9 @@ class _Engine:
         self.capacity = int(fit.from_values(whole)["n"])
         # The chain evaluates the step a thousand times at the scenario's values: checked once.
         free = ("decoding", "context_len", "prefill_tokens")
-        self._step = _step(s.model, s.step).bind(self.values, *free)
+        step, key = _step(s.model, s.step), f"step {s.step} {s.model!r} bound {free}"
+        split = cache.data(key, lambda: step.split(*free))
+        self._step = step.bind(self.values, *free, split=split)
 
     def steps(self, decodes, prompts):
         """Step times for ``decodes`` decoding requests and each count of ``prompt tokens``."""
