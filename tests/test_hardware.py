@@ -289,3 +289,15 @@ def test_an_achieved_figure_out_of_range_is_refused():
             h100, achieved={**h100.achieved, "stream": 0.5}, sources=unsourced
         )
         mine.check_sources()
+
+
+def test_a_registry_reads_an_entry_when_it_is_asked_for():
+    from inference_arithmetic.core.registry import Registry
+
+    specs = Registry("inference_arithmetic.hardware.specs", lambda entry: entry["memory_bytes"])
+    assert list(specs) == ia.gpu_names() and "h100-sxm" in specs and not specs._made
+    assert specs["h100-sxm"] == ia.gpu("h100-sxm").memory_bytes
+    assert list(specs._made) == ["h100-sxm"]  # one file read
+    specs._paths["h100"] = specs._paths["h200"]  # a file not named after its entry
+    with pytest.raises(ValueError, match="holds 'h200', not 'h100'"):
+        specs["h100"]

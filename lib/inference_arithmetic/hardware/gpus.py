@@ -57,7 +57,7 @@ from types import MappingProxyType
 
 from inference_arithmetic.core.dtypes import DTYPE_BYTES
 from inference_arithmetic.core.numeric import ArgumentError, UnknownName
-from inference_arithmetic.core.registry import entries, lookup
+from inference_arithmetic.core.registry import Registry, lookup
 
 __all__ = ["GPU", "gpu", "gpu_names", "FLOP_DTYPES", "FIGURES", "ON_CHIP", "ACHIEVED"]
 __all__ += ["achieved_figure", "USER_SUPPLIED"]
@@ -352,9 +352,8 @@ def _positive(gpu_name, name, value):
 
 
 @functools.cache
-def _registry() -> dict[str, GPU]:
-    specs = entries("inference_arithmetic.hardware.specs")
-    return {entry["name"]: GPU(**entry).check_sources() for entry in specs}
+def _registry() -> Registry:
+    return Registry("inference_arithmetic.hardware.specs", lambda e: GPU(**e).check_sources())
 
 
 def achieved_figure(device: GPU, name: str) -> tuple[float, str]:
@@ -376,10 +375,10 @@ def achieved_figure(device: GPU, name: str) -> tuple[float, str]:
         keys.append("stream")
     if name.split(".")[0] in _PER_FORMAT:
         keys.append(name.split(".")[0])
-    registry = list(_registry().values())
     for key in keys:
         if key in device.achieved:
             return float(device.achieved[key]), f"achieved.{key} of {device.name}"
+        registry = list(_registry().values())  # every GPU read: only for a stand-in
         measured = [g for g in registry if key in g.achieved]
         kin = [g for g in measured if g.vendor == device.vendor]
         if kin:

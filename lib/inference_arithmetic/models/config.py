@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from inference_arithmetic.core.numeric import ArgumentError, UnknownName
-from inference_arithmetic.core.registry import entries, lookup
+from inference_arithmetic.core.registry import Registry, lookup
 
 __all__ = ["ModelConfig", "model", "model_names", "measured", "MODEL_TYPES", "FIELDS", "WRAPPERS"]
 
@@ -767,18 +767,19 @@ FIELDS = _fields()
 """The ``config.json`` fields each model_type's reader reads, in order."""
 
 
+def _entry(entry: dict) -> ModelConfig:
+    published = entry.get("published_params", {})
+    config = ModelConfig.from_hf_config(entry["config"], name=entry["name"])
+    return _with(
+        config,
+        source=entry["source"],
+        published_params=published.get("text", "") if isinstance(published, dict) else "",
+    )
+
+
 @functools.cache
-def _registry() -> dict[str, ModelConfig]:
-    registry = {}
-    for entry in entries("inference_arithmetic.models.configs"):
-        published = entry.get("published_params", {})
-        config = ModelConfig.from_hf_config(entry["config"], name=entry["name"])
-        registry[entry["name"]] = _with(
-            config,
-            source=entry["source"],
-            published_params=published.get("text", "") if isinstance(published, dict) else "",
-        )
-    return registry
+def _registry() -> Registry:
+    return Registry("inference_arithmetic.models.configs", _entry)
 
 
 def _with(config: ModelConfig, **changes) -> ModelConfig:
