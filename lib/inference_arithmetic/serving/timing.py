@@ -33,10 +33,10 @@ import sympy
 
 from inference_arithmetic.core import checks
 from inference_arithmetic.core.dtypes import bytes_per_number
-from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas, numeric
+from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas
 from inference_arithmetic.formulas import latency
 from inference_arithmetic.models.config import model as registry_model
-from inference_arithmetic.serving import bands
+from inference_arithmetic.serving import bands, cache
 from inference_arithmetic.serving.scenario import (  # noqa: F401  (DEFAULT_*: ia.timing.DEFAULT_*)
     DEFAULT_ATTENTION_EFFICIENCY,
     DEFAULT_BANDWIDTH_EFFICIENCY,
@@ -92,8 +92,10 @@ _ttft, _tpot, _seconds = sympy.symbols("ttft tpot seconds", positive=True)
 
 @functools.lru_cache(maxsize=256)
 def _formula(builder, arch, *options):
-    """A formula of ``formulas.latency`` for one model, built and compiled once."""
-    return numeric(builder(arch, *options))
+    """A formula of ``formulas.latency`` for one model, built and compiled once, and kept in
+    the disk cache: a kernel-by-kernel prefill takes SymPy a second or two to build."""
+    key = f"timing {builder.__module__}.{builder.__qualname__} {arch!r} {options!r}"
+    return cache.formula(key, lambda: builder(arch, *options))
 
 
 def _prefill(s: Scenario) -> float:
