@@ -5,6 +5,7 @@ The book that `make test` builds has whatever origin the clone has (none in CI),
 book is built here with a repository URL given, as the Pages workflow gives it.
 """
 
+import functools
 import os
 import re
 import shutil
@@ -131,10 +132,16 @@ def _built(name: str) -> str:
     return path.read_text()
 
 
+@functools.lru_cache(maxsize=32)
+def _soup(html: str) -> BeautifulSoup:
+    """A page parsed once for the checks that only read it (parsing is most of their time)."""
+    return BeautifulSoup(html, "html.parser")
+
+
 def _headings(html: str) -> dict[str, str]:
     """Each heading's anchor (its section id and the labels on it) and its title."""
     found = {}
-    for heading in BeautifulSoup(html, "html.parser").select("h1, h2, h3, h4"):
+    for heading in _soup(html).select("h1, h2, h3, h4"):
         title = heading.get_text(" ", strip=True).rstrip("#").strip()
         title = re.sub(r"^\d+(\.\d+)*\.?\s+", "", title)  # the section number Sphinx adds
         section = heading.find_parent("section")
@@ -149,7 +156,7 @@ def _titles_in_sentences(html: str, headings: dict[tuple[str, str], str]) -> lis
     """Links inside a paragraph whose text is the full title of what they point to, and links
     to a chapter's opening whose text is not "chapter NN" (or "NN" in a list of chapters)."""
     bad = []
-    for link in BeautifulSoup(html, "html.parser").select("article p a.reference.internal"):
+    for link in _soup(html).select("article p a.reference.internal"):
         text = " ".join(link.get_text(" ", strip=True).split())
         page, _, anchor = link.get("href", "").partition("#")
         page = page.rsplit("/", 1)[-1]
@@ -165,9 +172,10 @@ def _titles_in_sentences(html: str, headings: dict[tuple[str, str], str]) -> lis
 def _all_headings() -> dict[tuple[str, str], str]:
     table = {}
     for path in sorted(BOOK_PAGES.glob("*.html")):
-        for anchor, title in _headings(path.read_text()).items():
+        headings = _headings(path.read_text())
+        for anchor, title in headings.items():
             table[(path.name, anchor)] = title
-        first = next(iter(_headings(path.read_text()).values()), None)
+        first = next(iter(headings.values()), None)
         if first is not None:
             table[(path.name, "")] = first
     return table

@@ -23,6 +23,7 @@ A presentation module: ``import inference_arithmetic`` does not import it.
 
 from __future__ import annotations
 
+import functools
 import inspect
 import re
 from dataclasses import dataclass
@@ -253,6 +254,9 @@ def _public_functions(module):
     return [name for name in module.__all__ if inspect.isfunction(getattr(module, name))]
 
 
+# Each entry once a process: the page and the tests that read it ask for the same entries, and
+# an entry of a function of an architecture prints it for every registry model.
+@functools.cache
 def _entry(module, name, chapters):
     function = getattr(module, name)
     takes_arch = "arch" in inspect.signature(function).parameters
