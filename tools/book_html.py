@@ -72,16 +72,22 @@ MathJax.startup = Object.assign(MathJax.startup || {}, {
 SCROLL_CUE = """
 (() => {
   const BOXES = "div.math mjx-container, span.math, .cell_output .math";
-  const mark = (e) => {
-    // The typeset formula's width: scrollWidth counts MathJax's hidden copy for screen readers.
+  // The typeset formula's width: scrollWidth counts MathJax's hidden copy for screen readers.
+  const measure = (e) => {
     const inner = e.querySelector("mjx-math");
     const width = inner ? inner.getBoundingClientRect().width : e.scrollWidth;
-    if (e.matches("span.math")) e.classList.toggle("ia-wide-math", width > e.clientWidth + 1);
-    const hidden = width - e.clientWidth;
-    e.classList.toggle("ia-more-left", hidden > 1 && e.scrollLeft > 1);
-    e.classList.toggle("ia-more-right", hidden > 1 && hidden - e.scrollLeft > 1);
+    return [e, width, e.clientWidth, e.scrollLeft];
   };
-  const markAll = () => document.querySelectorAll(BOXES).forEach(mark);
+  const apply = ([e, width, shown, left]) => {
+    if (e.matches("span.math")) e.classList.toggle("ia-wide-math", width > shown + 1);
+    const hidden = width - shown;
+    e.classList.toggle("ia-more-left", hidden > 1 && left > 1);
+    e.classList.toggle("ia-more-right", hidden > 1 && hidden - left > 1);
+  };
+  const mark = (e) => apply(measure(e));
+  // Every box measured, then every class set: measuring after each change would lay the page
+  // out again for each box (seconds on the formula reference, at each resize).
+  const markAll = () => [...document.querySelectorAll(BOXES)].map(measure).forEach(apply);
   document.addEventListener("scroll", (event) => {
     if (event.target instanceof Element && event.target.matches(BOXES)) mark(event.target);
   }, true);
