@@ -16,9 +16,6 @@ white card reads in both of the book's colour modes (the theme puts figures on a
 
 from __future__ import annotations
 
-import io
-import struct
-
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 from matplotlib.text import Text
@@ -38,6 +35,7 @@ from inference_arithmetic.models.counts import (
     kv_cache_bytes,
     param_count,
 )
+from inference_arithmetic.page import figures
 from inference_arithmetic.page.controls import PALETTE
 from inference_arithmetic.serving import timing
 
@@ -75,23 +73,12 @@ class Diagram:
         found = self.figure.findobj(lambda artist: isinstance(artist, Text))
         return [t.get_text() for t in found if t.get_text() and t.get_visible()]
 
-    def png(self, scale: int = 2) -> bytes:
-        """The figure as a PNG at ``scale`` times its size in the page."""
-        buffer = io.BytesIO()
-        self.figure.savefig(
-            buffer,
-            format="png",
-            dpi=DPI * scale,
-            facecolor="white",
-            bbox_inches="tight",
-            pad_inches=0.08,
-        )
-        return buffer.getvalue()
+    def png(self, scale: int = figures.SCALE) -> bytes:
+        """The figure as a PNG at ``scale`` times its size in the page (``figures.png``)."""
+        return figures.png(self.figure, scale)[0]
 
     def _repr_png_(self):
-        data = self.png()
-        width, height = struct.unpack(">II", data[16:24])  # the PNG header's IHDR size
-        return data, {"width": width // 2, "height": height // 2}
+        return figures.png(self.figure)
 
 
 def _sym(name: str) -> str:
