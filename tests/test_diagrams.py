@@ -14,7 +14,7 @@ from matplotlib.text import Text
 
 import inference_arithmetic as ia
 from inference_arithmetic.core import format as fmt
-from inference_arithmetic.page import diagrams
+from inference_arithmetic.page import diagrams, figures
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -49,10 +49,8 @@ CHAPTERS = {
     "batch_shared_read": "09-batching.md",
 }
 
-# The issue-22 figures, drawn for a phone: the text column of a 390 px wide page (its width
-# in CSS pixels) and the least text size readable there.
-NARROW = ["attention_shapes", "gqa_grouping", "mla_compress", "prefill_decode_shapes"]
-NARROW += ["batch_shared_read"]
+# Drawn for a phone: the text column of a 390 px wide page (its width in CSS pixels) and the
+# least text size readable there (tests/test_layout.py checks the built book the same way).
 PHONE_COLUMN = 342  # measured: a figure's width in the built page at a 390 px viewport
 LEAST_PX = 9
 
@@ -64,16 +62,14 @@ def test_every_public_drawing_is_tested_and_shown():
 
 def _smallest_text_px(d, column=PHONE_COLUMN):
     """The smallest text of ``d`` in CSS pixels when the figure is shown in ``column`` pixels
-    (shrunk to fit, never enlarged): its size in points at the figure's dpi, times the shrink."""
-    _, size = d._repr_png_()
-    shrink = min(1.0, column / size["width"])
-    found = d.figure.findobj(lambda a: isinstance(a, Text) and a.get_text() and a.get_visible())
-    return min(t.get_fontsize() for t in found) * diagrams.DPI / 72 * shrink
+    (shrunk to fit, never enlarged), as its PNG records it (``page.figures``)."""
+    data, size = d._repr_png_()
+    return figures.shown_text_px(data, min(column, size["width"]))
 
 
-@pytest.mark.parametrize("name", NARROW)
-def test_the_new_figures_text_is_legible_at_phone_width(name):
-    d = getattr(diagrams, name)()
+@pytest.mark.parametrize("name", sorted(DRAWINGS))
+def test_every_diagrams_text_is_legible_at_phone_width(name):
+    d = getattr(diagrams, name)(**DRAWINGS[name])
     assert _smallest_text_px(d) >= LEAST_PX, name
 
 
@@ -230,9 +226,9 @@ def test_the_timeline_uses_the_librarys_times():
 def test_static_batches_wait_for_their_slowest_request():
     texts = diagrams.batching_timeline(lengths=(4, 1, 1, 1, 4), slots=2).texts
     # Static: batches (4, 1), (1, 1), (4) take 4 + 1 + 4 steps; 11 busy of 2 * 9 slot-steps.
-    assert "static batching: 9 steps, 61% of slot-steps decode a token" in texts
+    assert "static batching: 9 steps,\n61% of slot-steps decode a token" in texts
     # Continuous: slot 2 runs the three short ones and then the last, steps 3 to 7.
-    assert "continuous batching: 7 steps, 79% of slot-steps decode a token" in texts
+    assert "continuous batching: 7 steps,\n79% of slot-steps decode a token" in texts
     with pytest.raises(ValueError, match="1 to 26 requests"):
         diagrams.batching_timeline(lengths=())
     with pytest.raises(ValueError, match="slots"):
@@ -241,11 +237,11 @@ def test_static_batches_wait_for_their_slowest_request():
 
 def test_the_partitions_show_layers_and_messages():
     texts = " ".join(diagrams.parallelism("llama-3.1-70b", n_gpus=4).texts)
-    assert "layers 1–20" in texts and "layers 61–80" in texts
+    assert "layers\n1–20" in texts and "layers\n61–80" in texts
     assert "160 a step" in texts  # 2 all-reduces in each of 80 layers
     assert "3 hand-offs a step" in texts
     assert fmt.nbytes(8192 * 2) in texts  # one token's activations, D = 8192 in bf16
-    assert "16 of 64 heads" in texts
+    assert "16 of 64\nheads" in texts
     with pytest.raises(ValueError, match="n_gpus"):
         diagrams.parallelism(n_gpus=1)
 

@@ -13,7 +13,10 @@ The rule tested, at 1280 px and at 390 px wide, with every collapsed input and s
 - the formula reference (generated, hundreds of formulas) breaks long sums into lines; what
   still does not fit (a long fraction) may scroll inside its own box at 1280 px too;
 - every figure has at least twice the pixels it is displayed at (sharp on high-density
-  screens).
+  screens);
+- at 390 px, every figure's smallest text is at least 9 CSS px: a PNG's as its renderer
+  recorded it (``page.figures``: a PNG without the record fails), scaled to the width the
+  image is shown at; an SVG's (the widgets') as its font size times the SVG's scale.
 
 Reads the book built in _build/html (``make book``), or the folder named by $IA_LAYOUT_HTML,
 for example a single page built with
@@ -23,9 +26,11 @@ for example a single page built with
 
 import os
 from pathlib import Path
+from urllib.parse import unquote, urlparse
 
 import pytest
 
+from inference_arithmetic.page import figures
 from tests.test_book import HTML
 from tests.test_browser import browser  # noqa: F401  (the Chromium fixture, launched once)
 
@@ -116,6 +121,40 @@ BLURRED = """() => [...document.querySelectorAll("article.bd-article .cell_outpu
   .filter((i) => i.getClientRects().length && i.naturalWidth < 1.95 * i.clientWidth)
   .map((i) => [i.src.split("/").pop(), i.naturalWidth, i.clientWidth])"""
 
+# [src, displayed width] of each figure image; [text, font size in CSS px] of each SVG text
+# (the font size times the scale from the SVG's units to the screen's, rotation aside).
+FIGURE_TEXT = """() => {
+  const article = document.querySelector("article.bd-article");
+  const shown = (e) => e.getClientRects().length;
+  const images = [...article.querySelectorAll("img")].filter(shown)
+    .map((i) => [i.src, i.getBoundingClientRect().width]);
+  const texts = [...article.querySelectorAll("svg text")]
+    .filter((t) => shown(t) && t.textContent.trim())
+    .map((t) => {
+      const m = t.getScreenCTM(), size = parseFloat(getComputedStyle(t).fontSize);
+      return [t.textContent.trim(), size * Math.hypot(m.a, m.b)];
+    });
+  return [images, texts];
+}"""
+LEAST_TEXT_PX = 9  # the issue's least legible size at phone width
+
+
+def small_figure_text(images, texts):
+    """[problem, figure, size] for each figure whose smallest text is under LEAST_TEXT_PX CSS
+    px as shown: ``images`` [src, shown width], ``texts`` [text, px] (``FIGURE_TEXT``)."""
+    problems = []
+    for src, width in images:
+        px = figures.shown_text_px(Path(unquote(urlparse(src).path)).read_bytes(), width)
+        name = src.split("/")[-1]
+        if px is None:
+            problems.append(["no record of its smallest text", name, None])
+        elif px < LEAST_TEXT_PX:
+            problems.append(["text too small", name, round(px, 1)])
+    problems += [
+        ["text too small", f"svg: {t[:40]}", round(px, 1)] for t, px in texts if px < LEAST_TEXT_PX
+    ]
+    return problems
+
 
 def _open_page(browser, path):  # noqa: F811
     page = browser.new_page(viewport={"width": WIDTHS["laptop"], "height": 900})
@@ -151,12 +190,13 @@ def _problems(page, strict=True):
 
 
 @pytest.mark.parametrize("path", PAGES or ["(no pages)"])
-def test_nothing_overflows_the_text_column_and_figures_are_sharp(browser, path):  # noqa: F811
+def test_nothing_overflows_the_text_column_and_figures_are_sharp_and_legible(browser, path):  # noqa: F811
     if not PAGES:
         pytest.fail(f"no built pages under {ROOT}: build the book first (make book)")
     page = _open_page(browser, path)
     assert not page.evaluate(BLURRED)  # at the laptop's width, where figures show widest
     assert not _problems(page, strict=path != GENERATED)
+    assert not small_figure_text(*page.evaluate(FIGURE_TEXT))  # at the phone's width
     page.close()
 
 
@@ -206,3 +246,43 @@ def test_the_check_finds_a_wide_table_and_a_long_equation(browser):  # noqa: F81
     phone = [(problem, kind) for problem, kind, _ in _problems(page)["phone"]]
     assert ("scrolls sideways", "page") in phone and ("cut off", "inline math") in phone
     page.close()
+
+
+# Figures as the book shows them (a PNG at half its pixels, shrunk to a 342 px column): the
+# check must find the text that a wide figure shrinks too far, a PNG drawn without the book's
+# renderer, and SVG text scaled down by its viewBox; and pass what is legible.
+def test_the_check_finds_small_figure_text(browser, tmp_path):  # noqa: F811
+    from matplotlib.figure import Figure
+
+    def drawn(width, record=True):
+        figure = Figure(figsize=(width, 2), dpi=100)
+        figure.add_subplot().set_title("twelve points", fontsize=12)  # ticks at 10 pt
+        if record:
+            return figures.png(figure)[0]
+        figure.savefig(tmp_path / "plain.png", dpi=200)
+        return (tmp_path / "plain.png").read_bytes()
+
+    # 10 pt is 13.9 CSS px at 100 px an inch: as much from a 4-inch figure (cropped to its
+    # drawing, it fits the column), about 7 px from an 8-inch one shrunk to the column.
+    images = {"legible.png": drawn(4), "wide.png": drawn(8), "plain.png": drawn(4, False)}
+    tags = []
+    for name, data in images.items():
+        (tmp_path / name).write_bytes(data)
+        width = int.from_bytes(data[16:20], "big") // 2
+        tags.append(f'<img src="{name}" width="{width}" style="max-width:100%;height:auto">')
+    svg = (
+        '<svg width="300" height="60" viewBox="0 0 600 120"><text x="5" y="40" font-size="14">'
+        'halved</text><text x="5" y="100" font-size="22">legible</text></svg>'
+    )
+    html = f'<article class="bd-article" style="width:342px">{"".join(tags)}{svg}</article>'
+    (tmp_path / "page.html").write_text(html)
+    page = browser.new_page(viewport={"width": WIDTHS["phone"], "height": 900})
+    page.goto((tmp_path / "page.html").as_uri(), wait_until="load")
+    problems = small_figure_text(*page.evaluate(FIGURE_TEXT))
+    page.close()
+    assert [(problem, name) for problem, name, _ in problems] == [
+        ("text too small", "wide.png"),
+        ("no record of its smallest text", "plain.png"),
+        ("text too small", "svg: halved"),
+    ]
+    assert 6 < problems[0][2] < 8 and problems[2][2] == 7  # 14 px at half scale

@@ -124,27 +124,22 @@ _LAZY = {
 }
 
 
-def _sharp_notebook_figures():
-    """Matplotlib figures in a notebook at twice their pixels (IPython's "retina" PNG).
-
-    The book's figures are a notebook's inline outputs, PNG at 100 dpi by default: blurred on
-    any high-density screen. Retina PNG keeps the displayed size and doubles the pixels. Set
-    here because every chapter imports the library before it plots; this imports neither
-    matplotlib nor IPython, and does nothing outside IPython.
+def _notebook_figures():
+    """Matplotlib figures in a notebook through the book's renderer (``page.figures``): PNG at
+    twice their pixels, recording their smallest text. Set here because every chapter imports
+    the library before it plots; this imports neither matplotlib nor IPython, and does nothing
+    outside IPython.
     """
     import sys
 
     shell = sys.modules.get("IPython") and sys.modules["IPython"].get_ipython()
-    if shell is None:
-        return
-    # Read when pyplot first loads the inline backend, which is later in every chapter.
-    shell.config.InlineBackend.figure_formats = {"retina"}
-    inline = sys.modules.get("matplotlib_inline.backend_inline")
-    if inline is not None and "matplotlib.pyplot" in sys.modules:  # pyplot already loaded
-        inline.set_matplotlib_formats("retina")
+    if shell is not None:
+        from inference_arithmetic.page import figures
+
+        figures.use_in(shell)
 
 
-_sharp_notebook_figures()
+_notebook_figures()
 
 
 def __getattr__(name):

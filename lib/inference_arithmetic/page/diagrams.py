@@ -16,9 +16,6 @@ white card reads in both of the book's colour modes (the theme puts figures on a
 
 from __future__ import annotations
 
-import io
-import struct
-
 from matplotlib.figure import Figure
 from matplotlib.patches import Circle, FancyArrowPatch, FancyBboxPatch
 from matplotlib.text import Text
@@ -38,6 +35,7 @@ from inference_arithmetic.models.counts import (
     kv_cache_bytes,
     param_count,
 )
+from inference_arithmetic.page import figures
 from inference_arithmetic.page.controls import PALETTE
 from inference_arithmetic.serving import timing
 
@@ -61,6 +59,9 @@ BLUE, VERMILION, GREEN, PURPLE, ORANGE, SKY = PALETTE[:6]
 INK = "#222222"  # the text: dark on the white card of both colour modes
 GREY = "#666666"
 DPI = 100  # the figure's size in the page, in CSS pixels per inch; the PNG has twice as many
+# Every diagram is drawn at most about 5 inches wide with text of SMALL points or more, so that
+# its smallest text is at least 9 CSS px where a phone's column (342 px) shrinks it.
+SMALL = 10
 
 
 class Diagram:
@@ -75,23 +76,12 @@ class Diagram:
         found = self.figure.findobj(lambda artist: isinstance(artist, Text))
         return [t.get_text() for t in found if t.get_text() and t.get_visible()]
 
-    def png(self, scale: int = 2) -> bytes:
-        """The figure as a PNG at ``scale`` times its size in the page."""
-        buffer = io.BytesIO()
-        self.figure.savefig(
-            buffer,
-            format="png",
-            dpi=DPI * scale,
-            facecolor="white",
-            bbox_inches="tight",
-            pad_inches=0.08,
-        )
-        return buffer.getvalue()
+    def png(self, scale: int = figures.SCALE) -> bytes:
+        """The figure as a PNG at ``scale`` times its size in the page (``figures.png``)."""
+        return figures.png(self.figure, scale)[0]
 
     def _repr_png_(self):
-        data = self.png()
-        width, height = struct.unpack(">II", data[16:24])  # the PNG header's IHDR size
-        return data, {"width": width // 2, "height": height // 2}
+        return figures.png(self.figure)
 
 
 def _sym(name: str) -> str:
@@ -123,7 +113,7 @@ def _tint(color: str, amount: float = 0.22) -> tuple[float, float, float]:
     return tuple(1 - amount * (1 - c) for c in (r, g, b))
 
 
-def _box(ax, x, y, w, h, text="", color=BLUE, size=9, fill=0.22, **kw):
+def _box(ax, x, y, w, h, text="", color=BLUE, size=SMALL, fill=0.22, **kw):
     """A rounded box with its lower-left corner at (x, y) and ``text`` in its middle."""
     ax.add_patch(
         FancyBboxPatch(
@@ -173,7 +163,7 @@ def two_layer_network(d_1: int = 2, d_2: int = 3, d_3: int = 2) -> Diagram:
     line is one weight, ``d_1 d_2 + d_2 d_3`` of them (12 for the default 2-3-2)."""
     widths = [checks.count(name, v, 1, 8) for name, v in (("d_1", d_1), ("d_2", d_2), ("d_3", d_3))]
     n_weights = int(evaluate(mlp.params(), d_1=widths[0], d_2=widths[1], d_3=widths[2]))
-    figure, ax = _canvas(8.6, 5.4)
+    figure, ax = _canvas(8.6, 5.4, scale=0.54)
     xs, top, gap = [1.4, 4.3, 7.2], 4.1, 0.78
     nodes = []
     for x, n in zip(xs, widths, strict=True):
@@ -204,7 +194,7 @@ def two_layer_network(d_1: int = 2, d_2: int = 3, d_3: int = 2) -> Diagram:
             f"{name}\n{_math(_sym(symbol), '=', str(n))}",
             ha="center",
             va="top",
-            fontsize=9,
+            fontsize=SMALL,
             color=INK,
         )
     high = max(y for column in nodes for _, y in column) + 0.45
@@ -217,11 +207,17 @@ def two_layer_network(d_1: int = 2, d_2: int = 3, d_3: int = 2) -> Diagram:
             f"{_math(w)}: {_math(_shape(rows, cols))}\n{count} weights",
             ha="center",
             va="bottom",
-            fontsize=9,
+            fontsize=SMALL,
             color=color,
         )
     ax.text(
-        4.3, 0.15, f"{n_weights} weights in all", ha="center", va="bottom", fontsize=9, color=INK
+        4.3,
+        0.15,
+        f"{n_weights} weights in all",
+        ha="center",
+        va="bottom",
+        fontsize=SMALL,
+        color=INK,
     )
     return Diagram(figure)
 
@@ -236,35 +232,50 @@ def transformer_block(arch="llama-3.1-8b") -> Diagram:
     rows = B + " " + T
     gated = m.ffn == "gated"
     hd, hkvd = m.n_heads * m.d_head, m.n_kv_heads * m.d_head
-    figure, ax = _canvas(12.4, 12.2, scale=0.56)
+    # Narrow and tall: about 0.4 inch a unit across and 0.68 down, so that each product fits its
+    # column in two lines of SMALL-point text beside its box.
+    figure = Figure(figsize=(12.4 * 0.395, 12.2 * 0.68), dpi=DPI)
+    ax = figure.add_axes((0, 0, 1, 1))
+    ax.set_xlim(0, 12.4)
+    ax.set_ylim(0, 12.2)
+    ax.set_axis_off()
     left, width, mid = 0.9, 4.2, 3.0
-    right = 5.9
+    right = 5.7
 
-    def product(y, text, numbers=None):
-        ax.text(
-            right, y + (0.17 if numbers else 0), text, ha="left", va="center", fontsize=9, color=INK
-        )
+    def product(y, text, numbers=None, split=True):
+        # A long product's shapes break before its arrow: ``text`` is "$a \to b$".
+        if split and r" \to " in text:
+            head, tail = text.split(r" \to ", 1)
+            text = f"{head}$\n$\\to {tail}"
+        ax.text(right, y + (0.2 if numbers else 0), text, ha="left", va="center", fontsize=SMALL,
+                color=INK, linespacing=1.5)  # fmt: skip
         if numbers:
-            ax.text(right, y - 0.27, numbers, ha="left", va="center", fontsize=7.5, color=GREY)
+            ax.text(right, y - 0.36, numbers, ha="left", va="top", fontsize=SMALL, color=GREY)
 
     def down(y0, y1):
         _arrow(ax, (mid, y0), (mid, y1))
 
     ax.text(
-        mid, 11.75, f"in: {_math(_shape(rows, D))}", ha="center", va="center", fontsize=9, color=INK
+        mid,
+        11.75,
+        f"in: {_math(_shape(rows, D))}",
+        ha="center",
+        va="center",
+        fontsize=SMALL,
+        color=INK,
     )
     ax.text(
         right,
         11.75,
-        f"products of one layer ({m.name}: {m.n_layers} layers)",
+        f"products of one layer\n({m.name}: {m.n_layers} layers)",
         ha="left",
         va="center",
-        fontsize=9,
+        fontsize=SMALL,
         color=INK,
         fontweight="bold",
     )
     down(11.5, 10.95)
-    _box(ax, left + 1.1, 10.45, 2.0, 0.5, "norm", color=GREY, size=8.5, fill=0.12)
+    _box(ax, left + 1.1, 10.45, 2.0, 0.5, "norm", color=GREY, size=SMALL, fill=0.12)
     w3 = (width - 0.3) / 3
     names = (("W_Q", H), ("W_K", Hkv), ("W_V", Hkv))
     centres = [left + i * (w3 + 0.15) + w3 / 2 for i in range(len(names))]
@@ -275,7 +286,7 @@ def transformer_block(arch="llama-3.1-8b") -> Diagram:
         _arrow(ax, (centres[i], 10.1), (centres[i], 9.75))
         _box(ax, left + i * (w3 + 0.15), 9.0, w3, 0.75, _math(name), color=BLUE)
     product(
-        10.05,
+        10.45,
         _math(
             rf"Q: ({_shape(rows, D)})\,({_shape(D, H + ' ' + dh)}) \to "
             + _shape(rows, H + " " + dh)
@@ -283,7 +294,7 @@ def transformer_block(arch="llama-3.1-8b") -> Diagram:
         f"{_shape_text(m.d_model, hd)} weights",
     )
     product(
-        9.2,
+        9.15,
         _math(
             rf"K, V: ({_shape(rows, D)})\,({_shape(D, Hkv + ' ' + dh)}) \to "
             + _shape(rows, Hkv + " " + dh)
@@ -302,17 +313,20 @@ def transformer_block(arch="llama-3.1-8b") -> Diagram:
         color=VERMILION,
     )
     product(
-        8.05, _math(rf"Q K^\top: ({_shape(T, dh)})\,({_shape(dh, T)}) \to {_shape(T, T)}"), None
+        8.3,
+        _math(rf"Q K^\top: ({_shape(T, dh)})\,({_shape(dh, T)}) \to {_shape(T, T)}"),
+        split=False,
     )
     product(
-        7.6,
+        7.7,
         _math(rf"\cdot V: ({_shape(T, T)})\,({_shape(T, dh)}) \to {_shape(T, dh)}"),
-        f"{_math(B, H)} times (each sequence, each head); no weights",
+        f"{_math(B, H)} times (each sequence,\neach head); no weights",
+        split=False,
     )
     down(7.45, 6.85)
     _box(ax, left + 1.1, 6.1, 2.0, 0.75, _math("W_O"), color=BLUE)
     product(
-        6.48,
+        6.25,
         _math(
             rf"({_shape(rows, H + ' ' + dh)})\,({_shape(H + ' ' + dh, D)}) \to " + _shape(rows, D)
         ),
@@ -323,7 +337,7 @@ def transformer_block(arch="llama-3.1-8b") -> Diagram:
     ax.plot([mid, 0.35, 0.35], [11.15, 11.15, 5.35], color=GREY, linewidth=1.1)
     _arrow(ax, (0.35, 5.35), (mid - 0.25, 5.35), color=GREY, width=1.1)
     down(5.1, 4.6)
-    _box(ax, left + 1.1, 4.1, 2.0, 0.5, "norm", color=GREY, size=8.5, fill=0.12)
+    _box(ax, left + 1.1, 4.1, 2.0, 0.5, "norm", color=GREY, size=SMALL, fill=0.12)
     down(4.1, 3.55)
     ffn_in = (("gate", "W_{gate}"), ("up", "W_{up}")) if gated else (("up", "W_{up}"),)
     w2 = (width - 0.2) / 2 if gated else 2.0
@@ -338,7 +352,7 @@ def transformer_block(arch="llama-3.1-8b") -> Diagram:
     )
     down(2.8, 2.2)
     if gated:
-        ax.text(mid + 0.15, 2.5, "gate ⊙ up", ha="left", va="center", fontsize=7.5, color=GREY)
+        ax.text(mid + 0.15, 2.5, "gate ⊙ up", ha="left", va="center", fontsize=SMALL, color=GREY)
     _box(ax, left + 1.1, 1.45, 2.0, 0.75, _math("W_{down}"), color=GREEN)
     product(
         1.83,
@@ -355,7 +369,7 @@ def transformer_block(arch="llama-3.1-8b") -> Diagram:
         f"out: {_math(_shape(rows, D))}",
         ha="left",
         va="center",
-        fontsize=9,
+        fontsize=SMALL,
         color=INK,
     )
     return Diagram(figure)
@@ -367,7 +381,8 @@ def _shape_text(rows: int, cols: int) -> str:
 
 def _add(ax, x, y):
     """The residual connection's sum: a circled plus."""
-    ax.add_patch(Circle((x, y), 0.25, facecolor="white", edgecolor=INK, linewidth=1.2))
+    # A marker, not a patch: round whatever the axes' aspect.
+    ax.plot(x, y, "o", markersize=15, markerfacecolor="white", markeredgecolor=INK, mew=1.2)
     ax.text(x, y, "+", ha="center", va="center", fontsize=11, color=INK)
 
 
@@ -376,43 +391,32 @@ def kv_cache_steps(arch="llama-3.1-8b", steps: int = 4, dtype: str = "bf16") -> 
     and value and its new query reads all of them; the bytes are ``arch``'s in ``dtype``."""
     m = registry_model(arch)
     steps = checks.count("steps", steps, 1, 8)
-    cell, gap, height = 0.62, 0.08, 0.42
-    width = 2.2 + steps * (cell + gap) + 4.6
-    figure, ax = _canvas(width, 1.25 * steps + 1.0)
+    # Each step: a line that says what its query reads, then the cached keys and values, then
+    # the cache's size beside them; the text above the cells keeps the figure narrow.
+    cell, gap, height, row = 0.62, 0.08, 0.42, 1.7
+    width = max(1.0 + steps * (cell + gap) + 3.6, 8.0)
+    top = row * steps + 1.35
+    figure, ax = _canvas(width, top, scale=0.56)
     per_token = kv_cache_bytes(m, batch=1, context_len=1, dtype=dtype)
-    ax.text(
-        0.1,
-        1.25 * steps + 0.55,
-        f"{m.name}, {dtype}: each token adds {fmt.nbytes(per_token)} of keys and values",
-        ha="left",
-        va="center",
-        fontsize=9,
-        color=INK,
-    )
-    ax.text(
-        0.1,
-        1.25 * steps + 0.15,
-        "orange: written this step;  blue: kept from earlier steps",
-        ha="left",
-        va="center",
-        fontsize=8,
-        color=GREY,
-    )
+    ax.text(0.1, top - 0.3, f"{m.name}, {dtype}: each token adds {fmt.nbytes(per_token)}",
+            ha="left", va="center", fontsize=SMALL, color=INK)  # fmt: skip
+    ax.text(0.1, top - 0.8, "orange: written this step; blue: kept", ha="left", va="center",
+            fontsize=SMALL, color=GREY)  # fmt: skip
     for t in range(1, steps + 1):
-        y = 1.25 * (steps - t) + 0.35
-        ax.text(0.1, y + height, f"step {t}", ha="left", va="center", fontsize=9, color=INK)
-        ax.text(
-            1.55, y + height * 1.5 + 0.02, "K", ha="center", va="center", fontsize=8, color=GREY
-        )
-        ax.text(1.55, y + height * 0.5, "V", ha="center", va="center", fontsize=8, color=GREY)
+        y = row * (steps - t) + 0.3
+        reads = "its own key" if t == 1 else f"all {t} keys"
+        ax.text(0.1, y + 2 * height + 0.3, f"step {t}: the new token's query reads {reads}",
+                ha="left", va="center", fontsize=SMALL, color=INK)  # fmt: skip
+        ax.text(0.55, y + height * 1.5, "K", ha="center", va="center", fontsize=SMALL, color=GREY)
+        ax.text(0.55, y + height * 0.5, "V", ha="center", va="center", fontsize=SMALL, color=GREY)
         for i in range(t):
             new = i == t - 1
             color = VERMILION if new else BLUE
-            x = 1.9 + i * (cell + gap)
-            for row in (0, 1):
+            x = 0.9 + i * (cell + gap)
+            for level in (0, 1):
                 ax.add_patch(
                     FancyBboxPatch(
-                        (x, y + row * height + 0.02),
+                        (x, y + level * height + 0.02),
                         cell,
                         height - 0.04,
                         boxstyle="round,pad=0,rounding_size=0.05",
@@ -421,28 +425,10 @@ def kv_cache_steps(arch="llama-3.1-8b", steps: int = 4, dtype: str = "bf16") -> 
                         facecolor=_tint(color, 0.45 if new else 0.2),
                     )
                 )
-            ax.text(
-                x + cell / 2,
-                y - 0.14,
-                str(i + 1),
-                ha="center",
-                va="center",
-                fontsize=7.5,
-                color=GREY,
-            )
-        x_end = 1.9 + t * (cell + gap) + 0.15
         cached = kv_cache_bytes(m, batch=1, context_len=t, dtype=dtype)
-        reads = "its own key" if t == 1 else f"all {t} keys"
         tokens = "1 token" if t == 1 else f"{t} tokens"
-        ax.text(
-            x_end,
-            y + height,
-            f"new token's query reads {reads};\ncache: {tokens}, {fmt.nbytes(cached)}",
-            ha="left",
-            va="center",
-            fontsize=8.5,
-            color=INK,
-        )
+        ax.text(0.9 + t * (cell + gap) + 0.15, y + height, f"cache: {tokens}, {fmt.nbytes(cached)}",
+                ha="left", va="center", fontsize=SMALL, color=INK)  # fmt: skip
     return Diagram(figure)
 
 
@@ -461,37 +447,32 @@ def memory_hierarchy(gpu="h100-sxm", arch="llama-3.1-8b", dtype: str = "bf16") -
     m = registry_model(arch)
     weights = param_count(m) * bytes_per_number(dtype)
     shared = g.sm_count * g.shared_memory_per_sm
-    figure = Figure(figsize=(6.9, 4.7), dpi=DPI)
-    ax = figure.add_axes((0, 0.42, 1, 0.58))
+    # HBM above the chip and the chip's memories side by side inside it: a tall figure, narrow
+    # enough for its text to be read on a phone (x and y units of 0.4 inch).
+    figure = Figure(figsize=(4.8, 5.2), dpi=DPI)
+    ax = figure.add_axes((0, 2.4 / 5.2, 1, 2.8 / 5.2))
     ax.set_xlim(0, 12)
-    ax.set_ylim(0, 4.6)
+    ax.set_ylim(0, 7)
     ax.set_axis_off()
-    _box(ax, 0.2, 0.9, 2.9, 2.9, "", color=BLUE, fill=0.12)
-    ax.text(
-        1.65,
-        3.45,
-        f"HBM, off the chip\n{fmt.nbytes(g.memory_bytes)}",
-        ha="center",
-        va="center",
-        fontsize=9,
-        color=INK,
-    )
+    _box(ax, 0.2, 5.0, 11.6, 1.8, "", color=BLUE, fill=0.12)
+    ax.text(0.5, 6.45, f"HBM, off the chip: {fmt.nbytes(g.memory_bytes)}", ha="left",
+            va="center", fontsize=SMALL, color=INK)  # fmt: skip
     fill = min(weights / g.memory_bytes, 1.0)
-    _box(ax, 0.45, 1.1, 2.4, 1.75 * fill, "", color=BLUE, fill=0.5)
+    _box(ax, 0.5, 5.25, 11.0 * fill, 0.6, "", color=BLUE, fill=0.5)
+    inside = fill > 0.6  # the label inside a long bar, beside a short one
+    ax.text(0.7 if inside else 0.7 + 11.0 * fill, 5.55, f"weights {fmt.nbytes(weights)}",
+            ha="left", va="center", fontsize=SMALL, color=INK)  # fmt: skip
+    _arrow(ax, (3.0, 5.0), (3.0, 3.85), color=BLUE, width=2.2)
+    ax.text(3.4, 4.65, fmt.bandwidth(g.memory_bandwidth), ha="left", va="center", fontsize=SMALL,
+            color=INK, fontweight="bold")  # fmt: skip
     ax.text(
-        1.65,
-        1.25 + 1.75 * fill,
-        f"weights {fmt.nbytes(weights)}",
-        ha="center",
-        va="bottom",
-        fontsize=8.5,
-        color=INK,
+        3.4, 4.15, "all weights, every step", ha="left", va="center", fontsize=SMALL, color=GREY
     )
     ax.add_patch(
         FancyBboxPatch(
-            (4.88, 0.35),
-            6.97,
-            3.9,
+            (0.2, 0.6),
+            11.6,
+            3.2,
             boxstyle="round,pad=0,rounding_size=0.1",
             linewidth=1.2,
             edgecolor=GREY,
@@ -499,72 +480,39 @@ def memory_hierarchy(gpu="h100-sxm", arch="llama-3.1-8b", dtype: str = "bf16") -
             linestyle=(0, (4, 2)),
         )
     )
-    ax.text(11.65, 4.05, "the GPU chip", ha="right", va="center", fontsize=8.5, color=GREY)
-    _arrow(ax, (3.15, 2.35), (5.0, 2.35), color=BLUE, width=2.2)
-    ax.text(
-        3.95,
-        2.55,
-        fmt.bandwidth(g.memory_bandwidth),
-        ha="center",
-        va="bottom",
-        fontsize=9,
-        color=INK,
-        fontweight="bold",
-    )
-    ax.text(3.95, 2.15, "all weights,\nevery step", ha="center", va="top", fontsize=7.5, color=GREY)
-    _box(
-        ax,
-        5.0,
-        1.3,
-        1.8,
-        2.1,
-        f"L2 cache\n{fmt.nbytes(g.l2_cache_bytes, binary=True)}",
-        color=GREEN,
-    )
-    _arrow(ax, (6.85, 2.35), (7.55, 2.35))
+    ax.text(11.6, 3.45, "the GPU chip", ha="right", va="center", fontsize=SMALL, color=GREY)
+    l2 = f"L2 cache\n{fmt.nbytes(g.l2_cache_bytes, binary=True)}"
+    _box(ax, 0.5, 1.0, 3.0, 2.1, l2, color=GREEN, size=SMALL)
+    _arrow(ax, (3.55, 2.05), (4.25, 2.05))
     sm_text = (
         f"{g.sm_count} SMs\nshared memory\n{g.sm_count} × "
         f"{fmt.nbytes(g.shared_memory_per_sm, binary=True)}"
     )
-    _box(ax, 7.6, 1.3, 2.1, 2.1, sm_text, color=ORANGE, size=8.5)
-    _arrow(ax, (9.75, 2.35), (10.2, 2.35))
-    _box(
-        ax,
-        10.25,
-        1.3,
-        1.4,
-        2.1,
-        f"tensor\ncores\n{fmt.flop_rate(g.flop_rate(dtype))}",
-        color=VERMILION,
-        size=8.5,
-    )
-    ax.text(
-        0.2,
-        0.45,
-        f"{g.name}, {m.name} in {dtype}",
-        ha="left",
-        va="center",
-        fontsize=8.5,
-        color=GREY,
-    )
-    bars = figure.add_axes((0.25, 0.08, 0.7, 0.28))
+    _box(ax, 4.3, 1.0, 3.5, 2.1, sm_text, color=ORANGE, size=SMALL)
+    _arrow(ax, (7.85, 2.05), (8.55, 2.05))
+    cores = f"tensor cores\n{fmt.flop_rate(g.flop_rate(dtype))}"
+    _box(ax, 8.6, 1.0, 3.0, 2.1, cores, color=VERMILION, size=SMALL)
+    ax.text(0.2, 0.2, f"{g.name}, {m.name} in {dtype}", ha="left", va="center", fontsize=SMALL,
+            color=GREY)  # fmt: skip
+    bars = figure.add_axes((0.32, 0.5 / 5.2, 0.62, 1.6 / 5.2))
     sizes = {
-        f"weights of {m.name}": (weights, BLUE),
+        "weights": (weights, BLUE),
         "HBM": (g.memory_bytes, BLUE),
         "L2 cache": (g.l2_cache_bytes, GREEN),
-        "shared memory, all SMs": (shared, ORANGE),
+        "shared memory": (shared, ORANGE),
     }
     labels = list(sizes)
     for i, (value, color) in enumerate(sizes.values()):
         bars.barh(i, value, color=_tint(color, 0.6), edgecolor=color, height=0.6)
         text = fmt.nbytes(value, binary=color != BLUE)
-        bars.text(value * 1.3, i, text, ha="left", va="center", fontsize=8, color=INK)
+        bars.text(value * 1.5, i, text, ha="left", va="center", fontsize=SMALL, color=INK)
     bars.set_xscale("log")
-    bars.set_xlim(1e6, 1e12)
-    bars.set_yticks(range(len(labels)), labels, fontsize=8, color=INK)
+    bars.set_xlim(1e6, 1e13)
+    bars.set_xticks([1e6, 1e8, 1e10, 1e12])
+    bars.set_yticks(range(len(labels)), labels, fontsize=SMALL, color=INK)
     bars.invert_yaxis()
-    bars.set_xlabel("bytes (log scale)", fontsize=8, color=INK)
-    bars.tick_params(axis="x", labelsize=7.5, colors=INK)
+    bars.set_xlabel("bytes (log scale)", fontsize=SMALL, color=INK)
+    bars.tick_params(axis="x", which="major", labelsize=SMALL, colors=INK)
     bars.spines[["top", "right"]].set_visible(False)
     return Diagram(figure)
 
@@ -600,18 +548,13 @@ def prefill_decode_timeline(
     decode_bound = _bound(decode_flops(m, 1, prompt_len), weights + cache, g, dtype)
     scale = 1e3  # milliseconds
     total = (ttft + sum(steps)) * scale
-    figure = Figure(figsize=(6.9, 2.6), dpi=DPI)
-    ax = figure.add_axes((0.03, 0.3, 0.94, 0.6))
+    # Each phase named under the bars, the prefill's at the left and the decode's below it at
+    # the right, so that a short prefill's bar need not hold its words.
+    figure = Figure(figsize=(4.8, 3.2), dpi=DPI)
+    ax = figure.add_axes((0.03, 0.3, 0.94, 0.62))
     ax.barh(0, ttft * scale, left=0, height=0.5, color=_tint(BLUE, 0.45), edgecolor=BLUE)
-    ax.text(
-        ttft * scale / 2,
-        0,
-        f"prefill: {fmt.integer(prompt_len)} tokens at once\n{prefill_bound}",
-        ha="center",
-        va="center",
-        fontsize=8.5,
-        color=INK,
-    )
+    ax.text(0, -0.35, f"prefill: {fmt.integer(prompt_len)} tokens at once\n{prefill_bound}",
+            ha="left", va="top", fontsize=SMALL, color=INK)  # fmt: skip
     start = ttft * scale
     for i, step in enumerate(steps):
         ax.barh(
@@ -623,58 +566,29 @@ def prefill_decode_timeline(
             color=_tint(VERMILION, 0.45 if i % 2 else 0.25),
         )
         start += step * scale
-    ax.text(
-        total,
-        -0.38,
-        f"decode: one token a step, every weight read again;\n{decode_bound}",
-        ha="right",
-        va="top",
-        fontsize=8.5,
-        color=INK,
-    )
+    ax.text(total, -0.9, f"decode: one token a step,\nevery weight read again; {decode_bound}",
+            ha="right", va="top", fontsize=SMALL, color=INK)  # fmt: skip
     ends = [ttft * scale]
     for step in steps:
         ends.append(ends[-1] + step * scale)
     ax.plot(ends, [0.33] * len(ends), "v", color=INK, markersize=5)
-    ax.text(ends[0], 0.45, "1st token", ha="center", va="bottom", fontsize=8, color=INK)
-    ax.text(ends[-1], 0.45, f"token {output_len}", ha="center", va="bottom", fontsize=8, color=INK)
-    ax.annotate(
-        "",
-        (0, 0.78),
-        (ttft * scale, 0.78),
-        arrowprops=dict(arrowstyle="<->", color=GREY, linewidth=1),
-    )
+    ax.text(ends[0], 0.45, "1st token", ha="center", va="bottom", fontsize=SMALL, color=INK)
     ax.text(
-        ttft * scale / 2,
-        0.84,
-        f"time to first token {fmt.seconds(ttft)}",
-        ha="center",
-        va="bottom",
-        fontsize=8.5,
-        color=INK,
+        ends[-1], 0.45, f"token {output_len}", ha="right", va="bottom", fontsize=SMALL, color=INK
     )
-    ax.annotate(
-        "",
-        (ends[0], 0.78),
-        (ends[1], 0.78),
-        arrowprops=dict(arrowstyle="<->", color=GREY, linewidth=1),
-    )
-    ax.text(
-        ends[1] + 0.01 * total,
-        0.84,
-        f"time per output token {fmt.seconds(steps[0])}",
-        ha="left",
-        va="bottom",
-        fontsize=8.5,
-        color=INK,
-    )
+    for left, right in ((0, ends[0]), (ends[0], ends[1])):
+        ax.annotate("", (left, 0.82), (right, 0.82),
+                    arrowprops=dict(arrowstyle="<->", color=GREY, linewidth=1))  # fmt: skip
+    ax.text(0, 0.92, f"time to first token {fmt.seconds(ttft)}", ha="left", va="bottom",
+            fontsize=SMALL, color=INK)  # fmt: skip
+    ax.text(total, 1.22, f"time per output token {fmt.seconds(steps[0])}", ha="right",
+            va="bottom", fontsize=SMALL, color=INK)  # fmt: skip
     ax.set_xlim(0, total * 1.02)
-    ax.set_ylim(-0.9, 1.15)
+    ax.set_ylim(-1.45, 1.5)
     ax.set_yticks([])
-    ax.set_xlabel(
-        f"time (ms): {m.name} on one {g.name}, {dtype}, one request", fontsize=8.5, color=INK
-    )
-    ax.tick_params(axis="x", labelsize=8, colors=INK)
+    ax.set_xlabel(f"time (ms)\n{m.name} on one {g.name}, {dtype}, one request", fontsize=SMALL,
+                  color=INK)  # fmt: skip
+    ax.tick_params(axis="x", labelsize=SMALL, colors=INK)
     ax.spines[["top", "right", "left"]].set_visible(False)
     return Diagram(figure)
 
@@ -713,12 +627,12 @@ def batching_timeline(lengths=(6, 2, 4, 3, 2, 5, 3, 2, 4, 2), slots: int = 4) ->
     lengths = [checks.count("a request's length", n, 1, 50) for n in lengths]
     if not lengths or len(lengths) > 26:
         raise ArgumentError(f"draw 1 to 26 requests, got {len(lengths)}")
-    figure = Figure(figsize=(6.9, 1.1 + 0.55 * slots * 2), dpi=DPI)
+    figure = Figure(figsize=(4.8, 2.0 + 0.55 * slots * 2), dpi=DPI)
     schedules = {"static": _schedule(lengths, slots, False)}
     schedules["continuous"] = _schedule(lengths, slots, True)
     span = max(end for runs, _ in schedules.values() for *_, end in runs)
     axes = figure.subplots(2, 1, sharex=True)
-    figure.subplots_adjust(left=0.1, right=0.98, top=0.92, bottom=0.12, hspace=0.4)
+    figure.subplots_adjust(left=0.15, right=0.98, top=0.88, bottom=0.16, hspace=0.75)
     for ax, (name, (runs, idle)) in zip(axes, schedules.items(), strict=True):
         end = max(e for *_, e in runs)
         busy = sum(lengths) / (end * slots)
@@ -731,7 +645,7 @@ def batching_timeline(lengths=(6, 2, 4, 3, 2, 5, 3, 2, 4, 2), slots: int = 4) ->
                 chr(ord("A") + r),
                 ha="center",
                 va="center",
-                fontsize=8,
+                fontsize=SMALL,
                 color=INK,
             )
         for slot, s, e in idle:
@@ -746,19 +660,19 @@ def batching_timeline(lengths=(6, 2, 4, 3, 2, 5, 3, 2, 4, 2), slots: int = 4) ->
                 linewidth=0.6,
             )
         ax.set_title(
-            f"{name} batching: {end} steps, {busy:.0%} of slot-steps decode a token",
-            fontsize=9,
+            f"{name} batching: {end} steps,\n{busy:.0%} of slot-steps decode a token",
+            fontsize=SMALL,
             color=INK,
             loc="left",
         )
-        ax.set_yticks(range(slots), [f"slot {s + 1}" for s in range(slots)], fontsize=8)
+        ax.set_yticks(range(slots), [f"slot {s + 1}" for s in range(slots)], fontsize=SMALL)
         ax.invert_yaxis()
         ax.set_xlim(0, span + 0.5)
-        ax.tick_params(colors=INK, labelsize=8)
+        ax.tick_params(colors=INK, labelsize=SMALL)
         ax.spines[["top", "right"]].set_visible(False)
     axes[-1].set_xlabel(
-        "time (decode steps); hatched: a slot that waits for its batch's slowest request",
-        fontsize=8.5,
+        "time (decode steps); hatched: a slot that\nwaits for its batch's slowest request",
+        fontsize=SMALL,
         color=INK,
     )
     return Diagram(figure)
@@ -775,87 +689,72 @@ def parallelism(arch="llama-3.1-70b", n_gpus: int = 4, batch: int = 1, dtype="bf
     per_gpu = timing.weights_per_gpu(m, n, dtype)
     B, D, b = _sym("batch"), _sym("d_model"), _sym("bytes_per_number")
     size = _math(rf"{B}\,{D}\,{b}") + f" = {fmt.nbytes(message)}"
-    figure, ax = _canvas(12.0, 7.4, scale=0.58)
-    w, gap = (11.4 - (n - 1) * 0.5) / n, 0.5
+    figure, ax = _canvas(12.0, 9.0, scale=0.42)
+    w, gap = (11.4 - (n - 1) * 0.3) / n, 0.3
     xs = [0.3 + i * (w + gap) for i in range(n)]
     ax.text(
         0.3,
-        7.05,
+        8.45,
         f"pipeline: each GPU holds {m.n_layers // n if m.n_layers % n == 0 else '~'}"
-        f" whole layers, {fmt.nbytes(per_gpu)} of weights",
+        f" whole layers,\n{fmt.nbytes(per_gpu)} of weights",
         ha="left",
         va="center",
-        fontsize=9.5,
+        fontsize=SMALL,
         color=INK,
         fontweight="bold",
     )
     bounds = [round(i * m.n_layers / n) for i in range(n + 1)]
     for i, x in enumerate(xs):
-        _box(
-            ax,
-            x,
-            5.1,
-            w,
-            1.4,
-            f"GPU {i + 1}\nlayers {bounds[i] + 1}–{bounds[i + 1]}",
-            color=BLUE,
-            size=9,
-        )
+        label = f"GPU {i + 1}\nlayers\n{bounds[i] + 1}–{bounds[i + 1]}"
+        _box(ax, x, 6.2, w, 1.5, label, color=BLUE, size=SMALL)
         if i:
-            _arrow(ax, (x - gap + 0.04, 5.8), (x - 0.04, 5.8), color=PURPLE, width=1.8)
+            _arrow(ax, (x - gap + 0.02, 6.95), (x - 0.02, 6.95), color=PURPLE, width=1.8)
     ax.text(
-        6.0,
-        4.6,
-        f"{n - 1} hand-offs a step, each {size}; one GPU works while the others wait",
-        ha="center",
+        0.3,
+        5.5,
+        f"{n - 1} hand-offs a step, each {size};\none GPU works while the others wait",
+        ha="left",
         va="center",
-        fontsize=8.5,
+        fontsize=SMALL,
         color=INK,
     )
     per_layer = parallel.ALL_REDUCES_PER_LAYER
     ax.text(
         0.3,
-        3.75,
-        f"tensor: each GPU holds 1/{n} of every matrix, {fmt.nbytes(per_gpu)} of weights",
+        4.35,
+        f"tensor: each GPU holds 1/{n} of every matrix\nof all {m.n_layers} layers, "
+        f"{fmt.nbytes(per_gpu)} of weights",
         ha="left",
         va="center",
-        fontsize=9.5,
+        fontsize=SMALL,
         color=INK,
         fontweight="bold",
     )
     heads = (
-        f"{m.n_heads // n} of {m.n_heads} heads" if m.n_heads % n == 0 else f"1/{n} of the heads"
+        f"{m.n_heads // n} of {m.n_heads}\nheads" if m.n_heads % n == 0 else f"1/{n} of\nthe heads"
     )
     for i, x in enumerate(xs):
-        _box(
-            ax,
-            x,
-            1.75,
-            w,
-            1.45,
-            f"GPU {i + 1}\nall {m.n_layers} layers\n{heads}\n1/{n} of the FFN",
-            color=GREEN,
-            size=8.5,
-        )
+        _box(ax, x, 1.95, w, 1.75, f"GPU {i + 1}\n{heads},\n1/{n} of FFN", color=GREEN,
+             size=SMALL)  # fmt: skip
         if i:
-            _arrow(ax, (x - gap + 0.04, 2.47), (x - 0.04, 2.47), color=PURPLE, width=1.8)
+            _arrow(ax, (x - gap + 0.02, 2.82), (x - 0.02, 2.82), color=PURPLE, width=1.8)
     # The ring closes: the last GPU sends to the first, under the row.
     _arrow(
         ax,
-        (xs[-1] + w / 2, 1.7),
-        (xs[0] + w / 2, 1.7),
+        (xs[-1] + w / 2, 1.9),
+        (xs[0] + w / 2, 1.9),
         color=PURPLE,
         width=1.5,
         connectionstyle="arc3,rad=-0.12",
     )
     ax.text(
-        6.0,
-        0.55,
-        f"ring all-reduce after attention and after the FFN: {per_layer} a layer, "
+        0.3,
+        0.45,
+        f"ring all-reduce after attention and after the FFN:\n{per_layer} a layer, "
         f"{per_layer * m.n_layers} a step, each of {size}",
-        ha="center",
+        ha="left",
         va="center",
-        fontsize=8.5,
+        fontsize=SMALL,
         color=INK,
     )
     return Diagram(figure)
@@ -864,8 +763,6 @@ def parallelism(arch="llama-3.1-70b", n_gpus: int = 4, batch: int = 1, dtype="bf
 # --- Five figures of issue 22: attention, GQA, MLA, prefill against decode, a shared read ----
 # Drawn narrow (at most about 5 inches) with text of 10 points or more, so that the smallest
 # text is at least 9 px when the figure shrinks to a phone's column.
-
-SMALL = 10  # the least font size of these figures, in points
 
 
 def _matrix(ax, x, y, w, h, name, shape, color, fill=0.3, below=True):

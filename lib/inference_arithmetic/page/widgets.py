@@ -33,6 +33,7 @@ import sympy
 from inference_arithmetic.core import checks
 from inference_arithmetic.core import format as fmt
 from inference_arithmetic.core.numeric import ArgumentError, numeric
+from inference_arithmetic.page import figures
 from inference_arithmetic.page.controls import (  # noqa: F401  (re-exported: ia.widgets.Range, ...)
     DASHES,
     PALETTE,
@@ -351,9 +352,11 @@ class FormulaWidget:
         # recomputes in the browser without a kernel (inference_arithmetic.page.live).
         bundle = self.widget()._repr_mimebundle_(**kwargs)
         bundle["text/html"] = live_html(self)
-        # The plot at the defaults, for outputs that can show neither (the PDF).
-        bundle["image/png"] = base64.b64encode(self.png()).decode("ascii")
-        return bundle
+        # The plot at the defaults, for outputs that can show neither (the PDF), through the
+        # book's renderer as every figure (page.figures).
+        data, size = figures.png(self.figure)
+        bundle["image/png"] = base64.b64encode(data).decode("ascii")
+        return bundle, {"image/png": size}
 
 
 def memory_budget() -> dict:
