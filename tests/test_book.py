@@ -155,3 +155,39 @@ def test_glossary_tpot_is_not_one_decode_step():
 )
 def test_the_tpot_check_can_fail(entry, right):
     assert (not _one_decode_step(entry)) is right
+
+
+# --- What the reader is shown: every solution's code with its output -------------------------
+
+
+def _without_output(html: str) -> list[str]:
+    """The exercises and solutions of a built page with a code cell that shows no output."""
+    found = []
+    for match in re.finditer(
+        r'<div class="(?:exercise|solution)[^"]*" id="([^"]+)">(.*?)</section>\s*</div>', html, re.S
+    ):
+        cells = match[2].split('<div class="cell ')[1:]
+        if any("tag_remove-output" not in c and "cell_output" not in c for c in cells):
+            found.append(match[1])
+    return found
+
+
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_every_solution_shows_the_output_of_its_code(doc):
+    missing = _without_output(_page_path(doc).read_text())
+    assert not missing, f"{doc}: exercises or solutions whose code shows no output: {missing}"
+
+
+def test_a_solution_without_its_output_is_found():
+    cell = '<div class="cell docutils container"><div class="cell_input">x</div>{}</div>'
+    shown = cell.format('<div class="cell_output">2.11 GB</div>')
+    page = (
+        '<div class="solution dropdown admonition" id="s-1"><section>'
+        + cell.format("")
+        + shown
+        + "</section>\n</div>"
+        + '<div class="solution dropdown admonition" id="s-2"><section>'
+        + shown
+        + "</section>\n</div>"
+    )
+    assert _without_output(page) == ["s-1"]
