@@ -7,6 +7,7 @@ stands behind, are checked in its source.
 """
 
 import re
+import tomllib
 from html.parser import HTMLParser
 from pathlib import Path
 from urllib.parse import unquote, urlparse
@@ -155,3 +156,105 @@ def test_glossary_tpot_is_not_one_decode_step():
 )
 def test_the_tpot_check_can_fail(entry, right):
     assert (not _one_decode_step(entry)) is right
+
+
+# --- The chapters' source: prose wrapped at the code's line length ---------------------------
+
+# One limit for the chapters' prose and code: ruff's line length (pyproject.toml).
+WIDTH = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["ruff"]["line-length"]
+# What a line break may not split: a role, inline code or math, a link; else a word.
+UNIT = re.compile(
+    r"(?:\{[\w:-]+\}`[^`]*`|`[^`]*`"  # a role, inline code
+    r"|(?<!\\)\$[^$\n]+?(?<!\\)\$|\[[^\]]*\]\([^)]*\)|\S)+"  # inline math, a link, a character
+)
+
+
+def _long_prose(text: str) -> list[int]:
+    """The numbers of the lines of prose over ``WIDTH`` characters that a break could shorten:
+    not code, a math block, a table row, a heading or the jupytext header, nor one unbreakable
+    unit (a long address alone on its line)."""
+    lines = text.splitlines()
+    start = lines.index("---", 1) + 1 if lines[:1] == ["---"] else 0
+    long, fence, math = [], None, False
+    for number, line in enumerate(lines[start:], start + 1):
+        stripped = line.strip()
+        if fence or stripped.startswith("```"):
+            opening = re.match(r"`{3,}", stripped)
+            if fence is None:
+                fence = opening[0]
+            elif stripped == fence:
+                fence = None
+            continue
+        if stripped.startswith("$$"):
+            math ^= not (len(stripped) > 2 and stripped.endswith("$$"))
+            continue
+        if math or stripped.startswith(("|", "#")) or len(line) <= WIDTH:
+            continue
+        if len(UNIT.findall(re.sub(r"^(?:[-*+]|\d+\.)\s+", "", stripped))) > 1:
+            long.append(number)
+    return long
+
+
+@pytest.mark.parametrize("source", sorted((ROOT / "book").glob("*.md")), ids=lambda p: p.name)
+def test_the_prose_is_wrapped_at_the_line_length(source):
+    long = _long_prose(source.read_text())
+    assert not long, f"{source.name}: prose lines over {WIDTH} characters: {long}"
+
+
+def test_the_line_length_check_can_fail():
+    word = "word " * 30
+    text = "\n".join(
+        [
+            "---",
+            f"title: {word}",  # the header
+            "---",
+            f"{word}",  # 1: prose
+            f"- {word}",  # 2: a list item
+            f"| {word} |",  # a table row
+            "```{code-cell} ipython3",
+            f"x = '{word}'",  # code
+            "```",
+            "$$",
+            f"{word}",  # a math block
+            "$$",
+            "https://example.com/" + "a" * 120,  # an address alone
+            "{ref}`" + word + "`",  # one role
+        ]
+    )
+    assert _long_prose(text) == [4, 5]
+
+
+# --- What the reader is shown: every solution's code with its output -------------------------
+
+
+def _without_output(html: str) -> list[str]:
+    """The exercises and solutions of a built page with a code cell that shows no output."""
+    found = []
+    for match in re.finditer(
+        r'<div class="(?:exercise|solution)[^"]*" id="([^"]+)">(.*?)</section>\s*</div>', html, re.S
+    ):
+        cells = match[2].split('<div class="cell ')[1:]
+        if any("tag_remove-output" not in c and "cell_output" not in c for c in cells):
+            found.append(match[1])
+    return found
+
+
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_every_solution_shows_the_output_of_its_code(doc):
+    missing = _without_output(_page_path(doc).read_text())
+    assert not missing, f"{doc}: exercises or solutions whose code shows no output: {missing}"
+
+
+def test_a_solution_without_its_output_is_found():
+    cell = '<div class="cell docutils container"><div class="cell_input">x</div>{}</div>'
+    shown = cell.format('<div class="cell_output">2.11 GB</div>')
+    page = (
+        '<div class="solution dropdown admonition" id="s-1"><section>'
+        + cell.format("")
+        + shown
+        + "</section>\n</div>"
+        + '<div class="solution dropdown admonition" id="s-2"><section>'
+        + shown
+        + "</section>\n</div>"
+    )
+    assert _without_output(page) == ["s-1"]

@@ -160,6 +160,9 @@ def _check_readout(page, widget, spec):
         condition = ia.numeric(sympy.parse_expr(key["sympy"], local_dict=SYMBOLS))
         low, high, step = spec["key_grid"]
         grid = low + step * np.arange(int(np.floor((high - low) / step + 1e-9)) + 1)
+        x = next(c for c in spec["controls"] if c["name"] == spec["x"])
+        if x.get("only"):  # only the values the slider takes (Range.only)
+            grid = np.asarray(x["stops"])
         expected = ia.widgets.first_where(condition, {**state, spec["x"]: grid}, grid)
         assert value == expected or (math.isnan(value) and math.isnan(expected)), key["label"]
 
@@ -168,9 +171,13 @@ def _check_readout(page, widget, spec):
 
 # The problems of one widget as a reader meets it: a control not labelled in words (a code
 # identifier's underscore, no word), an axis with fewer than 3 tick labels, a control's value
-# printed without separators (a bare 7 digits or more).
+# printed without separators (a bare 7 digits or more), no key number in words beside the plot
+# (what the widget is about: the crossover, the break-even batch, ...).
 WIDGET_PROBLEMS = r"""(root) => {
   const problems = [];
+  const keys = [...root.querySelectorAll(".ia-live-keyvalue")].map((e) => e.textContent);
+  const worded = keys.some((k) => /^[A-Za-z'’ -]{3,}.*: .*\d/.test(k));
+  if (!worded) problems.push("no key number in words");
   root.querySelectorAll(".ia-live-name").forEach((e) => {
     const text = e.textContent.trim();
     if (text.includes("_")) problems.push("label with an underscore: " + text);
@@ -216,6 +223,7 @@ def test_the_widget_checks_can_fail(browser):
     assert "label with an underscore: n_params" in problems
     assert "x axis with 2 tick labels" in problems and "y axis with 1 tick labels" in problems
     assert "a value without separators: 70000000000" in problems
+    assert "no key number in words" in problems
     page.close()
 
 

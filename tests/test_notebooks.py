@@ -16,12 +16,14 @@ import pytest
 
 from inference_arithmetic import exercises
 from tests.test_chapters import CHAPTERS
+from tests.test_student_notebooks import _book_names
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOKS = ROOT / "_build" / "notebooks"
 # The pages with code: every chapter and the generated formula reference (the Makefile's list).
 PAGES = [*CHAPTERS, "book/appendix-formulas"]
 SOLUTION = re.compile(r":::\{solution-start\} (\S+).*?:::\{solution-end\}", re.S)
+WORDS = re.compile(r"\*Your answer to Exercise \d+\.\d+:\* \(write it here\)")
 
 
 def _code(notebook):
@@ -119,7 +121,8 @@ def test_the_student_notebook_holds_no_solution(doc):
         # One answer cell per exercise: a check of its answer, or a cell for words.
         cells = [c for c in _edition(doc, "student").cells if f'"{label}"' in c.source]
         if label in _registered():
-            assert [c.source for c in cells] == [exercises.student_cell(label)], label
+            name = _book_names(doc)[label]
+            assert [c.source for c in cells] == [exercises.student_cell(label, name)], label
         else:
             assert not cells, label
 
@@ -137,7 +140,7 @@ def test_the_student_notebook_is_the_chapter_less_its_solutions(doc):
     kept = [code for code in instructor if code not in solved]
     answers = [c for c in _code(student) if c.startswith("# Your answer to ")]
     assert [c for c in _code(student) if c not in answers] == kept
-    words = [c for c in student.cells if c.source.strip() == "*Your answer:* (write it here)"]
+    words = [c for c in student.cells if WORDS.fullmatch(c.source.strip())]
     assert len(answers) + len(words) == len(_solutions(doc))
 
 

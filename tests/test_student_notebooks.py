@@ -23,6 +23,7 @@ import ast
 import re
 from pathlib import Path
 
+import jupytext
 import nbformat
 import pytest
 
@@ -34,6 +35,7 @@ STUDENT = ROOT / "_build" / "notebooks" / "student"
 INSTRUCTOR = ROOT / "_build" / "notebooks" / "instructor"
 MARKER = re.compile(r":::\{solution-(start|end)\}[ \t]*(\S*)")
 ANSWER = "# Your answer to "
+CHECKS = re.compile(r'ia\.exercises\.check\(\s*"([^"]+)"')
 # What an IPython kernel's namespace holds before the first cell runs.
 # Statements that read everything before they bind anything.
 
@@ -44,8 +46,13 @@ def _read(folder, doc):
     return nbformat.read(path, as_version=4)
 
 
+def _answered(source):
+    """The label of the exercise an answer cell checks."""
+    return CHECKS.search(source)[1]
+
+
 def _chapter_cells(notebook):
-    """The code cells of the chapter (the instructor edition), each as (source, label): the
+    """The code cells of the chapter (its MyST source), each as (source, label): the
     label of the solution it is part of, or None for a cell the student edition keeps; at
     each solution's end, (None, label): the place of its answer cell."""
     cells, inside = [], None
@@ -118,7 +125,7 @@ def _problems(chapter, student):
     named, queue = [], iter(kept)
     for source in student:
         if source.startswith(ANSWER):
-            named.append((source.removeprefix(ANSWER).split(":")[0], source))
+            named.append((_answered(source), source))
         else:
             index, expected = next(queue, (None, None))
             assert source == expected, f"the student's cell differs from the chapter's: {source}"
@@ -149,12 +156,13 @@ def _show(chapter, binding):
 
 @pytest.mark.parametrize("doc", CHAPTERS)
 def test_the_student_notebook_runs_with_blank_answers(doc):
-    chapter = _chapter_cells(_read(INSTRUCTOR, doc))
+    chapter = _chapter_cells(jupytext.read(ROOT / f"{doc}.md"))
     student = [c.source for c in _read(STUDENT, doc).cells if c.cell_type == "code"]
-    # The answer cells stand where the solutions were, one per exercise it can check.
-    registered = _registered()
+    # The answer cells stand where the solutions were, one per exercise it can check, each
+    # naming its exercise as the book numbers it ("Exercise 6.2", not its label).
+    registered, names = _registered(), _book_names(doc)
     expected = [
-        exercises.student_cell(label) if source is None else source
+        exercises.student_cell(label, names[label]) if source is None else source
         for source, label in chapter
         if label is None or (source is None and label in registered)
     ]
@@ -179,7 +187,7 @@ def test_the_student_notebook_runs_with_blank_answers(doc):
             assert not changed, f"{doc}: the solution of {label} changes in place: {changed}"
     # Each answer cell, after the imports that bound what it reads.
     for source in answers:
-        label = source.removeprefix(ANSWER).split(":")[0]
+        label = _answered(source)
         imports = [binding[2] for _, binding in seen[label]]
         assert all(isinstance(node, ast.Import | ast.ImportFrom) for node in imports), (
             f"{label}'s answer cell reads more than imports: {[ast.unparse(n) for n in imports]}"
@@ -270,6 +278,10 @@ def _plain(html):
     return " ".join(text.split())
 
 
+def _markdown(notebook):
+    return "\n".join(c.source for c in notebook.cells if c.cell_type == "markdown")
+
+
 def _words(markdown):
     return " ".join(re.sub(r"[*`$\\]", "", markdown).split())
 
@@ -288,6 +300,22 @@ def _book_exercises(doc):
         (label, number.strip(), re.findall(r'<span class="pasted-text">([^<]*)</span>', body), body)
         for label, number, body in (m.groups() for m in found)
     ]
+
+
+def _book_names(doc):
+    """Each exercise of a built page by its label, as the page numbers it: "Exercise 6.2"."""
+    return {label: number for label, number, _, _ in _book_exercises(doc)}
+
+
+def _book_solutions(doc):
+    """The headings of a built page's solutions, as the page shows them."""
+    page = (HTML / f"{doc}.html").read_text()
+    titles = re.findall(
+        r'<div class="solution dropdown[^"]*"[^>]*>\s*<p class="admonition-title">(.*?)</p>',
+        page,
+        re.S,
+    )
+    return [_plain(title) for title in titles]
 
 
 def _exercise_cells(notebook):
@@ -316,19 +344,24 @@ def _exercise_problems(book, notebook):
     return problems
 
 
+@pytest.mark.parametrize("edition", [STUDENT, INSTRUCTOR], ids=["student", "instructor"])
 @pytest.mark.parametrize("doc", CHAPTERS)
-def test_the_student_notebook_reads_as_plain_markdown_with_the_books_numbers(doc):
-    notebook = _read(STUDENT, doc)
+def test_the_notebook_reads_as_plain_markdown_with_the_books_numbers(doc, edition):
+    notebook = _read(edition, doc)
     left = _myst_left(notebook)
     assert not left, f"{doc}: MyST that JupyterLab shows raw: {left[:5]}"
     book = _book_exercises(doc)
     assert book, f"{doc}.html has no exercise"
     problems = _exercise_problems(book, notebook)
-    assert not problems, f"{doc}: the student's exercises differ from the book's: {problems}"
-    # Every glued value the page prints outside its solutions is in the student's text too.
+    assert not problems, f"{doc}: the notebook's exercises differ from the book's: {problems}"
+    # The instructor's solutions, each headed as the book heads it; the student's, none.
+    headings = re.findall(r"^#### (Solution to .+)$", _markdown(notebook), re.M)
+    assert headings == (_book_solutions(doc) if edition == INSTRUCTOR else []), doc
+    # Every glued value the page prints (the student's: outside its solutions) is in the text.
     page = (HTML / f"{doc}.html").read_text()
-    page = re.sub(r'<div class="solution dropdown.*?</section>\s*</div>', "", page, flags=re.S)
-    text = _words("\n".join(c.source for c in notebook.cells if c.cell_type == "markdown"))
+    if edition == STUDENT:
+        page = re.sub(r'<div class="solution dropdown.*?</section>\s*</div>', "", page, flags=re.S)
+    text = _words(_markdown(notebook))
     missing = [
         value
         for value in re.findall(r'<span class="pasted-text">([^<]*)</span>', page)

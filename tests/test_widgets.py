@@ -710,6 +710,21 @@ def test_a_key_is_printed_to_the_page_as_its_formula():
     assert spec["key"] == ia.live.KEY and spec["key_none"] == ia.live.KEY_NONE
 
 
+def test_a_key_on_a_control_with_only_some_values_is_one_of_them():
+    # A batch of 1, 2, 4 or 8 only: 33,645,000 bytes are reached at 6 on the step grid, which
+    # the slider cannot take; the key is the least value it can, 8.
+    import sympy
+
+    controls = _controls() | {"batch": Range(1, 8, 4, only=(1, 2, 4, 8))}
+    passes = sympy.GreaterThan(INFERENCE, 33_645_000, evaluate=False)
+    w = formula_widget({"inference": INFERENCE}, x="batch", controls=controls, keys={"k": passes})
+    grid = np.arange(1, 9)
+    on_grid = ia.widgets.first_where(ia.numeric(passes), {**w.values, "batch": grid}, grid)
+    assert on_grid == 6
+    assert w.key_grid().tolist() == [1, 2, 4, 8]
+    assert w.key_values() == {"k": 8}
+
+
 @pytest.mark.parametrize("key", [TRAINING, INFERENCE.subs(ia.symbols.B, 8) >= 1])
 def test_a_key_must_be_a_condition_on_x(key):
     with pytest.raises(ValueError, match="must be a condition on 'batch'"):

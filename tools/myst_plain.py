@@ -94,11 +94,13 @@ class Book:
                 f"{doc}: no section, figure or exercise is labelled {label!r}"
             ) from None
 
-    def render(self, text: str, doc: str) -> str:
-        """``text`` (a Markdown cell of chapter ``doc``) as plain Markdown."""
+    def render(self, text: str, doc: str, solutions: bool = False) -> str:
+        """``text`` (a Markdown cell of chapter ``doc``) as plain Markdown; ``solutions``: the
+        text may hold solutions (the instructor's), each then headed "Solution to Exercise
+        6.2", else a solution's fence is an error (the student's has none)."""
         text = TARGET.sub("", text)
         text = re.sub(r"^%[^\n]*\n?", "", text, flags=re.M)  # MyST comments
-        text = FENCE.sub(lambda match: self._directive(match, doc), text)
+        text = FENCE.sub(lambda match: self._directive(match, doc, solutions), text)
         text = re.sub(r"(\$\$)[ \t]*\([^()\s]+\)", r"\1", text)  # an equation's label
         text = SUBSTITUTION.sub(lambda match: self._substitute(match[1], doc), text)
         return ROLE.sub(lambda match: self._role(match[1], match[2], doc), text)
@@ -109,18 +111,25 @@ class Book:
         except KeyError:
             raise ValueError(f"{doc}: no substitution {{{{ {name} }}}}") from None
 
-    def _directive(self, match, doc: str) -> str:
+    def exercise(self, label: str, doc: str) -> str:
+        """An exercise as the book names it: "Exercise 6.2"."""
+        return NUMFIG["exercise"] % self.target(label, doc).number
+
+    def _directive(self, match, doc: str, solutions: bool = False) -> str:
         name, argument = match["name"], match["argument"].strip()
         options = dict(re.findall(r":([\w-]+):[ \t]*([^\n]*)", match["options"]))
-        body = self.render(match["body"], doc).strip()
+        body = self.render(match["body"], doc, solutions).strip()
         if name == "exercise":
-            number = self.target(options["label"], doc).number
             title = f" ({argument})" if argument else ""
-            return f"### Exercise {number}{title}\n\n{body}\n"
+            return f"### {self.exercise(options['label'], doc)}{title}\n\n{body}\n"
         if name == "math":
             return f"$$\n{body}\n$$\n"
-        if name in ("solution-start", "solution-end"):
+        if name in ("solution-start", "solution-end") and not solutions:
             raise ValueError(f"{doc}: a solution's fence is left in the student's text")
+        if name == "solution-start":  # as the book heads it; its end needs no mark
+            return f"#### Solution to {self.exercise(argument, doc)}\n"
+        if name == "solution-end":
+            return ""
         title = argument or name.replace("-", " ").capitalize()
         quoted = "\n".join(f"> {line}".rstrip() for line in body.splitlines())
         return f"> **{title}**\n>\n{quoted}\n"

@@ -3,15 +3,16 @@
     python tools/notebooks.py OUT_DIR book/01-quantities.md ...
 
 writes OUT_DIR/student/NN-slug.ipynb and OUT_DIR/instructor/NN-slug.ipynb. The instructor
-edition is the chapter, cell for cell. The student edition is the same chapter with every
-exercise's solution (from ``:::{solution-start} LABEL`` to ``:::{solution-end}``) replaced by
-an answer cell: ``ia.exercises.student_cell(LABEL)``, which checks the student's answer, or a
+edition is the chapter, cell for cell, its solutions each headed "Solution to Exercise 6.4".
+The student edition is the same chapter with every exercise's solution (from
+``:::{solution-start} LABEL`` to ``:::{solution-end}``) replaced by an answer cell:
+``ia.exercises.student_cell(LABEL, "Exercise 6.4")``, which checks the student's answer, or a
 markdown cell for an answer in words. The chapters stay the one source.
 
-The student edition is for JupyterLab, which has no MyST renderer: its Markdown is plain
+Both editions are for JupyterLab, which has no MyST renderer: their Markdown is plain
 (tools/myst_plain.py: "Exercise 6.4" headings, references as the book prints them, each glued
-value as the number the book shows), and each exercise's written questions get a cell of
-their own. In both editions the cells the book hides are folded (``fold``).
+value as the number the book shows). In the student edition each exercise's written questions
+get a cell of their own. In both editions the cells the book hides are folded (``fold``).
 
 One process for all: importing jupytext takes seconds, converting a chapter a few tens of
 milliseconds. The book's ".ipynb" download (tools/book_html.py) is the student edition,
@@ -35,8 +36,8 @@ CACHE = ROOT / "_build" / ".jupyter_cache"
 EDITIONS = ("student", "instructor")
 START = re.compile(r":::\{solution-start\}\s+(\S+)[^\n]*\n(?::class:[^\n]*\n)?:::\n?")
 END = re.compile(r":::\{solution-end\}\s*\n:::\n?")
-WORDS = "*Your answer:* (write it here)"
-WRITTEN = "**Your answer** to {label}: *{question}*\n\n(write it here)"
+WORDS = "*Your answer to {name}:* (write it here)"
+WRITTEN = "**Your answer** to {name}: *{question}*\n\n(write it here)"
 
 
 def student(notebook, doc: str, book: Book):
@@ -64,11 +65,25 @@ def student(notebook, doc: str, book: Book):
                 if not end:
                     break  # the solution's prose
                 _flush(cells, kept, cell, doc, book)
-                cells += _answer(exercises, inside, book.target(inside, doc).number)
+                cells += _answer(exercises, inside, book.exercise(inside, doc))
                 inside, text, kept = None, text[end.end() :], []
         _flush(cells, kept, cell, doc, book)
     if inside is not None:
         raise ValueError(f"the solution of {inside} has no :::{{solution-end}}")
+    notebook.cells = cells
+    return notebook
+
+
+def instructor(notebook, doc: str, book: Book):
+    """``notebook`` (chapter ``doc``) with its Markdown plain, its solutions kept, each under a
+    heading (``book.render``); a cell that held only a solution's end is left out."""
+    cells = []
+    for cell in notebook.cells:
+        if cell.cell_type == "markdown":
+            cell.source = book.render(cell.source + "\n", doc, solutions=True).strip() + "\n"
+            if not cell.source.strip():
+                continue
+        cells.append(cell)
     notebook.cells = cells
     return notebook
 
@@ -82,15 +97,16 @@ def _flush(cells, kept, cell, doc, book):
     kept.clear()
 
 
-def _answer(exercises, label, number):
+def _answer(exercises, label, name):
     """A cell that checks the answer and one for each question asked in words, or only one to
-    write in (an exercise without a self-check)."""
+    write in (an exercise without a self-check); each names the exercise as the book does
+    (``name``, "Exercise 6.4")."""
     try:
-        cells = [nbformat.v4.new_code_cell(exercises.student_cell(label))]
+        cells = [nbformat.v4.new_code_cell(exercises.student_cell(label, name))]
     except KeyError:  # no self-check: the exercise asks for words
-        return [nbformat.v4.new_markdown_cell(WORDS)]
+        return [nbformat.v4.new_markdown_cell(WORDS.format(name=name))]
     for question in exercises.written(label):
-        text = WRITTEN.format(label=f"Exercise {number}", question=question)
+        text = WRITTEN.format(name=name, question=question)
         cells.append(nbformat.v4.new_markdown_cell(text))
     return cells
 
@@ -191,13 +207,13 @@ def book(sources=None, cache: Path = CACHE, substitutions=None) -> Book:
 
 def write(source: Path, target: Path, edition: str = "student", pages: Book | None = None) -> None:
     """The class notebook of one chapter in ``edition``: its cells, no outputs. ``pages``
-    resolves the student edition's references (``book()`` when not given)."""
+    resolves the references and glued values (``book()`` when not given)."""
     if edition not in EDITIONS:
         raise ValueError(f"edition must be one of {EDITIONS}, got {edition!r}")
     notebook = jupytext.read(source)
-    if edition == "student":
-        pages = pages or book()
-        notebook = student(notebook, str(Path(source).resolve().with_suffix("")), pages)
+    pages = pages or book()
+    doc = str(Path(source).resolve().with_suffix(""))
+    notebook = (student if edition == "student" else instructor)(notebook, doc, pages)
     fold(notebook)
     target.parent.mkdir(parents=True, exist_ok=True)
     jupytext.write(notebook, target, fmt="ipynb")

@@ -318,10 +318,15 @@ def _power(ratio: float) -> str:
     )
 
 
-def student_cell(label: str) -> str:
-    """The code cell that replaces an exercise's solution in the student edition."""
+def student_cell(label: str, name: str | None = None) -> str:
+    """The code cell that replaces an exercise's solution in the student edition; ``name`` is
+    the exercise as the book numbers it ("Exercise 6.2"), the label where not given.
+
+    >>> print(student_cell("ex-intro-bandwidth", "Exercise 0.1").splitlines()[0])
+    # Your answer to Exercise 0.1: replace each None, then run the cell.
+    """
     exercise = _exercise(label)
-    lines = [f"# Your answer to {label}: replace each None, then run the cell."]
+    lines = [f"# Your answer to {name or label}: replace each None, then run the cell."]
     lines += [f'ia.exercises.check(\n    "{label}",']
     for part in exercise.parts:
         what = "True or False" if part.kind == "yes/no" else part.unit or part.kind

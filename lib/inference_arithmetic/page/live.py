@@ -123,7 +123,8 @@ def spec(widget) -> dict:
     return {
         "x": widget.x,
         "keys": keys,
-        # The x control's step grid, where the keys are looked for (FormulaWidget.key_grid).
+        # The x control's step grid, where the keys are looked for (FormulaWidget.key_grid);
+        # a control with only some values (Range.only) gives its stops instead.
         "key_grid": [x_range.min, x_range.max, x_range.step] if keys else None,
         "key": KEY,
         "key_none": KEY_NONE,
@@ -206,12 +207,12 @@ var iaLive = window.iaLive || (window.iaLive = function (root) {
   function show(v) { return iaShow(v, spec.format, spec.unit); }
   spec.keys = spec.keys || [];
   var conds = spec.keys.map(compile);
-  // A key number: the least x of the x control's step grid at which its condition holds
-  // (FormulaWidget.key_values), NaN where none does.
+  // A key number: the least x of the x control's step grid (or of its only values) at which
+  // its condition holds (FormulaWidget.key_values), NaN where none does.
   function key(i) {
-    var g = spec.key_grid, n = Math.floor((g[1] - g[0]) / g[2] + 1e-9) + 1;
+    var g = spec.key_grid, n = xc.only ? xc.stops.length : Math.floor((g[1] - g[0]) / g[2] + 1e-9) + 1;
     for (var k = 0; k < n; k++) {
-      var x = g[0] + g[2] * k;
+      var x = xc.only ? xc.stops[k] : g[0] + g[2] * k;
       if (call(conds[i], spec.keys[i].args, x)) return x;
     }
     return NaN;

@@ -188,9 +188,12 @@ class FormulaWidget:
         return {r: float(f.from_values(values)) for r, f in self.bound_functions.items()}
 
     def key_grid(self) -> np.ndarray:
-        """Every value of x on its control's step grid, from ``min`` to ``max``: where the keys
-        are looked for (the page builds the same list from the same three numbers)."""
+        """Every value of x on its control's step grid, from ``min`` to ``max``, or its only
+        values (``Range.only``): where the keys are looked for (the page builds the same list
+        from the same numbers)."""
         r = self.specs[self.x]
+        if r.only:  # a degree the slider cannot take is no answer (3 GPUs of 1, 2, 4, 8)
+            return np.asarray(r.only, dtype=float)
         n = int(np.floor((r.max - r.min) / r.step + 1e-9)) + 1
         return r.min + r.step * np.arange(n)
 
