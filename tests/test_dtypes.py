@@ -19,7 +19,10 @@ def test_known_dtypes(dtype, nbytes):
     assert ia.DTYPE_BYTES[dtype] == nbytes
 
 
-@pytest.mark.parametrize("dtype", list(DTYPE_BYTES))
+PLAIN = [name for name in DTYPE_BYTES if re.fullmatch(r"(fp|bf|int)\d+", name)]
+
+
+@pytest.mark.parametrize("dtype", PLAIN)
 def test_bytes_are_the_bits_in_the_name_over_eight(dtype):
     bits = int(re.search(r"\d+$", dtype).group())
     assert bytes_per_number(dtype) == bits / 8
@@ -65,3 +68,62 @@ def test_every_dtype_is_a_valid_bytes_per_number(dtype):
     # int4's 0.5 is fractional: the symbol b must accept it.
     value = bytes_per_number(dtype)
     assert float(ia.numeric(b * D)(bytes_per_number=value, d_model=8)) == 8 * value
+
+
+# Formats as they ship: a number's bits are its value's and its share of its block's scale.
+SHIPPED_BITS = {
+    "mxfp4": 4 + 8 / 32,  # OCP MX: 32 E2M1 values, one E8M0 scale
+    "nvfp4": 4 + 8 / 16,  # NVFP4: 16 E2M1 values, one E4M3 scale
+    "int4-g128": 4 + (16 + 4) / 128,  # AWQ/GPTQ: fp16 scale and 4-bit zero per 128
+    "fp8-block": 8 + 32 / (128 * 128),  # DeepSeek-V3: one fp32 scale per 128 x 128
+    "q8_0": (2 + 32) * 8 / 32,  # ggml block_q8_0: 34 bytes per 32 weights
+    "q4_0": (2 + 16) * 8 / 32,  # ggml block_q4_0: 18 bytes per 32 weights
+}
+
+
+@pytest.mark.parametrize("dtype, bits", SHIPPED_BITS.items())
+def test_block_scaled_formats_count_their_scales(dtype, bits):
+    assert bytes_per_number(dtype) == pytest.approx(bits / 8, rel=1e-12)
+    assert bytes_per_number(dtype) > ia.FORMATS[dtype].value_bits / 8
+
+
+@pytest.mark.parametrize("name", list(ia.FORMATS))
+def test_every_format_names_its_source_and_a_rate(name):
+    f = ia.FORMATS[name]
+    assert len(f.source) > 10
+    assert f.compute in ia.dtypes.COMPUTE_FORMATS
+
+
+def test_fp4_is_nvfp4_and_computes_at_the_fp4_rate():
+    assert ia.dtypes.dtype_name("fp4") == "nvfp4"
+    assert ia.dtypes.compute_format("fp4") == ia.dtypes.compute_format("mxfp4") == "fp4"
+    r = ia.calculate("llama-3.1-8b", "b200", dtype="fp4")
+    assert (r["dtype"], r["compute_dtype"]) == ("nvfp4", "fp4")
+
+
+@pytest.mark.parametrize(
+    "weights, compute, path",
+    [("bf16", "bf16", "W16A16"), ("int4-g128", "bf16", "W4A16"), ("fp8", "fp8", "W8A8"),
+     ("nvfp4", "fp4", "W4A4"), ("q4_k_m", "bf16", "W4A16")],
+)  # fmt: skip
+def test_compute_paths_are_named_by_their_bits(weights, compute, path):
+    assert ia.compute_path(weights, compute) == path
+
+
+def test_each_path_runs_at_the_rate_it_uses():
+    # A prefill is compute-bound: W4A4 at B200's fp4 rate beats W4A16 at its bf16 rate by
+    # about the ratio of the rates; both read the same bytes.
+    one = dict(batch=1, prompt_len=8192, step="roofline")
+    w4a16 = ia.prefill_time("llama-3.1-8b", "b200", dtype="nvfp4", compute_dtype="bf16", **one)
+    w4a4 = ia.prefill_time("llama-3.1-8b", "b200", dtype="nvfp4", **one)
+    rates = ia.gpu("b200").flop_rate("fp4") / ia.gpu("b200").flop_rate("bf16")
+    assert rates * 0.7 < w4a16 / w4a4 <= rates
+
+
+def test_w4a4_is_refused_where_the_gpu_has_no_fp4_rate():
+    with pytest.raises(ia.UnknownName) as info:
+        ia.calculate("llama-3.1-8b", "h100-sxm", dtype="nvfp4")
+    message = str(info.value)
+    assert "no peak FLOP rate for fp4" in message and "compute_dtype='bf16'" in message
+    # The W4A16 path it names works.
+    assert ia.calculate("llama-3.1-8b", "h100-sxm", dtype="nvfp4", compute_dtype="bf16")

@@ -1,5 +1,9 @@
 """ModelConfig validation, the registry, and reading Hugging Face config.json files."""
 
+import dataclasses
+import json
+from pathlib import Path
+
 import pytest
 
 import inference_arithmetic as ia
@@ -341,3 +345,64 @@ def test_numpy_bools_are_switches():
     m = small(tied_embeddings=np.True_, qkv_bias=np.False_)
     assert m.tied_embeddings is True and m.qkv_bias is False
     assert m == small(tied_embeddings=True)
+
+
+# Formats per group of weights, read from a config's quantization block.
+def test_gpt_oss_ships_mxfp4_experts_and_bf16_attention():
+    m = ia.model("gpt-oss-120b")
+    assert dict(m.weight_formats) == {"layers": "bf16", "experts": "mxfp4", "vocabulary": "bf16"}
+    # The model card's checkpoint of 60.8 GiB (arXiv:2508.10925, table 1), within 1%; the
+    # 20b's 12.8 GiB likewise. In bf16 the 120b would take more than three times as much.
+    for name, gib in (("gpt-oss-120b", 60.8), ("gpt-oss-20b", 12.8)):
+        shipped = ia.timing.weights_per_gpu(name)
+        assert shipped == pytest.approx(gib * 2**30, rel=0.01)
+    assert ia.timing.weights_per_gpu(m, dtype="bf16") > 3.5 * ia.timing.weights_per_gpu(m)
+
+
+def test_deepseek_v3_ships_fp8_with_block_scales_and_a_bf16_vocabulary():
+    m = ia.model("deepseek-v3")
+    assert dict(m.weight_formats) == {
+        "layers": "fp8-block",
+        "experts": "fp8-block",
+        "vocabulary": "bf16",
+    }
+
+
+def test_a_model_without_a_quantization_block_is_bf16_throughout():
+    m = ia.model("llama-3.1-8b")
+    assert m.weight_formats == ()
+    assert ia.timing.weights_per_gpu(m) == 2 * ia.param_count(m)
+
+
+def _oss_config(**quantization):
+    config = json.loads(
+        (Path(ia.models.config.__file__).parent / "configs" / "gpt-oss-20b.json").read_text()
+    )["config"]
+    return {**config, "quantization_config": quantization}
+
+
+def test_modules_not_converted_keep_the_16_bit_format():
+    everything = ia.ModelConfig.from_hf_config(_oss_config(quant_method="mxfp4"))
+    assert dict(everything.weight_formats)["layers"] == "mxfp4"
+    kept = ia.ModelConfig.from_hf_config(
+        _oss_config(quant_method="mxfp4", modules_to_not_convert=["model.layers.*.self_attn"])
+    )
+    assert dict(kept.weight_formats)["layers"] == "bf16"
+
+
+@pytest.mark.parametrize(
+    "quantization, named",
+    [({"quant_method": "bitsandbytes"}, "quant_method"),
+     ({"quant_method": "awq", "bits": 3, "group_size": 128}, "awq")],
+)  # fmt: skip
+def test_a_quantization_the_library_has_no_format_for_is_refused(quantization, named):
+    with pytest.raises(ia.ArgumentError) as info:
+        ia.ModelConfig.from_hf_config(_oss_config(**quantization))
+    assert named in str(info.value) and "quantization_config" in str(info.value)
+
+
+def test_weight_formats_are_checked_where_they_enter():
+    with pytest.raises(ia.ArgumentError, match="experts"):
+        dataclasses.replace(ia.model("llama-3.1-8b"), weight_formats={"experts": "mxfp4"})
+    with pytest.raises(ia.UnknownName, match=r"weight_formats\['layers'\]"):
+        dataclasses.replace(ia.model("llama-3.1-8b"), weight_formats={"layers": "fp5"})

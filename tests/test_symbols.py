@@ -15,6 +15,8 @@ ROWS = list(NOTATION.values())
 FRACTIONAL = {
     "bytes_per_number",
     "kv_bytes_per_number",
+    "expert_bytes_per_number",
+    "vocab_bytes_per_number",
     "flop_rate",
     "bandwidth",
     "compute_efficiency",

@@ -169,7 +169,7 @@ def test_choice_default_may_be_a_label():
 def test_choice_label_for():
     choice = Choice(ia.DTYPE_BYTES, "bf16")
     assert choice.label_for("int4") == "int4"
-    assert choice.label_for(0.6) == "int4"
+    assert choice.label_for(0.45) == "int4"  # the nearest value: int4's bare half byte
     assert choice.label_for(2, current="bf16") == "bf16"  # a tie keeps the current label
     assert choice.label_for(2, current="fp32") in {"fp16", "bf16"}
     assert choice.clamp("int8") == 1

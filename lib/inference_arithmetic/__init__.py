@@ -14,12 +14,19 @@ of the book; ``numeric`` compiles any of them into a vectorized numpy function.
 # against the public API as the chapters are, above it.
 from inference_arithmetic import formulas, hardware, models, serving
 from inference_arithmetic.core import checks, dtypes, format, registry, symbols
-from inference_arithmetic.core.dtypes import DTYPE_BYTES, bytes_per_number
+from inference_arithmetic.core.dtypes import DTYPE_BYTES, FORMATS, bytes_per_number, compute_path
 from inference_arithmetic.core.numeric import ArgumentError, UnknownName, evaluate, numeric
 from inference_arithmetic.hardware.engines import Engine, engine, engine_names
 from inference_arithmetic.hardware.gpus import GPU, gpu, gpu_names
 from inference_arithmetic.models import counts
-from inference_arithmetic.models.config import ModelConfig, measured, model, model_names
+from inference_arithmetic.models.config import (
+    AUTO,
+    ModelConfig,
+    measured,
+    model,
+    model_names,
+    weight_formats,
+)
 from inference_arithmetic.models.counts import (
     decode_flops,
     forward_flops,
@@ -68,6 +75,10 @@ __all__ = [
     "residuals",
     "bands",
     "DTYPE_BYTES",
+    "FORMATS",
+    "AUTO",
+    "weight_formats",
+    "compute_path",
     "GPU",
     "ModelConfig",
     "bytes_per_number",

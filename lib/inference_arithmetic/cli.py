@@ -146,21 +146,23 @@ def _deployment(args) -> dict:
 
 def _count(args) -> dict:
     m = _model(args.model)
+    layers = ia.weight_formats(m, args.dtype)["layers"]  # the cache's format unless given
     result = {
         "model": m.name,
         "model_type": m.model_type,
         "params": ia.param_count(m),
         "active_params": ia.param_count(m, active=True),
         "params_without_embeddings": ia.param_count(m, embeddings=False),
-        "weights_bytes": ia.param_count(m) * ia.bytes_per_number(args.dtype),
-        "kv_cache_bytes_per_token": ia.kv_cache_bytes(m, 1, 1, args.cache_dtype or args.dtype),
+        "weights_bytes": ia.timing.weights_per_gpu(m, 1, args.dtype),
+        "kv_cache_bytes_per_token": ia.kv_cache_bytes(m, 1, 1, args.cache_dtype or layers),
         "decode_flops_per_token": ia.decode_flops(m, 1, 1),
         "context_window": m.context_window,
         "n_layers": m.n_layers,
         "d_model": m.d_model,
         "n_heads": m.n_heads,
         "n_kv_heads": m.n_kv_heads,
-        "dtype": ia.dtypes.dtype_name(args.dtype),
+        "dtype": args.dtype if args.dtype == ia.AUTO else ia.dtypes.dtype_name(args.dtype),
+        "weight_formats": ia.weight_formats(m, args.dtype),
     }
     return result
 
@@ -283,7 +285,9 @@ def parser():
 
     p = command("count", _count, COUNT, "parameters, weights and KV cache per token of a model")
     p.add_argument("model", help="registry name, config.json, its folder, or JSON text")
-    p.add_argument("--dtype", default="bf16", help="weights' format (bf16)")
+    p.add_argument(
+        "--dtype", default="auto", help="weights' format (auto: as the checkpoint ships)"
+    )
     p.add_argument("--cache-dtype", help="KV cache's format (the weights')")
 
     p = command(

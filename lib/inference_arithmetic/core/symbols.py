@@ -97,6 +97,8 @@ L_w       | n_window_layers      | L_w          | count0 | layers     | layers w
 eta_c     | compute_efficiency   | \eta_c       | real   | fraction   | achieved fraction of the peak FLOP/s
 eta_m     | bandwidth_efficiency | \eta_m       | real   | fraction   | achieved fraction of the peak bandwidth
 b_kv      | kv_bytes_per_number  | b_{kv}       | real   | bytes      | bytes per number of the KV cache (b unless the cache has its own dtype)
+b_e       | expert_bytes_per_number | b_e     | real   | bytes      | bytes per number of the experts' weights, where a checkpoint stores them in a format of their own (gpt-oss: MXFP4)
+b_v       | vocab_bytes_per_number | b_v       | real   | bytes      | bytes per number of the embedding and the output head, where a checkpoint stores them in a format of their own
 n_gpus    | n_gpus               | n            | count  | GPUs       | GPUs a model is split over
 beta_link | link_bandwidth       | \beta_{link} | real   | B/s        | bytes per second between two GPUs
 alpha     | link_latency         | \alpha       | real0  | s          | fixed time of one message between GPUs
@@ -189,6 +191,8 @@ LABELS = {
     "compute_efficiency": "compute efficiency",
     "bandwidth_efficiency": "bandwidth efficiency",
     "kv_bytes_per_number": "cache number format",
+    "expert_bytes_per_number": "experts' number format",
+    "vocab_bytes_per_number": "vocabulary number format",
     "n_gpus": "GPUs",
     "link_bandwidth": "link bandwidth",
     "link_latency": "message latency",

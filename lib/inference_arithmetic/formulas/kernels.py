@@ -171,15 +171,16 @@ def matmul_rate(rows):
     return eta_c * pi * rows / (rows + m_c * tiles)
 
 
-def gemm(name, rows, inner, outer, count=1, weights=None, per_matrix=None, grouped=False):
+def gemm(name, rows, inner, outer, count=1, weights=None, per_matrix=None, grouped=False, stored=b):
     """A product of ``rows`` token rows by an ``inner`` x ``outer`` weight matrix: 2 rows inner
     outer FLOPs at ``matmul_rate`` of the rows each matrix multiplies (``per_matrix``, default
     ``rows``: an MoE layer's experts each take a share); the weights (``weights`` numbers,
-    default inner outer) at b bytes each and the rows in and out at b_a, at eta_m of the
+    default inner outer) at ``stored`` bytes each (b, or an expert's b_e, the head's b_v:
+    ``latency.weight_number_bytes``) and the rows in and out at b_a, at eta_m of the
     bandwidth. A ``grouped`` product (one kernel over many experts' matrices) reaches g_e of
     a single product's rate and bandwidth."""
     weights = inner * outer if weights is None else weights
-    nbytes = b * weights + b_a * rows * (inner + outer)
+    nbytes = stored * weights + b_a * rows * (inner + outer)
     flops = 2 * rows * inner * outer
     # At least one row (an expert with no token in the step reads nothing and does nothing).
     rate = matmul_rate(sympy.Max(rows if per_matrix is None else per_matrix, 1))
@@ -313,10 +314,13 @@ def _ffn(arch, tokens, share, moe):
     pairs = tokens * k  # token-expert pairs: each expert's rows, summed
     per_expert = pairs / sympy.Max(touched, k)  # rows of a touched expert (none: no rows)
     up = widths * F_e / share
+    stored = latency.weight_number_bytes(arch, "experts")
     kernels = [
         gemm("router", tokens, D, E),
         elementwise("expert routing", tokens, 2 * E),
-        gemm("experts up", pairs, D, up, 1, touched * D * up, per_expert, grouped=True),
+        gemm(
+            "experts up", pairs, D, up, 1, touched * D * up, per_expert, grouped=True, stored=stored
+        ),
         elementwise("expert activation", pairs, (widths + 1) * F_e / share),
         gemm(
             "experts down",
@@ -326,12 +330,13 @@ def _ffn(arch, tokens, share, moe):
             weights=touched * F_e / share * D,
             per_matrix=per_expert,
             grouped=True,
+            stored=stored,
         ),
     ]
     if arch.n_shared_experts:
         kernels += [
-            gemm("shared experts up", tokens, D, widths * E_s * F_e / share),
-            gemm("shared experts down", tokens, E_s * F_e / share, D),
+            gemm("shared experts up", tokens, D, widths * E_s * F_e / share, stored=stored),
+            gemm("shared experts down", tokens, E_s * F_e / share, D, stored=stored),
         ]
     return kernels
 
@@ -394,13 +399,21 @@ def step_kernels(arch, parallel="tensor", mla="absorbed") -> tuple[Kernel, ...]:
         layer.append(_collective("all-reduce (feed-forward)", message, tokens, 1))
     kernels += [_with_count(kernel, L) for kernel in layer]
     logits = B_d + P_t / T  # each decoding request's next token, each prompt's first
-    gathered = b * sympy.Min(tokens, V) * D if not arch.tied_embeddings else b * tokens * D
+    vocab = latency.weight_number_bytes(arch, "vocabulary")
+    gathered = vocab * (sympy.Min(tokens, V) * D if not arch.tied_embeddings else tokens * D)
     if arch.max_positions:  # learned positions: a row each too (GPT-2)
-        gathered = gathered + b * sympy.Min(tokens, P) * D
+        gathered = gathered + vocab * sympy.Min(tokens, P) * D
     kernels += [
         _kernel("embedding", "elementwise", 0, gathered + b_a * tokens * D, pi, eta_m * beta, 1),
         elementwise("final norm", logits, 2 * D, weights=transformer.final_norm_params(arch)),
-        gemm("logits", logits, D, V / share, weights=(D + int(arch.lm_head_bias)) * V / share),
+        gemm(
+            "logits",
+            logits,
+            D,
+            V / share,
+            weights=(D + int(arch.lm_head_bias)) * V / share,
+            stored=vocab,
+        ),
         elementwise("sampling", logits, 2 * V / share),
     ]
     if not tensor:

@@ -38,7 +38,9 @@ from inference_arithmetic.core.symbols import (
     T,
     V,
     b,
+    b_e,
     b_kv,
+    b_v,
     eta_a,
     k,
     mu,
@@ -94,22 +96,46 @@ def experts_touched(tokens):
     return E * (1 - (1 - k / E) ** tokens)
 
 
+def weight_number_bytes(arch, group):
+    """Bytes per number of a group of ``arch``'s weights (``models.config.WEIGHT_GROUPS``): b for
+    every group of a model that ships one format; a checkpoint that quantizes some groups
+    (``arch.weight_formats``) has b_e for its experts and b_v for its vocabulary, b for the
+    layers' other weights."""
+    if not arch.weight_formats:
+        return b
+    return {"layers": b, "experts": b_e, "vocabulary": b_v}[group]
+
+
+def stored_weight_bytes(arch, total, experts=0, vocabulary=0):
+    """Bytes of ``total`` weights of which ``experts`` are experts' and ``vocabulary`` the
+    embedding's and output head's, each group at its ``weight_number_bytes``: b total for a
+    model in one format."""
+    if not arch.weight_formats:
+        return b * total
+    layers = total - experts - vocabulary
+    return b * layers + b_e * experts + b_v * vocabulary
+
+
 def weight_bytes_read(arch, tokens):
     """Bytes of weights one forward pass over ``tokens`` tokens reads: all of a dense model
     (for an MoE model, only the experts the tokens touch), except the input embedding, of
     which it gathers one row per token (of the V rows at most). A tied embedding is read
-    whole anyway, as the output projection."""
+    whole anyway, as the output projection. Each group at its own bytes per number
+    (``stored_weight_bytes``)."""
     total = transformer.params(arch)
+    vocabulary = transformer.vocabulary_params(arch)
     if not arch.tied_embeddings:
-        total = total - V * D + sympy.Min(tokens, V) * D
+        unread_rows = V * D - sympy.Min(tokens, V) * D
+        total, vocabulary = total - unread_rows, vocabulary - unread_rows
     if not arch.is_moe:
-        return b * total
+        return stored_weight_bytes(arch, total, 0, vocabulary)
     matrices = 3 if arch.ffn == "gated" else 2
     expert = matrices * D * F_e
     unread = transformer.over_layers(
         arch, lambda moe: (E - experts_touched(tokens)) * expert if moe else 0
     )
-    return b * (total - unread)
+    experts = transformer.expert_params(arch) - unread
+    return stored_weight_bytes(arch, total - unread, experts, vocabulary)
 
 
 def cache_bytes(arch, mla_cache="latent"):
@@ -142,8 +168,10 @@ def _mode(parallel):
 def weight_bytes_per_gpu(arch, parallel="tensor"):
     """Bytes of weights on each of n GPUs: b N / n with tensor parallelism; a pipeline's
     fullest stage holds ceil(L / n) of the L layers (``parallel.layers_per_stage``), and the
-    same share of the rest, b N ceil(L / n) / L (b N / n when n divides L)."""
-    return b * transformer.params(arch) / _parts(parallel)
+    same share of the rest, b N ceil(L / n) / L (b N / n when n divides L). Each group of
+    weights at its own bytes per number (``stored_weight_bytes``)."""
+    groups = transformer.expert_params(arch), transformer.vocabulary_params(arch)
+    return stored_weight_bytes(arch, transformer.params(arch), *groups) / _parts(parallel)
 
 
 def _parts(parallel):

@@ -53,6 +53,8 @@ __all__ = [
     "norm_params",
     "final_norm_params",
     "moe_params",
+    "expert_params",
+    "vocabulary_params",
     "layer_params",
     "over_layers",
     "params",
@@ -139,6 +141,23 @@ def moe_params(arch, active=False):
     experts = k if active else E
     total = experts * ffn_params(arch, F_e) + D * E + (E if arch.router_bias else 0)
     return total + (E_s * ffn_params(arch, F_e) if arch.n_shared_experts else 0)
+
+
+def expert_params(arch, active=False):
+    """The experts' feed-forward blocks of every MoE layer, routed (k of them with
+    ``active=True``) and shared, biases included: what a checkpoint may store in a format of
+    their own. 0 for a dense model."""
+    if not arch.is_moe:
+        return 0
+    routed = k if active else E
+    experts = routed + (E_s if arch.n_shared_experts else 0)
+    return over_layers(arch, lambda moe: experts * ffn_params(arch, F_e) if moe else 0)
+
+
+def vocabulary_params(arch):
+    """The embedding (and learned positions) and the output head: ``embedding_params`` and
+    ``lm_head_params``."""
+    return embedding_params(arch) + lm_head_params(arch)
 
 
 def layer_params(arch, moe=False, active=False):

@@ -55,16 +55,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from inference_arithmetic.core.dtypes import DTYPE_BYTES
+from inference_arithmetic.core.dtypes import COMPUTE_FORMATS, DTYPE_BYTES
 from inference_arithmetic.core.numeric import ArgumentError, UnknownName
 from inference_arithmetic.core.registry import Registry, lookup
 
 __all__ = ["GPU", "gpu", "gpu_names", "FLOP_DTYPES", "FIGURES", "ON_CHIP", "ACHIEVED"]
 __all__ += ["achieved_figure", "USER_SUPPLIED"]
 
-FLOP_DTYPES = (*DTYPE_BYTES, "tf32", "fp4")
-"""The dtypes a peak FLOP rate may be given for: the stored formats, plus tf32 (a tensor-core
-input format for fp32 data) and fp4."""
+FLOP_DTYPES = COMPUTE_FORMATS
+"""The dtypes a peak FLOP rate may be given for (``dtypes.COMPUTE_FORMATS``): the plain formats,
+tf32 (a tensor-core input format for fp32 data) and fp4 (MXFP4 and NVFP4 products)."""
 
 USER_SUPPLIED = "user-supplied"
 """The source of a figure given without one: your own device's."""
@@ -107,7 +107,7 @@ ACHIEVED = (
     "allreduce_latency.custom",
     "allreduce_bandwidth.nccl",
     "allreduce_bandwidth.custom",
-    *(f"{name}.{dtype}" for name in _PER_FORMAT for dtype in DTYPE_BYTES),
+    *(f"{name}.{dtype}" for name in _PER_FORMAT for dtype in FLOP_DTYPES),
 )
 """What a GPU's kernels were measured to reach, each a fraction of a peak unless it says so:
 ``matmul.<dtype>``, of the peak FLOP/s in large matrix products; ``matmul_half_rows``, the
@@ -124,7 +124,7 @@ link and the bytes per second its time grows by. ``matmul_half_rows``, ``decode_
 and ``prompt_attention`` may also be given per format (``decode_attention.fp32``). Each present
 one needs a source, keyed ``achieved.<name>``."""
 _AMOUNTS = ("matmul_half_rows", "attention_half_len", "decode_attention_latency")
-_AMOUNTS += tuple(f"matmul_half_rows.{dtype}" for dtype in DTYPE_BYTES)
+_AMOUNTS += tuple(f"matmul_half_rows.{dtype}" for dtype in FLOP_DTYPES)
 _AMOUNTS += tuple(
     f"allreduce_{k}.{a}" for k in ("latency", "bandwidth") for a in ("nccl", "custom")
 )

@@ -23,10 +23,21 @@ from pathlib import Path
 
 import numpy as np
 
+from inference_arithmetic.core.dtypes import bytes_per_number, dtype_name
 from inference_arithmetic.core.numeric import ArgumentError, UnknownName
 from inference_arithmetic.core.registry import Registry, lookup
 
 __all__ = ["ModelConfig", "model", "model_names", "measured", "MODEL_TYPES", "FIELDS", "WRAPPERS"]
+__all__ += ["WEIGHT_GROUPS", "AUTO", "QUANTIZATION", "weight_formats", "weight_number_values"]
+
+WEIGHT_GROUPS = ("layers", "experts", "vocabulary")
+"""The groups of weights a checkpoint may store in formats of their own: the experts of MoE
+layers (routed and shared), the vocabulary (the token embedding, learned positions, the output
+head), and the layers' other weights (attention, dense feed-forward blocks, routers, norms)."""
+
+AUTO = "auto"
+"""The weight format that means "as the checkpoint ships": each group in the format its config's
+quantization block gives it, bf16 where it gives none (vLLM's ``--dtype auto``)."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +87,8 @@ class ModelConfig:
     window: int | None = None
     n_window_layers: int = 0
     context_window: int | None = None  # the longest context the model was made for
+    # ((group, format), ...) of a quantized checkpoint (WEIGHT_GROUPS), () for one format
+    weight_formats: tuple = ()
     model_type: str = ""
     source: str = field(default="", compare=False)
     published_params: str = field(default="", compare=False)
@@ -144,6 +157,16 @@ class ModelConfig:
             raise ArgumentError(f"{self.name}: window and n_window_layers go together")
         if self.n_window_layers > self.n_layers:
             raise ArgumentError(f"{self.name}: n_window_layers exceeds n_layers")
+        formats = dict(self.weight_formats)  # a mapping or pairs, kept as pairs (hashable)
+        groups = [g for g in WEIGHT_GROUPS if g != "experts" or self.is_moe]
+        if set(formats) - set(groups):
+            raise ArgumentError(
+                f"{self.name}: weight_formats groups must be among {', '.join(groups)}, got "
+                f"{', '.join(map(repr, set(formats) - set(groups)))}"
+            )
+        pairs = tuple((g, dtype_name(formats[g], f"weight_formats[{g!r}]")) for g in groups
+                      if g in formats)  # fmt: skip
+        object.__setattr__(self, "weight_formats", pairs)
 
     @property
     def is_moe(self) -> bool:
@@ -209,7 +232,8 @@ class ModelConfig:
         keys = _Keys(config)
         values = _READERS[model_type](keys)
         keys.refuse_unread(UNMODELED)
-        return cls(name=name, model_type=model_type, **values)
+        formats = _quantized(config, is_moe=bool(values.get("n_experts")))
+        return cls(name=name, model_type=model_type, weight_formats=formats, **values)
 
 
 WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistral"}
@@ -227,6 +251,82 @@ UNMODELED = {
 a config that sets one (to other than its neutral value) is refused."""
 
 _NEUTRAL = {"num_nextn_predict_layers": (0, 1), "moe_layer_freq": (1,)}
+
+
+QUANTIZATION = {
+    "mxfp4": lambda q: "mxfp4",
+    "fp8": lambda q: {None: "fp8", (128, 128): "fp8-block"}.get(
+        tuple(q["weight_block_size"]) if q.get("weight_block_size") else None
+    ),
+    "awq": lambda q: "int4-g128" if (q.get("bits"), q.get("group_size")) == (4, 128) else None,
+    "gptq": lambda q: "int4-g128" if (q.get("bits"), q.get("group_size")) == (4, 128) else None,
+}
+"""The ``quantization_config`` methods the reader knows: each gives the format of the weights
+it converts (``FORMATS``), or None for settings the library has no format for."""
+
+# Hugging Face's quantizers convert the linear layers inside the decoder layers and keep the
+# embedding and the output head (``lm_head``) in the checkpoint's 16-bit format; a module named
+# in ``modules_to_not_convert`` stays there too.
+_NOT_CONVERTED = {"layers": "self_attn", "experts": "experts"}
+
+
+def _quantized(config: dict, is_moe: bool) -> tuple:
+    """The weight formats of a config's ``quantization_config`` (``WEIGHT_GROUPS``), () where
+    it has none: gpt-oss's MXFP4 experts with bf16 attention, DeepSeek-V3's fp8 with 128 x 128
+    block scales."""
+    q = config.get("quantization_config")
+    if not q:
+        return ()
+    method = q.get("quant_method") if isinstance(q, dict) else None
+    if method not in QUANTIZATION:
+        raise ArgumentError(
+            f"quantization_config: quant_method must be one of {', '.join(QUANTIZATION)}, got "
+            f"{method!r}"
+        )
+    stored = QUANTIZATION[method](q)
+    if stored is None:
+        raise ArgumentError(
+            f"quantization_config: the library has no format for {method} with "
+            f"{ {k: v for k, v in q.items() if k != 'quant_method'} }"
+        )
+    unconverted = {"float16": "fp16"}.get(config.get("torch_dtype"), "bf16")
+    kept = " ".join(q.get("modules_to_not_convert") or ())
+    formats = {"vocabulary": unconverted}
+    for group, module in _NOT_CONVERTED.items():
+        if group != "experts" or is_moe:
+            formats[group] = unconverted if module in kept else stored
+    return tuple(formats.items())
+
+
+def weight_formats(arch: ModelConfig, dtype: str = AUTO) -> dict[str, str]:
+    """The format each group of ``arch``'s weights is stored in (``WEIGHT_GROUPS``): ``dtype``
+    for every group, or with ``dtype="auto"`` as the checkpoint ships (bf16 where its config
+    has no quantization block).
+
+    >>> weight_formats(model("gpt-oss-120b"))
+    {'layers': 'bf16', 'experts': 'mxfp4', 'vocabulary': 'bf16'}
+    """
+    if dtype == AUTO:
+        return {**dict.fromkeys(WEIGHT_GROUPS, "bf16"), **dict(arch.weight_formats)}
+    return dict.fromkeys(WEIGHT_GROUPS, dtype_name(dtype))
+
+
+WEIGHT_SYMBOLS = {
+    "layers": "bytes_per_number",
+    "experts": "expert_bytes_per_number",
+    "vocabulary": "vocab_bytes_per_number",
+}
+"""The symbol (by name) of each group's bytes per number in the formulas (b, b_e, b_v)."""
+
+
+def weight_number_values(arch: ModelConfig, dtype: str = AUTO) -> dict[str, float]:
+    """``weight_formats`` as the formulas take them: bytes per number keyed by symbol name.
+
+    >>> weight_number_values(model("gpt-oss-120b"))["expert_bytes_per_number"]  # 4.25 / 8
+    0.53125
+    """
+    formats = weight_formats(arch, dtype)
+    return {WEIGHT_SYMBOLS[g]: bytes_per_number(formats[g]) for g in WEIGHT_GROUPS}
 
 
 def _as_dict(config) -> tuple[dict, str | None]:
@@ -759,7 +859,8 @@ def _fields() -> dict[str, tuple[str, ...]]:
             except (KeyError, ValueError):
                 pass  # a reader that refuses the probe's answers still read what came before
             read += keys.read
-        fields_of[model_type] = tuple(dict.fromkeys(read))
+        # Every family reads a quantization block where a config has one (``_quantized``).
+        fields_of[model_type] = tuple(dict.fromkeys([*read, "quantization_config"]))
     return fields_of
 
 

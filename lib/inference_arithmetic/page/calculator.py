@@ -30,13 +30,24 @@ import sympy
 from inference_arithmetic import serving
 from inference_arithmetic.core import checks
 from inference_arithmetic.core import format as fmt
-from inference_arithmetic.core.dtypes import DTYPE_BYTES, activation_bytes
+from inference_arithmetic.core.dtypes import (
+    ALIASES,
+    COMPUTE_FORMATS,
+    DTYPE_BYTES,
+    activation_bytes,
+    compute_format,
+)
 from inference_arithmetic.core.numeric import ArgumentError
 from inference_arithmetic.formulas import latency
 from inference_arithmetic.hardware.gpus import gpu as registry_gpu
 from inference_arithmetic.hardware.gpus import gpu_names
+from inference_arithmetic.models.config import (
+    AUTO,
+    model_names,
+    weight_formats,
+    weight_number_values,
+)
 from inference_arithmetic.models.config import model as registry_model
-from inference_arithmetic.models.config import model_names
 from inference_arithmetic.page.live import FORMAT_RUNTIME, embed_json
 from inference_arithmetic.serving import bands, cache, continuous, scenario
 
@@ -60,8 +71,10 @@ stream of ``requests_per_s`` requests a second on a continuously batching engine
 (``ia.steady_state``; ``batch`` is not used)."""
 
 SAME = "as weights"
-"""The compute format choice that computes in the weights' format (``compute_dtype=None``);
-another (bf16 for int4 weights) is weight-only quantization."""
+"""The compute format choice that computes in the weights' format's own (``compute_dtype=None``,
+``dtypes.compute_format``); another (bf16 for int4 weights) is weight-only quantization."""
+COMPUTES = [c for c in COMPUTE_FORMATS if c != "tf32"]
+"""The compute formats the form offers (tf32 is no format to store weights or a cache in)."""
 COMPUTED = "as computed"
 """The cache format choice that stores the KV cache in the compute format (``cache_dtype=None``)."""
 
@@ -249,7 +262,7 @@ class Calculator:
             "gpu": "h100-sxm",
             "n_gpus": 1,
             "replicas": 1,
-            "dtype": "bf16",
+            "dtype": AUTO,
             "compute_dtype": SAME,
             "cache_dtype": COMPUTED,
             "batch": 1,
@@ -268,8 +281,8 @@ class Calculator:
             "mode": MODES,
             "model": model_names(),
             "gpu": gpu_names(),
-            "dtype": list(DTYPE_BYTES),
-            "compute_dtype": [SAME, *DTYPE_BYTES],
+            "dtype": [AUTO, *DTYPE_BYTES],
+            "compute_dtype": [SAME, *COMPUTES],
             "cache_dtype": [COMPUTED, *DTYPE_BYTES],
         }
 
@@ -442,6 +455,8 @@ def _print_model(arch) -> dict:
     rules = [c for c in scenario.CHECKS if c.applies(arch, "tensor")]
     return {
         "sizes": arch.sizes(),
+        "weights": weight_number_values(arch),  # as the checkpoint ships ("auto")
+        "layers_format": weight_formats(arch)["layers"],
         "context_window": arch.context_window,
         "degrees": ", ".join(map(str, scenario.tensor_parallel_degrees(arch))),
         "degree_list": scenario.tensor_parallel_degrees(arch),
@@ -484,7 +499,7 @@ def _page_data() -> dict:
         # The measured figures a step takes, by the compute format, and the weights' stream by
         # theirs (scenario.WEIGHT_FIGURES): the scenario's, for each format the form offers.
         by_compute = {}
-        for c in (c for c in g.peak_flop_rate if c in DTYPE_BYTES):  # the formats offered
+        for c in (c for c in g.peak_flop_rate if c in COMPUTES):  # the formats offered
             found = scenario.found_figures(g, engine, c, c, step)
             by_compute[c] = {k: v for k, v in found.items() if k not in scenario.WEIGHT_FIGURES}
             by_compute[c]["activation_bytes_per_number"] = activation_bytes(c)
@@ -528,6 +543,9 @@ def _page_data() -> dict:
         "models": models,
         "gpus": gpus,
         "dtypes": DTYPE_BYTES,
+        "names": ALIASES,  # a compute format's name as a cache's: fp4 is nvfp4
+        "computes": {d: compute_format(d) for d in [*DTYPE_BYTES, *COMPUTES]},
+        "auto": AUTO,
         "options": options,
         "count_message": checks.COUNT,
         "no_rate": scenario.NO_RATE,
@@ -559,7 +577,8 @@ def _page_data() -> dict:
     }
 
 
-_FORM_VALUES = ("bytes_per_number", "kv_bytes_per_number", "n_gpus", "batch", "replicas")
+_FORM_VALUES = ("bytes_per_number", "expert_bytes_per_number", "vocab_bytes_per_number")
+_FORM_VALUES += ("kv_bytes_per_number", "n_gpus", "batch", "replicas")
 _FORM_VALUES += ("seq_len", "output_len", "context_window")
 """The values the form sets itself (``calculate()`` in the page's script)."""
 
@@ -621,15 +640,21 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
       return {error: fill(spec.rate_message, {value: typed.requests_per_s})};
     }
     var m = spec.models[state.model], g = spec.gpus[state.gpu];
-    // The Scenario's defaults: compute in the weights' format, cache in the compute format.
-    var compute = state.compute_dtype === spec.same ? state.dtype : state.compute_dtype;
+    // The Scenario's defaults: the weights as the checkpoint ships them ("auto"), compute in
+    // the layers' format's own, cache in the compute format.
+    var auto = state.dtype === spec.auto, layers = auto ? m.layers_format : state.dtype;
+    var b = spec.dtypes[state.dtype];
+    var weights = auto ? m.weights : {bytes_per_number: b, expert_bytes_per_number: b,
+                                      vocab_bytes_per_number: b};
+    var compute = spec.computes[state.compute_dtype === spec.same ? layers : state.compute_dtype];
     var cache = state.cache_dtype === spec.computed ? compute : state.cache_dtype;
+    cache = spec.names[cache] || cache;
     names.compute_dtype = compute; names.cache_dtype = cache;
     names.rates = Object.keys(g.flop_rate).join(", "); names.degrees = m.degrees;
     if (!(compute in g.flop_rate)) return {error: fill(spec.no_rate, names)};
     var v = Object.assign({}, m.sizes, g.figures, spec.options, g.compute[compute],
-                          g.weights[state.dtype], {
-      flop_rate: g.flop_rate[compute], bytes_per_number: spec.dtypes[state.dtype],
+                          g.weights[layers], weights, {
+      flop_rate: g.flop_rate[compute],
       kv_bytes_per_number: spec.dtypes[cache], n_gpus: state.n_gpus, batch: state.batch,
       replicas: state.replicas,
       seq_len: state.prompt_len, output_len: state.output_len,

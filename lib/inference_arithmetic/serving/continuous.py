@@ -44,6 +44,7 @@ from inference_arithmetic.core import checks
 from inference_arithmetic.core import format as fmt
 from inference_arithmetic.core.symbols import B_d, O, P_t, R, S
 from inference_arithmetic.formulas import continuous, economics, kernels, latency
+from inference_arithmetic.models.config import AUTO
 from inference_arithmetic.serving import bands, cache
 from inference_arithmetic.serving.scenario import (
     DEFAULT_TOKEN_BUDGET,
@@ -431,7 +432,7 @@ def saturated_message(s: Scenario, rate: float, saturation: float) -> str:
 
 @deployment_keywords
 def steady_state(
-    model, gpu, requests_per_s, prompt_len=2048, output_len=256, n_gpus=1, dtype="bf16",
+    model, gpu, requests_per_s, prompt_len=2048, output_len=256, n_gpus=1, dtype=AUTO,
     **deployment
 ) -> dict:  # fmt: skip
     """The steady state of ``requests_per_s`` requests a second, each of ``prompt_len`` and
@@ -578,7 +579,7 @@ def output_cost(s: Scenario, rate: float) -> float:
 
 
 def simulate(
-    model, gpu, requests_per_s, prompt_len=2048, output_len=256, n_gpus=1, dtype="bf16", *,
+    model, gpu, requests_per_s, prompt_len=2048, output_len=256, n_gpus=1, dtype=AUTO, *,
     requests=400, seed=0, **deployment
 ) -> dict:  # fmt: skip
     """The engine step by step with SimPy: Poisson arrivals at ``requests_per_s``; each step

@@ -36,7 +36,7 @@ import sympy
 from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas
 from inference_arithmetic.core.symbols import B, B_d, L_w, M, O, P_t, R, S, T, W, n_gpus
 from inference_arithmetic.formulas import economics, kernels, latency
-from inference_arithmetic.models.config import model, model_names
+from inference_arithmetic.models.config import AUTO, model, model_names
 from inference_arithmetic.serving import bands, cache, continuous, scenario
 from inference_arithmetic.serving.scenario import (
     DEFAULT_STEP,
@@ -146,7 +146,7 @@ def calculate(
     model,
     gpu,
     n_gpus: int = 1,
-    dtype: str = "bf16",
+    dtype: str = AUTO,
     cache_dtype: str | None = None,
     batch: int = 1,
     prompt_len: int = 2048,

@@ -27,7 +27,12 @@ import sympy
 
 from inference_arithmetic.core import checks
 from inference_arithmetic.core import format as fmt
-from inference_arithmetic.core.dtypes import activation_bytes, bytes_per_number, dtype_name
+from inference_arithmetic.core.dtypes import (
+    activation_bytes,
+    bytes_per_number,
+    compute_format,
+    dtype_name,
+)
 from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas, UnknownName, numeric
 from inference_arithmetic.core.symbols import H, H_kv, L, M, O, S, S_max, T, n_gpus
 from inference_arithmetic.formulas import kernels, latency
@@ -35,7 +40,12 @@ from inference_arithmetic.hardware.engines import Engine
 from inference_arithmetic.hardware.engines import engine as registry_engine
 from inference_arithmetic.hardware.gpus import GPU
 from inference_arithmetic.hardware.gpus import gpu as registry_gpu
-from inference_arithmetic.models.config import ModelConfig
+from inference_arithmetic.models.config import (
+    AUTO,
+    ModelConfig,
+    weight_formats,
+    weight_number_values,
+)
 from inference_arithmetic.models.config import model as registry_model
 from inference_arithmetic.serving import cache
 
@@ -247,12 +257,16 @@ class Scenario:
     formats and efficiencies, and its workload: ``batch`` requests of ``prompt_len`` prompt and
     ``output_len`` output tokens, all at once, or with ``in_waves`` as many at a time as fit.
 
-    ``model`` and ``gpu`` are registry names or objects. ``dtype`` stores the weights;
-    ``compute_dtype`` (default: ``dtype``) is the format the GPU computes in, so weight-only
-    int4 is ``dtype="int4", compute_dtype="bf16"``; ``cache_dtype`` (default: the compute
-    format) stores the KV cache. Made, it has been checked: every input's type and range, the
-    heads or layers against the GPUs, the context window, a FLOP rate for the compute format,
-    and the memory: weights and the cache of the whole batch (in waves: of one request) within
+    ``model`` and ``gpu`` are registry names or objects. ``dtype`` stores the weights: "auto"
+    (the default) as the checkpoint ships, each group of weights in its config's format
+    (``models.config.weight_formats``; bf16 for a model without a quantization block), or one
+    format for all. ``compute_dtype`` (default: the layers' format's own,
+    ``dtypes.compute_format``: fp4 for nvfp4, bf16 for int4-g128) is the format the GPU
+    computes in, so weight-only int4 is ``dtype="int4", compute_dtype="bf16"`` (W4A16);
+    ``cache_dtype`` (default: the compute format) stores the KV cache. Made, it has been
+    checked: every input's type and range, the heads or layers against the GPUs, the context
+    window, a FLOP rate for the compute format, and the memory: weights and the cache of the
+    whole batch (in waves: of one request) within
     ``memory_utilization`` of each GPU. Errors name the argument, its value and what is valid.
     """
 
@@ -260,7 +274,7 @@ class Scenario:
     gpu: GPU | str
     n_gpus: int = 1
     parallel: str = "tensor"
-    dtype: str = "bf16"
+    dtype: str = AUTO
     cache_dtype: str | None = None
     compute_dtype: str | None = None
     engine: Engine | str = DEFAULT_ENGINE
@@ -294,7 +308,7 @@ class Scenario:
             "step": checks.choice("step", self.step, tuple(STEPS)),
             "n_gpus": checks.count("n_gpus", self.n_gpus),
             "parallel": checks.choice("parallel", self.parallel, latency.PARALLEL),
-            "dtype": dtype_name(self.dtype),
+            "dtype": self.dtype if self.dtype == AUTO else dtype_name(self.dtype),
             "batch": checks.count("batch", self.batch),
             "prompt_len": checks.count("prompt_len", self.prompt_len),
             "output_len": checks.count("output_len", self.output_len),
@@ -314,8 +328,11 @@ class Scenario:
         for name in _OVERHEADS:
             if getattr(self, name) is not None:
                 normal[name] = checks.amount(name, getattr(self, name), "seconds", high=1.0)
-        compute = self.compute_dtype or normal["dtype"]
-        normal["compute_dtype"] = dtype_name(compute, "compute_dtype")
+        formats = weight_formats(normal["model"], normal["dtype"])
+        if not normal["model"].weight_formats:  # one format: "auto" is bf16
+            normal["dtype"] = formats["layers"]
+        compute = self.compute_dtype or formats["layers"]
+        normal["compute_dtype"] = compute_format(compute, "compute_dtype")
         cache = self.cache_dtype or normal["compute_dtype"]
         normal["cache_dtype"] = dtype_name(cache, "cache_dtype")
         if not isinstance(self.in_waves, bool):
@@ -326,6 +343,7 @@ class Scenario:
         normal["token_budget"] = checks.count("token_budget", budget)
         for name, value in normal.items():
             object.__setattr__(self, name, value)
+        object.__setattr__(self, "weight_formats", formats)
         object.__setattr__(self, "_figures", self._resolve())
         arch = self.model
         tokens = self.prompt_len + self.output_len
@@ -349,7 +367,8 @@ class Scenario:
     def _resolve(self) -> dict[str, float]:
         """The efficiencies and fixed costs the step takes, each as given, else found
         (``found_figures``)."""
-        found = found_figures(self.gpu, self.engine, self.compute_dtype, self.dtype, self.step)
+        layers = self.weight_formats["layers"]
+        found = found_figures(self.gpu, self.engine, self.compute_dtype, layers, self.step)
         given = {name: getattr(self, name) for name in FIGURES if getattr(self, name) is not None}
         return {**found, **given}
 
@@ -390,7 +409,7 @@ class Scenario:
         values = {
             **self.model.sizes(),
             **self.gpu.figures(self.compute_dtype),
-            "bytes_per_number": bytes_per_number(self.dtype),
+            **weight_number_values(self.model, self.dtype),
             "kv_bytes_per_number": bytes_per_number(self.cache_dtype),
             "activation_bytes_per_number": activation_bytes(self.compute_dtype),
             "n_gpus": self.n_gpus,
@@ -522,7 +541,8 @@ def _found_figures(g, e, compute_dtype: str, dtype: str, step: str) -> dict:
 
 def _stream(dtype):
     """The achieved figure weights of ``dtype`` stream at (``GPU.achieved``)."""
-    return "stream" if dtype in ("bf16", "fp16") else f"stream.{dtype}"
+    name = dtype_name(dtype)
+    return "stream" if name in ("bf16", "fp16") else f"stream.{name}"
 
 
 _EFFICIENCIES = (

@@ -34,6 +34,7 @@ from inference_arithmetic.core.dtypes import dtype_name
 from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas, numeric
 from inference_arithmetic.hardware.engines import engine as registry_engine
 from inference_arithmetic.hardware.gpus import gpu as registry_gpu
+from inference_arithmetic.models.config import AUTO
 from inference_arithmetic.models.config import model as registry_model
 from inference_arithmetic.serving import bands
 from inference_arithmetic.serving.report import BANDED, BOUNDS, THEN, _compiled
@@ -154,7 +155,7 @@ def sweep(
     model,
     gpu,
     n_gpus=1,
-    dtype="bf16",
+    dtype=AUTO,
     cache_dtype=None,
     batch=1,
     prompt_len=2048,
@@ -220,7 +221,7 @@ def _group(chosen: dict, flat: dict, safe: dict, reasons: np.ndarray) -> dict:
     arch, device = registry_model(chosen["model"]), registry_gpu(chosen["gpu"])
     engine = registry_engine(chosen["engine"]) if chosen.get("engine") else None
     settings = {
-        k: dtype_name(v, k) if k.endswith("dtype") else v
+        k: dtype_name(v, k) if k.endswith("dtype") and v != AUTO else v
         for k, v in chosen.items()
         if k not in ("model", "gpu") and v is not None
     }
@@ -232,9 +233,9 @@ def _group(chosen: dict, flat: dict, safe: dict, reasons: np.ndarray) -> dict:
         s = _Grid(arch, device, **settings)
     except ArgumentError as error:  # no FLOP rate for the compute format: every row
         reasons = np.where(reasons == "", str(error), reasons)
-        compute = settings.get("compute_dtype", settings.get("dtype", "bf16"))
+        compute = settings.get("compute_dtype", settings.get("dtype", AUTO))
         columns.update(
-            dtype=settings.get("dtype", "bf16"),
+            dtype=settings.get("dtype", AUTO),
             compute_dtype=compute,
             cache_dtype=settings.get("cache_dtype", compute),
             engine=(engine or registry_engine(DEFAULT_ENGINE)).name,

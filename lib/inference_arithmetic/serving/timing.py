@@ -32,9 +32,9 @@ import numpy as np
 import sympy
 
 from inference_arithmetic.core import checks
-from inference_arithmetic.core.dtypes import bytes_per_number
 from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas
 from inference_arithmetic.formulas import latency
+from inference_arithmetic.models.config import AUTO, weight_number_values
 from inference_arithmetic.models.config import model as registry_model
 from inference_arithmetic.serving import bands, cache
 from inference_arithmetic.serving.scenario import (  # noqa: F401  (DEFAULT_*: ia.timing.DEFAULT_*)
@@ -111,9 +111,7 @@ def _steps(s: Scenario, contexts, mla="absorbed"):
 
 
 @deployment_keywords
-def prefill_time(
-    model, gpu, batch=1, prompt_len=2048, n_gpus=1, dtype="bf16", **deployment
-) -> float:
+def prefill_time(model, gpu, batch=1, prompt_len=2048, n_gpus=1, dtype=AUTO, **deployment) -> float:
     """Seconds to prefill ``batch`` prompts of ``prompt_len`` tokens: the time to first token.
 
     With ``parallel="pipeline"`` the stages run one after another for a single batch, so the
@@ -125,7 +123,7 @@ def prefill_time(
 
 @deployment_keywords
 def decode_step_time(
-    model, gpu, batch=1, context_len=2048, n_gpus=1, dtype="bf16", *, mla="absorbed", **deployment
+    model, gpu, batch=1, context_len=2048, n_gpus=1, dtype=AUTO, *, mla="absorbed", **deployment
 ) -> float:
     """Seconds of one decode step for ``batch`` requests with ``context_len`` tokens cached:
     the time per output token of each of them (the step writes token ``context_len + 1``)."""
@@ -159,7 +157,7 @@ def _request_time(_):
 
 @deployment_keywords
 def generation(
-    model, gpu, batch=1, prompt_len=2048, output_len=256, n_gpus=1, dtype="bf16", **deployment
+    model, gpu, batch=1, prompt_len=2048, output_len=256, n_gpus=1, dtype=AUTO, **deployment
 ) -> dict[str, float]:
     """A batch of identical requests from prompt to last token.
 
@@ -209,7 +207,7 @@ def in_waves(s: Scenario) -> dict[str, float]:
 
 @deployment_keywords
 def serve(
-    model, gpu, requests, prompt_len=2048, output_len=256, n_gpus=1, dtype="bf16", **deployment
+    model, gpu, requests, prompt_len=2048, output_len=256, n_gpus=1, dtype=AUTO, **deployment
 ) -> dict[str, float]:
     """``requests`` identical requests sent at once to an engine whose KV cache holds only so
     many: it runs them in waves of at most ``concurrency`` requests, one after another.
@@ -233,18 +231,19 @@ SERVE_BANDED = {**bands.PER_TOKEN, "elapsed": ("request", False), "throughput": 
 """The predictions of ``serve`` that carry a band: key -> (kind, whether it is a speed)."""
 
 
-def weights_per_gpu(model, n_gpus: int = 1, dtype: str = "bf16", parallel: str = "tensor") -> float:
+def weights_per_gpu(model, n_gpus: int = 1, dtype: str = AUTO, parallel: str = "tensor") -> float:
     """Bytes of weights each of ``n_gpus`` GPUs holds: split evenly with tensor parallelism; a
-    pipeline's fullest stage's, ceil(L / n) whole layers (``latency.weight_bytes_per_gpu``)."""
+    pipeline's fullest stage's, ceil(L / n) whole layers (``latency.weight_bytes_per_gpu``);
+    each group of weights in ``dtype``'s format ("auto": as the checkpoint ships)."""
     model = registry_model(model)
     values = {**model.sizes(), "n_gpus": checks.count("n_gpus", n_gpus)}
-    values["bytes_per_number"] = bytes_per_number(dtype)
+    values.update(weight_number_values(model, dtype))
     parallel = checks.choice("parallel", parallel, PARALLEL)
     return _formula(latency.weight_bytes_per_gpu, model, parallel).from_values(values)
 
 
 @deployment_keywords
-def max_batch(model, gpu, context_len=2048, n_gpus=1, dtype="bf16", **deployment) -> int:
+def max_batch(model, gpu, context_len=2048, n_gpus=1, dtype=AUTO, **deployment) -> int:
     """The most requests of ``context_len`` tokens (prompt and output, at least one each)
     whose KV cache fits beside the weights in ``memory_utilization`` of the GPUs' memory;
     0 if not even one does."""
@@ -263,7 +262,7 @@ def max_batch(model, gpu, context_len=2048, n_gpus=1, dtype="bf16", **deployment
 
 @deployment_keywords
 def compute_bound_batch(
-    model, gpu, context_len=2048, n_gpus=1, dtype="bf16", *, limit=1 << 20, **deployment
+    model, gpu, context_len=2048, n_gpus=1, dtype=AUTO, *, limit=1 << 20, **deployment
 ) -> int | None:
     """The smallest batch at which a decode step's compute time reaches its memory time, or
     None if none up to ``limit`` does (the KV cache grows with the batch as fast as the
@@ -321,7 +320,7 @@ def kernels(
     batch=1,
     context_len=2048,
     n_gpus=1,
-    dtype="bf16",
+    dtype=AUTO,
     *,
     phase="decode",
     mla="absorbed",
