@@ -246,7 +246,8 @@ def citations(bib: Path) -> dict[str, str]:
     cited = {}
     for key, entry in parse_file(str(bib)).entries.items():
         people = entry.persons.get("author") or entry.persons.get("editor") or []
-        names = [" ".join(person.last_names) for person in people]
+        # A corporate author is braced in BibTeX ({NVIDIA}) to keep it whole: the braces go.
+        names = [" ".join(person.last_names).replace("{", "").replace("}", "") for person in people]
         if len(names) > 2:
             names = [names[0], "others"]
         who = " and ".join(names) or entry.fields.get("organization", key)
