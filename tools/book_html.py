@@ -239,7 +239,9 @@ def _write_notebooks(app, exception):
         return
     pages = notebooks.book(
         [Path(app.env.doc2path(docname)) for docname in sorted(app.env.found_docs)],
-        cache=Path(app.config.nb_execution_cache_path or notebooks.CACHE),
+        # The cache this build executed into (myst-nb resolves an empty setting to the build
+        # folder's own): a build elsewhere (--path-output) has its own.
+        cache=Path(app.env.mystnb_config.execution_cache_path),
         substitutions=app.config.myst_substitutions,
     )
     for docname in sorted(app.env.found_docs):
