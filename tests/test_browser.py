@@ -380,6 +380,33 @@ def test_the_contrast_check_can_fail(browser):
     page.close()
 
 
+# In dark mode the figures (PNGs drawn dark on white) are shown inverted, light on the dark page,
+# not as light cards: each figure's computed filter.
+LIGHT_FIGURES = """() => [...document.querySelectorAll(".bd-content div.cell_output img")]
+  .filter((i) => !getComputedStyle(i).filter.includes("invert"))
+  .map((i) => i.src.split("/").pop())"""
+
+
+def test_the_figures_follow_dark_mode(browser):
+    page, errors = _open(browser, "book/07-hardware", "dark")
+    shown = page.evaluate(
+        "() => document.querySelectorAll('.bd-content div.cell_output img').length"
+    )
+    assert shown >= 2, "no figures found on the page"
+    assert not page.evaluate(LIGHT_FIGURES)
+    assert not errors, f"console errors: {errors}"
+    page.close()
+
+
+def test_the_dark_figure_check_can_fail(browser):
+    page = browser.new_page()
+    page.set_content(
+        '<div class="bd-content"><div class="cell_output"><img src="a.png"></div></div>'
+    )
+    assert page.evaluate(LIGHT_FIGURES) == ["a.png"]
+    page.close()
+
+
 # Every case of the table test_format.py checks format.show against, through the page's iaShow:
 # the JSON text is parsed in the page, so the values are the browser's own reading of it.
 SHOW_CASES = r"""(table) => JSON.parse(table).map((c) => {
