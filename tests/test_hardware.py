@@ -46,6 +46,8 @@ EXPECTED = {
     "rtx-5090",
     "rtx-pro-6000",
     "dgx-spark",
+    # A PC without a GPU: chapter 07's "will it run here".
+    "desktop-cpu",
 }
 
 
@@ -93,10 +95,15 @@ def test_registry_figures_are_in_base_units(name):
     g = gpu(name)
     # FLOP/s, not TFLOP/s; bytes, not GB; B/s, not GB/s.
     assert all(1e12 < rate < 1e17 for rate in g.peak_flop_rate.values())
-    assert 1e11 < g.memory_bandwidth < 1e14
+    # Two channels of DDR5-5600 are 89.6 GB/s; 1e10 still catches a figure left in GB/s.
+    assert 1e10 < g.memory_bandwidth < 1e14
     assert 1e10 < g.memory_bytes < 1e12
-    # A Mac's Thunderbolt 4 is 5 GB/s each way; 1e9 still catches a figure left in GB/s.
-    assert 1e9 < g.interconnect_bandwidth < 1e13
+    # A Mac's Thunderbolt 4 is 5 GB/s each way; 1e9 still catches a figure left in GB/s. A PC
+    # has no link (its source says why).
+    if g.interconnect_bandwidth is None:
+        assert "not" in g.sources["interconnect_bandwidth"].lower()
+    else:
+        assert 1e9 < g.interconnect_bandwidth < 1e13
     assert g.pcie_bandwidth is None or 1e10 < g.pcie_bandwidth < 1e12
     assert g.price_per_hour is None or 0.1 < g.price_per_hour < 50
 
@@ -301,3 +308,14 @@ def test_a_registry_reads_an_entry_when_it_is_asked_for():
     specs._paths["h100"] = specs._paths["h200"]  # a file not named after its entry
     with pytest.raises(ValueError, match="holds 'h200', not 'h100'"):
         specs["h100"]
+
+
+def test_the_desktop_cpu_is_its_two_ddr5_channels_and_its_cores():
+    cpu = ia.gpu("desktop-cpu")
+    assert cpu.memory_bandwidth == 2 * 8 * 5600e6  # two 64-bit channels at 5,600 MT/s
+    assert cpu.flop_rate("fp32") == 16 * 2 * 16 * 2 * 4.3e9  # cores, FMA pipes, lanes, FLOPs
+    assert cpu.interconnect_bandwidth is None and list(cpu.peak_flop_rate) == ["fp32"]
+    # Decode of one request is far left of its ridge point, as on every GPU.
+    assert 10 < cpu.ridge_point("fp32") < 100
+    with pytest.raises(ia.ArgumentError, match="desktop-cpu has no interconnect_bandwidth"):
+        ia.calculate("llama-3.1-8b", cpu, dtype="q4_k_m", compute_dtype="fp32", n_gpus=2)

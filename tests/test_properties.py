@@ -64,7 +64,9 @@ def scenarios(draw, parallel=PARALLEL, max_prompt=32768, max_output=4096, max_ba
     name = draw(st.sampled_from(MODELS))
     gpu_name = draw(st.sampled_from(GPUS))
     mode = draw(st.sampled_from(parallel))
-    n_gpus = draw(st.sampled_from(_degrees(name, mode)))
+    # A device without a link (a PC's CPU) serves alone, as the scenario demands.
+    alone = ia.gpu(gpu_name).interconnect_bandwidth is None
+    n_gpus = 1 if alone else draw(st.sampled_from(_degrees(name, mode)))
     rates = [d for d in DTYPES if d in ia.gpu(gpu_name).peak_flop_rate]
     dtype = draw(st.sampled_from(DTYPES))
     # Weights in a format the GPU cannot compute in are weight-only quantized (int4 -> bf16).
