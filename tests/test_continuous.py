@@ -275,3 +275,21 @@ def test_the_chains_of_several_decoding_counts_are_each_ones_own():
         for part, alone in zip(together, engine.chain(rate, [decodes]), strict=True):
             np.testing.assert_array_equal(part[i], alone[0])
         assert ttfts[i] == engine.ttft(rate, [decodes])[0]
+
+
+@pytest.mark.parametrize("name, n", [("llama-3.1-8b", 1), ("llama-3.1-70b", 4)])
+def test_a_larger_budget_trades_time_per_token_for_first_tokens_and_throughput(name, n):
+    # Chapter 09's figure: at 40% of the whole-prompt saturation rate, on the kernel model
+    # (vLLM's fixed cost per step), each doubling up to a prompt shortens the TTFT and
+    # lengthens the TPOT, and the engine sustains more; past two prompts nothing moves.
+    kw = dict(n_gpus=n, prompt_len=2048, output_len=256)
+    whole = ia.Scenario(name, "h100-sxm", **kw, token_budget=8192, in_waves=True)
+    rate = 0.4 * continuous.saturation_rate(whole)
+    states = [ia.steady_state(name, "h100-sxm", rate, **kw, token_budget=256 * 2**k)
+              for k in range(6)]  # fmt: skip
+    chunked, past = states[:4], states[4:]  # budgets up to the prompt; 4096 and 8192
+    for smaller, larger in zip(chunked, chunked[1:], strict=False):
+        assert larger["ttft"] < smaller["ttft"] and larger["tpot"] > smaller["tpot"]
+        assert larger["saturation_rate"] > smaller["saturation_rate"]
+    for key in ("ttft", "tpot"):
+        assert past[0][key] == pytest.approx(past[1][key], rel=0.01)

@@ -6,8 +6,10 @@ Llama 3.1 8B on one; prompts of 2,048 tokens and answers of 256 in bf16, at the 
 (``ia.timing.IDEAL``) and within ``ia.timing.DEFAULT_MEMORY_UTILIZATION`` of each GPU's
 memory (``ia.max_batch``); requests of 32,768 tokens (exercise 1), a promise of 20 ms per
 output token (exercise 2), static batches of 8 and 256 with exponential output lengths, whose
-longest of B has mean mu H_B, the chapter's result (exercise 3), and kernels at 80% of the peak
-bandwidth (exercise 4).
+longest of B has mean mu H_B, the chapter's result (exercise 3), kernels at 80% of the peak
+bandwidth (exercise 4), and the 70B set-up's continuously batching engine at 2 requests a second
+with a promise of 300 ms to the first token, its token budget doubling from 256 to 8,192 and its
+steps timed kernel by kernel, the library's default (exercise 5).
 """
 
 import functools
@@ -27,6 +29,9 @@ LONG = 32_768  # tokens of exercise 1's requests
 TARGET_TPOT = 0.020  # seconds per output token, exercise 2's promise
 STATIC_BATCHES = (8, 256)  # exercise 3
 EFFICIENCY = 0.8  # exercise 4's fraction of the peak bandwidth
+BUDGET_RATE = 2.0  # requests per second, exercise 5's
+TARGET_TTFT = 0.3  # seconds to the first token, exercise 5's promise
+BUDGETS = tuple(256 * 2**k for k in range(6))  # exercise 5's token budgets, 256 to 8,192
 EXACT = 1e-9  # an exact count: only float rounding is forgiven
 # Efficiencies as arguments of the cached functions below: the ideal roofline, the defaults.
 _IDEAL = tuple(ia.timing.IDEAL.items())
@@ -187,4 +192,53 @@ register(
         lambda: _ceiling_throughput(EFFICIENCY) != _ceiling_throughput(1.0),
         kind="yes/no",
     ),
+)
+
+
+@functools.cache
+def _budget_state(budget):
+    """The 70B set-up's steady state at exercise 5's rate under a token budget."""
+    workload = {"prompt_len": PROMPT, "output_len": OUTPUT, "n_gpus": N_GPUS}
+    return ia.steady_state(LARGE, GPU, BUDGET_RATE, **workload, token_budget=budget)
+
+
+def _smallest_budget():
+    """The smallest of the budgets whose time to first token keeps the promise: a larger one
+    only lengthens the time per output token."""
+    return min(x for x in BUDGETS if _budget_state(x)["ttft"] <= TARGET_TTFT)
+
+
+def _budget_hints(quantity):
+    """Hints for ``quantity(budget)`` of the smallest budget that keeps the promise."""
+
+    def hints():
+        right = quantity(_smallest_budget())
+        wrong = {
+            quantity(BUDGETS[-1]): "that is the largest budget, whole prompts: it keeps the "
+            "promise, but a smaller one keeps it too, with a shorter time per token",
+            quantity(_smallest_budget() // 2): "that budget's time to first token is past the "
+            "promise",
+        }
+        return {value / right: hint for value, hint in wrong.items() if value != right}
+
+    return hints
+
+
+register(
+    "09-batching",
+    "ex-batching-budget",
+    Part(
+        "token_budget",
+        _smallest_budget,
+        unit="tokens",
+        tolerance=EXACT,
+        hints=_budget_hints(lambda x: x),
+    ),
+    Part(
+        "tpot",
+        lambda: _budget_state(_smallest_budget())["tpot"],
+        unit="seconds",
+        hints=_budget_hints(lambda x: _budget_state(x)["tpot"]),
+    ),
+    written=("Why not simply take the largest budget?",),
 )
