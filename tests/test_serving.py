@@ -248,3 +248,5 @@ def test_tensor_parallelism_past_the_link_domain_says_what_the_network_costs():
     assert calculate("llama-3.1-70b", "gb200", 16, batch=8)["notes"] == []
     # A pipeline over two boards hands off once a stage: no note.
     assert calculate("llama-3.1-70b", h100, 16, batch=8, parallel="pipeline")["notes"] == []
+    # PCIe cards join no domain to leave: their link is the slow one throughout.
+    assert calculate("llama-3.1-8b", "l40s", 2, batch=8)["notes"] == []

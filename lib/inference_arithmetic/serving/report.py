@@ -68,7 +68,7 @@ THEN = ", then "
 """Joins the bounds of a decode whose bound changes during the output."""
 NETWORK_NOTE = (
     "tensor parallelism over {n_gpus} GPUs spans more than one {gpu} link domain ({domain} "
-    "GPUs): its all-reduces cross the network at {network} per GPU, which adds {seconds} to "
+    "GPUs): its all-reduces cross the network, at {network} per GPU, which adds {seconds} to "
     "each decode step ({share} of it). Pipeline parallelism across domains "
     "(parallel='pipeline') sends one hand-off per stage instead"
 )
@@ -224,9 +224,10 @@ def notes(s: Scenario, r: dict) -> list[str]:
     """What ``calculate`` says of a scenario beyond its numbers, from ``report_values`` ``r``:
     tensor parallelism past one link domain (``NETWORK_NOTE``), with what the network adds to
     a decode step at the mean context: the step less the same formula's step were the n GPUs
-    one link domain."""
+    one link domain. A GPU whose link joins no others (a domain of one: PCIe cards) has no
+    domain to leave: every group of them pays its slow link, and the formulas say so."""
     domain = s.gpu.link_domain or 1
-    if s.parallel != "tensor" or s.n_gpus <= domain:
+    if s.parallel != "tensor" or s.n_gpus <= domain or domain == 1:
         return []
     one_domain = {**s.values(), "link_domain": s.n_gpus, "price_per_hour": 1.0}
     extra = r["tpot"] - _compiled(s.model, s.step, s.parallel).from_values(one_domain)["tpot"]
