@@ -140,6 +140,9 @@ def _leaves(result, path=()):
     elif isinstance(result, tuple):  # a band: (low, high)
         for side, value in zip(("low", "high"), result, strict=True):
             yield (*path, side), value
+    elif isinstance(result, list):  # sentences (calculate's notes)
+        for index, value in enumerate(result):
+            yield (*path, index), value
     else:
         yield path, result
 
