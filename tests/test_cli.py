@@ -104,6 +104,18 @@ def test_csv_of_one_answer_is_one_row_of_flat_keys(capsys):
     assert float(row["band.tpot_low"]) == want["band"]["tpot"][0]
 
 
+def test_a_pipeline_and_the_note_past_one_link_domain(capsys):
+    argv = ("calculate", "llama-3.1-70b", "h100-sxm", "--batch", "8")
+    got = as_json(capsys, *argv, "--n-gpus", "4", "--parallel", "pipeline")
+    want = ia.calculate("llama-3.1-70b", "h100-sxm", 4, batch=8, parallel="pipeline")
+    assert got["parallel"] == "pipeline" and got["throughput"] == want["throughput"]
+    text = run(capsys, *argv, "--n-gpus", "16")
+    (note,) = ia.calculate("llama-3.1-70b", "h100-sxm", 16, batch=8)["notes"]
+    assert text.endswith(f"note: {note}\n") and "parallelism  " in text
+    (row,) = csv.DictReader(io.StringIO(run(capsys, *argv, "--n-gpus", "16", "--csv")))
+    assert row["notes"] == note
+
+
 def test_the_registries_list(capsys):
     models = as_json(capsys, "models")
     assert [m["model"] for m in models] == ia.model_names()

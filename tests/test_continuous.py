@@ -92,8 +92,16 @@ def test_past_saturation_is_a_clear_error():
         ia.steady_state("llama-3.1-8b", "h100-sxm", 1.05 * top, 1024, 128)
     with pytest.raises(ValueError, match="requests_per_s must be a positive number"):
         ia.steady_state("llama-3.1-8b", "h100-sxm", 0, 1024, 128)
-    with pytest.raises(ValueError, match="parallel='tensor'"):
+    with pytest.raises(ValueError, match="parallel='tensor'.*ia.serve") as error:
         ia.steady_state("llama-3.1-70b", "h100-sxm", 1, n_gpus=4, parallel="pipeline")
+    assert str(error.value) == ia.continuous.NO_PIPELINE
+
+
+def test_the_plan_refuses_a_pipeline_rather_than_finding_no_deployment():
+    # Each pipeline's steady state is refused; the plan says why, not "no deployment".
+    with pytest.raises(ValueError) as error:
+        ia.plan("llama-3.1-70b", "h100-sxm", 1, 1024, 128, 1.0, 0.05, parallel="pipeline")
+    assert str(error.value) == ia.continuous.NO_PIPELINE
 
 
 def test_the_plan_meets_both_targets_at_the_fewest_gpus_of_its_degree():

@@ -147,3 +147,12 @@ def test_the_kernel_model_and_the_roofline_agree_on_the_bound_they_share():
     flops, nbytes = 2 * 4096**3, 2 * 4096**2 + 2 * 4096 * 8192
     assert seconds == pytest.approx(max(flops / H100.flop_rate("bf16"), nbytes / 3.35e12))
     assert np.isfinite(s.evaluate(latency.decode_step_time(s.model), context_len=10))
+
+
+def test_past_the_link_domain_only_the_ring_all_reduces():
+    # The engine's one-shot kernel writes into its peers' memory over NVLink: one domain only.
+    from inference_arithmetic.core.symbols import alpha_ar, n_gpus, n_link
+
+    reduce = kernels.all_reduce_time(sympy.Symbol("nbytes", positive=True))
+    inside, past = (reduce.subs({n_gpus: 16, n_link: domain}) for domain in (16, 8))
+    assert alpha_ar in inside.free_symbols and alpha_ar not in past.free_symbols

@@ -142,6 +142,9 @@ def _leaves(result, path=()):
     elif isinstance(result, tuple):  # a band: (low, high)
         for side, value in zip(("low", "high"), result, strict=True):
             yield (*path, side), value
+    elif isinstance(result, list):  # sentences (calculate's notes)
+        for index, value in enumerate(result):
+            yield (*path, index), value
     else:
         yield path, result
 
@@ -631,20 +634,16 @@ def test_numpy_integers_and_integral_floats_are_counts(s, kind):
     assert ia.max_batch(*args, context, **{**fit, "n_gpus": other["n_gpus"]}) == (
         ia.max_batch(*args, int(context), **fit)
     )
-    if s["parallel"] == "tensor":  # the report is for tensor parallelism only
-        plain = {k: v for k, v in s.items() if k != "parallel"}
-        assert ia.calculate(**{k: v for k, v in other.items() if k != "parallel"}) == ia.calculate(
-            **plain
-        )
+    assert ia.calculate(**other) == ia.calculate(**s)
 
 
 # --- 8. The closed form is the step sum where it says it is exact ------------------------------
 
 
 @settings(max_examples=50, deadline=None)
-@given(s=scenarios(parallel=("tensor",)))
+@given(s=scenarios())
 def test_the_closed_form_is_the_step_sum_where_exact(s):
-    r = ia.calculate(**{k: v for k, v in s.items() if k != "parallel"})
+    r = ia.calculate(**s)
     run = ia.generation(
         s["model"], s["gpu"], s["batch"], s["prompt_len"], s["output_len"], **options(s)
     )

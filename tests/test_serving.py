@@ -189,3 +189,64 @@ def test_found_figures_are_kept_and_each_caller_gets_its_own_copy():
     assert again is not first
     assert again["compute_efficiency"] == g.achieved_figure("matmul.bf16")
     assert again["bandwidth_efficiency"] == g.achieved_figure("stream.fp8")
+
+
+# --- A pipeline, and tensor parallelism past one link domain ------------------------------------
+
+
+@pytest.mark.parametrize(
+    "name, gpu, n, batch",
+    [("llama-3.1-70b", "h100-sxm", 4, 8), ("llama-3.1-8b", "h100-sxm", 3, 16)],
+)
+def test_a_pipeline_reports_generations_numbers_and_its_stages_memory(name, gpu, n, batch):
+    m, g = ia.model(name), ia.gpu(gpu)
+    r = calculate(name, gpu, n, batch=batch, parallel="pipeline")
+    assert r["parallel"] == "pipeline" and r["exact"]
+    run = ia.generation(m, g, batch, 2048, 256, n_gpus=n, parallel="pipeline")
+    for key in ("ttft", "tpot", "total", "throughput"):
+        assert _close(r[key], run[key]), key
+    # The fullest stage holds ceil(L / n) of the L layers (11 of 32 for the 8B on three GPUs),
+    # and n batches in flight keep each stage's layers of every batch's cache.
+    layers = -(-m.n_layers // n)
+    assert _close(r["memory"]["weights"], ia.timing.weights_per_gpu(m, n, parallel="pipeline"))
+    cache = ia.kv_cache_bytes(m, batch, 2048 + 256)
+    assert _close(r["memory"]["kv_cache"], n * cache * layers / m.n_layers)
+    # A batch passes every stage in turn: no faster per token than one GPU would be, but the
+    # stages work on L / ceil(L / n) batches' worth at once.
+    assert _close(r["throughput"], m.n_layers / layers * batch * 256 / r["total"])
+    tensor = calculate(name, gpu, n if n != 3 else 2, batch=batch)
+    assert r["tpot"] > tensor["tpot"] and r["notes"] == []
+
+
+def test_the_sweep_takes_a_pipeline():
+    t = ia.sweep("llama-3.1-70b", "h100-sxm", n_gpus=[2, 4], batch=8, parallel="pipeline")
+    want = calculate("llama-3.1-70b", "h100-sxm", 4, batch=8, parallel="pipeline")
+    assert t["parallel"].tolist() == ["pipeline", "pipeline"]
+    assert t["tpot"][1] == want["tpot"] and t["throughput"][1] == want["throughput"]
+
+
+def _one_domain(g, n):
+    """``g`` with a link domain of ``n`` GPUs: its link reaching every GPU of a group of n."""
+    import dataclasses
+
+    return dataclasses.replace(g, name=f"{g.name}-{n}", link_domain=n)
+
+
+def test_tensor_parallelism_past_the_link_domain_says_what_the_network_costs():
+    h100 = ia.gpu("h100-sxm")
+    r = calculate("llama-3.1-70b", h100, 16, batch=8)
+    wide = calculate("llama-3.1-70b", _one_domain(h100, 16), 16, batch=8)
+    extra = r["tpot"] - wide["tpot"]
+    assert extra > 0.1 * r["tpot"]  # sixteen ring all-reduces a layer pair over 50 GB/s
+    (note,) = r["notes"]
+    assert "16 GPUs spans more than one h100-sxm link domain (8 GPUs)" in note
+    assert f"adds {ia.format.seconds(extra)} to each decode step" in note
+    assert "parallel='pipeline'" in note
+    assert wide["notes"] == [] and calculate("llama-3.1-70b", h100, 8, batch=8)["notes"] == []
+    # A GB200 NVL72 joins 72 GPUs by NVLink: sixteen are inside one domain.
+    assert ia.gpu("gb200").link_domain == 72
+    assert calculate("llama-3.1-70b", "gb200", 16, batch=8)["notes"] == []
+    # A pipeline over two boards hands off once a stage: no note.
+    assert calculate("llama-3.1-70b", h100, 16, batch=8, parallel="pipeline")["notes"] == []
+    # PCIe cards join no domain to leave: their link is the slow one throughout.
+    assert calculate("llama-3.1-8b", "l40s", 2, batch=8)["notes"] == []

@@ -105,7 +105,7 @@ def test_a_gpu_without_a_price_has_no_costs_unless_one_is_given():
         (dict(batch=[]), ValueError, "batch is an empty list"),
         (dict(batch=np.ones((2, 2))), ValueError, "batch must be a number or a list"),
         (dict(context_len=[1]), ValueError, "sweep takes no argument 'context_len'"),
-        (dict(parallel="pipeline"), ValueError, "tensor parallelism"),
+        (dict(parallel=["tensor", "pipe"]), ValueError, "parallel must be one of"),
     ],
 )
 def test_bad_arguments_are_refused_at_once(arguments, error, message):

@@ -38,6 +38,7 @@ examples:
   ia calculate llama-3.1-8b h100-sxm --batch 32 --prompt-len 4096
                                                memory, TTFT, TPOT, tokens/s and cost
   ia calculate llama-3.1-70b h100-sxm --n-gpus 4 --price-per-hour 2.5 --json
+  ia calculate llama-3.1-70b h100-sxm --n-gpus 4 --parallel pipeline
   ia steady-state llama-3.1-8b h100-sxm --rate 4
   ia plan llama-3.1-70b h100-sxm --rate 10 --ttft 0.5 --tpot 0.05
   ia kernels llama-3.1-8b h100-sxm --batch 64 --context-len 4096 --csv
@@ -54,6 +55,7 @@ Numbers print with decimal prefixes (1 GB = 10^9 B); --json and --csv give base 
 # What the table shows of each answer: (key path, label, kind of ``format.show``). JSON and
 # CSV give every key; the table, for people, these.
 CALCULATE = (
+    ("parallel", "parallelism", "text"),
     ("memory.weights", "weights per GPU", "nbytes"),
     ("memory.kv_cache", "KV cache per GPU", "nbytes"),
     ("memory.activations", "activations per GPU", "nbytes"),
@@ -139,7 +141,8 @@ def _gpu(text: str):
 
 def _deployment(args) -> dict:
     """The deployment options given (the library's defaults stand for the rest)."""
-    names = ("n_gpus", "dtype", "cache_dtype", "compute_dtype", "engine", "step", "replicas")
+    names = ("n_gpus", "parallel", "dtype", "cache_dtype", "compute_dtype", "engine", "step")
+    names += ("replicas",)
     names += ("memory_utilization", "price_per_hour")
     return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
 
@@ -233,7 +236,7 @@ def _add_deployment(p, n_gpus=True):
     p.add_argument("model", help="registry name, config.json, its folder, or JSON text")
     p.add_argument("gpu", help="registry name, or a JSON file or text of your device's figures")
     if n_gpus:
-        p.add_argument("--n-gpus", type=int, help="GPUs per replica, tensor parallel (1)")
+        p.add_argument("--n-gpus", type=int, help="GPUs per replica (1)")
     p.add_argument("--dtype", help="weights' format: bf16, fp8, int4, ... (bf16)")
     p.add_argument("--cache-dtype", help="KV cache's format (the compute format)")
     p.add_argument("--compute-dtype", help="the products' format (the weights')")
@@ -298,6 +301,9 @@ def parser():
         aliases=("calc",),
     )
     _add_deployment(p)
+    p.add_argument(
+        "--parallel", choices=ia.timing.PARALLEL, help="n GPUs as tensor or pipeline (tensor)"
+    )
     p.add_argument("--batch", type=int, default=1, help="requests served together (1)")
     _add_workload(p)
     p.add_argument("--replicas", type=int, help="copies of the deployment (1)")
@@ -342,14 +348,17 @@ def _get(record: dict, path: str):
 
 
 def _flat(record: dict, prefix: str = "") -> dict:
-    """``record`` with nested dicts' keys joined by dots; a band's ends as ``_low``/``_high``."""
+    """``record`` with nested dicts' keys joined by dots; a band's ends as ``_low``/``_high``;
+    a list of sentences as one, joined by " | "."""
     flat = {}
     for key, value in record.items():
         name = f"{prefix}{key}"
         if isinstance(value, dict):
             flat.update(_flat(value, f"{name}."))
-        elif isinstance(value, tuple | list) and len(value) == 2:
+        elif prefix == "band." and isinstance(value, tuple | list):
             flat[f"{name}_low"], flat[f"{name}_high"] = value
+        elif isinstance(value, list):  # sentences (calculate's notes): one cell
+            flat[name] = " | ".join(map(str, value))
         else:
             flat[name] = value
     return flat
@@ -407,6 +416,7 @@ def render(result, table, output: str | None) -> str:
     lines = [f"{label.ljust(width)}  {value}" for label, value in shown]
     if result.get("band"):
         lines.append("(in brackets: where 8 of 10 held-out measurements fell, chapter 11)")
+    lines += [f"note: {note}" for note in result.get("notes", ())]
     return "\n".join(lines)
 
 

@@ -83,6 +83,7 @@ from inference_arithmetic.core.symbols import (
     k,
     m_c,
     n_gpus,
+    n_link,
     phi_a,
     pi,
     r_kv,
@@ -203,12 +204,14 @@ def all_reduce_time(nbytes):
     engines choose by message size: the engine's own for small messages (its measured smallest
     time alpha_ar, growing by 2 (n - 1) / n of the bytes at its measured beta_ar) or NCCL's for
     large ones (alpha_rg, and the same share of the bytes at beta_rg, or at the network's rate
-    past one NVLink domain: ``parallel.link_bandwidth_used``). Zero on one GPU."""
+    past one NVLink domain: ``parallel.link_bandwidth_used``). Zero on one GPU. Past one
+    domain only the ring is left: the engine's one-shot kernel writes into its peers' memory
+    over the link (vLLM's custom all-reduce is for one node), so it cannot reach GPUs beyond."""
     share = 2 * (n_gpus - 1) / n_gpus * nbytes
     one_shot = alpha_ar + share / beta_ar
     ring = alpha_rg + share / sympy.Min(beta_rg, parallelism.link_bandwidth_used())
     single = sympy.Piecewise((0, sympy.Eq(n_gpus, 1)), (1, True))
-    return single * sympy.Min(one_shot, ring)
+    return single * sympy.Piecewise((sympy.Min(one_shot, ring), n_gpus <= n_link), (ring, True))
 
 
 def _collective(name, nbytes, rows, count):

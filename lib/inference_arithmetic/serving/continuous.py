@@ -53,7 +53,7 @@ from inference_arithmetic.serving.scenario import (
 )
 
 __all__ = ["DEFAULT_TOKEN_BUDGET", "PROMPT_COUNTS", "SPREAD_POINTS", "STEADY", "REPLICAS"]
-__all__ += ["SATURATED", "ONE_TOKEN"]
+__all__ += ["SATURATED", "ONE_TOKEN", "NO_PIPELINE"]
 __all__ += ["steady_state"]
 __all__ += ["steady_state_of", "saturation_rate", "saturated_message", "plan", "simulate"]
 __all__ += ["highest_rate", "output_cost"]
@@ -355,8 +355,18 @@ def _scenario(arch, gpu, prompt_len, output_len, n_gpus, dtype, deployment):
     workload = dict(batch=1, prompt_len=prompt_len, output_len=output_len, in_waves=True)
     s = Scenario(arch, gpu, **workload, n_gpus=n_gpus, dtype=dtype, **deployment)
     if s.parallel != "tensor":
-        raise checks.ArgumentError("continuous batching is modeled with parallel='tensor'")
+        raise checks.ArgumentError(NO_PIPELINE)
     return s
+
+
+NO_PIPELINE = (
+    "the steady state is of one continuously batching engine with tensor parallelism "
+    "(parallel='tensor'): a pipeline's stages each step a micro-batch of their own, n steps "
+    "in flight, which its chain does not model. A pipeline's batch is timed by "
+    "ia.calculate(..., parallel='pipeline') or ia.generation, its batches in waves by "
+    "ia.serve(..., parallel='pipeline', engine=a static engine)"
+)
+"""The message for a steady state (and so a plan) asked of a pipeline."""
 
 
 ONE_TOKEN = (
@@ -445,7 +455,8 @@ def steady_state(
     decoding in a mean step) and ``decoding_variance``, and ``band``: for ttft, tpot,
     request_time and saturation_rate, the range in which eight of ten held-out measurements
     fell (``serving.bands``; None with ``step="roofline"``). ``ValueError`` past saturation,
-    and for requests of one output token, which never decode (``ONE_TOKEN``).
+    and for requests of one output token, which never decode (``ONE_TOKEN``), and for a
+    pipeline (``NO_PIPELINE``): the chain is of one engine stepping one batch at a time.
     """
     rate = checks.amount("requests_per_s", requests_per_s, "requests per second", positive=True)
     s = _scenario(model, gpu, prompt_len, output_len, n_gpus, dtype, deployment)
@@ -500,11 +511,18 @@ def plan(
     degree, as every deployment argument counts them), ``gpus`` (in all), ``ttft``, ``tpot``
     and ``cost`` (``output``: USD per million output tokens, the GPUs paid busy or idle, at
     ``price_per_hour`` or the GPU's example price; ``price_per_hour``; ``price_date``, None
-    for a given price); ``ValueError`` if no deployment of ``most_gpus`` GPUs meets them."""
+    for a given price); ``ValueError`` if no deployment of ``most_gpus`` GPUs meets them.
+
+    Tensor parallelism only: each deployment is judged by its ``steady_state``, which models
+    one continuously batching engine and not a pipeline's stages stepping micro-batches of
+    their own, so ``parallel="pipeline"`` is refused (``NO_PIPELINE``) rather than planned on a
+    chain that does not describe it."""
     from inference_arithmetic.hardware.gpus import gpu as registry_gpu
     from inference_arithmetic.models.config import model as registry_model
     from inference_arithmetic.serving.scenario import tensor_parallel_degrees
 
+    if options.get("parallel", "tensor") != "tensor":  # else every deployment would be skipped
+        raise checks.ArgumentError(NO_PIPELINE)
     rate = checks.amount("requests_per_s", requests_per_s, "requests per second", positive=True)
     _decoding(output_len)  # else every deployment would be skipped as if it saturated
     checks.amount("ttft_target", ttft_target, "seconds", positive=True)

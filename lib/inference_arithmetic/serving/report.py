@@ -20,7 +20,8 @@ output, and no sliding window filling up (``exact`` says whether it is; ``ia.gen
 the steps one by one). Costs are
 ``formulas.economics`` at full utilization and ``price_per_hour`` (default: the GPU's dated
 example price). Memory is the
-weights, split n ways with tensor parallelism, the KV cache of B requests of T + O tokens,
+weights, split n ways with tensor parallelism (a pipeline: its fullest stage's layers), the KV
+cache of B requests of T + O tokens,
 split by KV heads (``latency.kv_split``), and one step's activations, against
 ``memory_utilization`` of each GPU. Chapter 14 presents it; chapters 06
 (KV cache), 08 (prefill and decode), 09 (batching), 10 (parallelism) and 12 (economics)
@@ -33,6 +34,7 @@ import functools
 
 import sympy
 
+from inference_arithmetic.core import format as fmt
 from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas
 from inference_arithmetic.core.symbols import B, B_d, L_w, M, O, P_t, R, S, T, W, n_gpus
 from inference_arithmetic.formulas import economics, kernels, latency
@@ -53,6 +55,8 @@ __all__ = [
     "report_formulas",
     "report_values",
     "bound_text",
+    "NETWORK_NOTE",
+    "notes",
     "calculate",
     "report",
     "warm",
@@ -62,6 +66,13 @@ BOUNDS = ("bandwidth", "compute")
 """What bounds a step, by the value of its ``*_compute_bound`` formula (0 or 1)."""
 THEN = ", then "
 """Joins the bounds of a decode whose bound changes during the output."""
+NETWORK_NOTE = (
+    "tensor parallelism over {n_gpus} GPUs spans more than one {gpu} link domain ({domain} "
+    "GPUs): its all-reduces cross the network, at {network} per GPU, which adds {seconds} to "
+    "each decode step ({share} of it). Pipeline parallelism across domains "
+    "(parallel='pipeline') sends one hand-off per stage instead"
+)
+"""``calculate``'s note for tensor parallelism past the GPU's link domain."""
 BANDED = {**bands.PER_TOKEN, "total": ("request", False), "throughput": ("request", True)}
 """The predictions of ``calculate`` that carry a band (``serving.bands``): key -> (the kind of
 prediction, whether it is a speed)."""
@@ -72,19 +83,22 @@ def _flag(condition):
     return sympy.Piecewise((1, condition), (0, True))
 
 
-def report_formulas(arch, step=DEFAULT_STEP) -> dict[str, sympy.Expr]:
-    """The formulas of ``calculate`` for ``arch`` with tensor parallelism, in T, O, B and the
-    deployment's symbols (S is put in: T + O for memory, the mean context for the time per
-    output token), its steps timed by ``STEPS[step]``. Costs are those of
-    ``formulas.economics`` at full utilization. The bounds are chapter 08's: which side of the
-    whole step's roofline is the longer."""
+def report_formulas(arch, step=DEFAULT_STEP, parallel="tensor") -> dict[str, sympy.Expr]:
+    """The formulas of ``calculate`` for ``arch`` with ``parallel`` ("tensor" or "pipeline"),
+    in T, O, B and the deployment's symbols (S is put in: T + O for memory, the mean context
+    for the time per output token), its steps timed by ``STEPS[step]``: the same formulas
+    ``ia.generation`` evaluates step by step. Costs are those of ``formulas.economics`` at
+    full utilization (a pipeline's n batches in flight share the rent). The bounds are chapter
+    08's: which side of the whole step's roofline is the longer."""
     timing = STEPS[step]
     whole = {S: T + O}  # the cache of a whole request
-    tpot = timing.time_per_output_token(arch)
+    ttft = timing.prefill_time(arch, parallel)
+    tpot = timing.time_per_output_token(arch, parallel=parallel)
     full = {economics.u: 1}
-    cost_input = economics.cost_per_million_input_tokens(timing.prefill_time(arch)).subs(full)
-    cost_output = economics.cost_per_million_output_tokens(tpot).subs(full)
-    compute, memory = latency.decode_compute_time(arch), latency.decode_memory_time(arch)
+    cost_input = economics.cost_per_million_input_tokens(ttft, parallel).subs(full)
+    cost_output = economics.cost_per_million_output_tokens(tpot, parallel).subs(full)
+    compute = latency.decode_compute_time(arch, parallel=parallel)
+    memory = latency.decode_memory_time(arch, parallel)
 
     def decode(context):  # compute-bound at this context
         return latency.compute_bound(compute.subs(S, context), memory.subs(S, context))
@@ -98,26 +112,28 @@ def report_formulas(arch, step=DEFAULT_STEP) -> dict[str, sympy.Expr]:
     same = sympy.Eq(first, last)
     if step == "kernels":
         decoding = {P_t: 0, B_d: B}
-        bends = [kr.bound.subs(decoding) for kr in kernels.step_kernels(arch)]
+        step_kernels = kernels.step_kernels(arch, parallel)
+        bends = [sympy.sympify(kr.bound).subs(decoding) for kr in step_kernels]
         bends = [bound for bound in bends if S in bound.free_symbols]
         ends = (T, latency.last_context())
         same = sympy.And(*(sympy.Eq(*(bound.subs(S, end) for end in ends)) for bound in bends))
     return {
-        "weights": latency.weight_bytes_per_gpu(arch),
-        "kv_cache": latency.cache_bytes_per_gpu(arch).subs(whole),
+        "weights": latency.weight_bytes_per_gpu(arch, parallel),
+        "kv_cache": latency.cache_bytes_per_gpu(arch, parallel).subs(whole),
         "activations": latency.activation_reserve(arch),
-        "memory": latency.memory_per_gpu(arch).subs(whole),
+        "memory": latency.memory_per_gpu(arch, parallel).subs(whole),
         "budget": latency.memory_budget(),
-        "ttft": timing.prefill_time(arch),
+        "ttft": ttft,
         "tpot": tpot,
-        "total": timing.generation_time(arch),
-        "throughput": timing.throughput(arch),
+        "total": timing.generation_time(arch, parallel=parallel),
+        "throughput": timing.throughput(arch, parallel=parallel),
         "cost_input": cost_input,
         "cost_output": cost_output,
         "cost_request": economics.request_cost(cost_input, cost_output),
         "prefill_compute_bound": _flag(
             latency.compute_bound(
-                latency.prefill_compute_time(arch), latency.prefill_memory_time(arch)
+                latency.prefill_compute_time(arch, parallel),
+                latency.prefill_memory_time(arch, parallel),
             )
         ),
         "decode_compute_bound_first": first,
@@ -130,8 +146,9 @@ def report_formulas(arch, step=DEFAULT_STEP) -> dict[str, sympy.Expr]:
 
 
 @functools.lru_cache(maxsize=64)
-def _compiled(arch, step=DEFAULT_STEP) -> CompiledFormulas:
-    return cache.formulas(f"report {step} {arch!r}", lambda: report_formulas(arch, step))
+def _compiled(arch, step=DEFAULT_STEP, parallel="tensor") -> CompiledFormulas:
+    key = f"report {step} {parallel} {arch!r}"
+    return cache.formulas(key, lambda: report_formulas(arch, step, parallel))
 
 
 def bound_text(*flags) -> str:
@@ -157,7 +174,11 @@ def calculate(
 ) -> dict:
     """Memory per GPU, time to first token, time per output token, throughput, cost per
     million tokens and the limiting bound of ``batch`` identical requests of ``prompt_len``
-    prompt and ``output_len`` output tokens, on ``n_gpus`` GPUs with tensor parallelism.
+    prompt and ``output_len`` output tokens, on ``n_gpus`` GPUs with tensor parallelism, or
+    with ``parallel="pipeline"`` as a pipeline of ``n_gpus`` stages: each GPU holds its
+    stage's layers (of the fullest stage), a request passes the stages in turn (the same time
+    to first token and per output token as ``ia.generation``'s where ``exact``), and n batches
+    in flight make the throughput.
 
     The arguments make a ``Scenario``, which checks them (``KeyError`` for an unknown model,
     GPU or a compute format without a FLOP rate; ``ArgumentError``, a ``ValueError``, naming
@@ -173,9 +194,11 @@ def calculate(
     ``bound`` (compute or bandwidth, for ``prefill`` and ``decode``; "bandwidth, then compute"
     if decode changes bound during the output), ``band`` (for ttft, tpot, total and
     throughput, the range in which eight of ten held-out measurements fell,
-    ``serving.bands``; None with ``step="roofline"``), ``mean_context``, ``exact``, ``gpus``
+    ``serving.bands``; None with ``step="roofline"``), ``mean_context``, ``exact``, ``notes``
+    (sentences on the deployment: tensor parallelism past the GPU's link domain, what its
+    all-reduces over the network add to a decode step, ``NETWORK_NOTE``), ``gpus``
     (in all: ``n_gpus`` per replica times ``replicas``), and the settings it used: ``model``,
-    ``gpu``, ``n_gpus``, ``dtype``, ``cache_dtype``, ``compute_dtype``, ``batch``,
+    ``gpu``, ``n_gpus``, ``parallel``, ``dtype``, ``cache_dtype``, ``compute_dtype``, ``batch``,
     ``prompt_len``, ``output_len``, ``engine``, ``step``, the step's figures
     (``compute_efficiency``, ``bandwidth_efficiency``, ``attention_efficiency``,
     ``decode_attention_efficiency``, ``kernel_overhead``, ``step_overhead``,
@@ -191,16 +214,38 @@ def calculate(
 def report_values(s: Scenario, price_per_hour: float | None = None) -> dict[str, float | None]:
     """Every formula of ``report_formulas`` at the scenario's values and ``price_per_hour``
     (default: the GPU's example; costs None where there is neither)."""
-    if s.parallel != "tensor":
-        raise ArgumentError("the report is for tensor parallelism; give parallel='tensor'")
     price, _, _ = s.gpu.price(price_per_hour)
     values = {**s.values(), "price_per_hour": price or 1.0}
-    r = _compiled(s.model, s.step).from_values(values)
+    r = _compiled(s.model, s.step, s.parallel).from_values(values)
     return {k: None if k.startswith("cost_") and not price else v for k, v in r.items()}
 
 
+def notes(s: Scenario, r: dict) -> list[str]:
+    """What ``calculate`` says of a scenario beyond its numbers, from ``report_values`` ``r``:
+    tensor parallelism past one link domain (``NETWORK_NOTE``), with what the network adds to
+    a decode step at the mean context: the step less the same formula's step were the n GPUs
+    one link domain. A GPU whose link joins no others (a domain of one: PCIe cards) has no
+    domain to leave: every group of them pays its slow link, and the formulas say so."""
+    domain = s.gpu.link_domain or 1
+    if s.parallel != "tensor" or s.n_gpus <= domain or domain == 1:
+        return []
+    one_domain = {**s.values(), "link_domain": s.n_gpus, "price_per_hour": 1.0}
+    extra = r["tpot"] - _compiled(s.model, s.step, s.parallel).from_values(one_domain)["tpot"]
+    network = min(s.gpu.interconnect_bandwidth, s.network_bandwidth)
+    return [
+        NETWORK_NOTE.format(
+            n_gpus=s.n_gpus,
+            gpu=s.gpu.name,
+            domain=domain,
+            network=fmt.show(network, "bandwidth"),
+            seconds=fmt.show(extra, "seconds"),
+            share=fmt.show(extra / r["tpot"], "percent"),
+        )
+    ]
+
+
 def report(s: Scenario, price_per_hour: float | None = None) -> dict:
-    """``calculate`` of a ``Scenario`` (tensor parallelism) whose batch runs at once."""
+    """``calculate`` of a ``Scenario`` whose batch runs at once."""
     # Refused rather than reported a wave at a time: every number here is of the scenario's
     # batch at once, which in waves may be far past the memory, and a report of one wave would
     # not be of the batch it names. ``timing.run`` refuses the same; ``in_waves`` times waves.
@@ -240,6 +285,8 @@ def report(s: Scenario, price_per_hour: float | None = None) -> dict:
         "band": bands.of(r, BANDED) if s.step == "kernels" else None,
         "mean_context": r["mean_context"],
         "exact": bool(r["exact"]),
+        "notes": notes(s, r),
+        "parallel": s.parallel,
         "engine": s.engine.name,
         "step": s.step,
         **{name: s.figure(name) for name in FIGURES},

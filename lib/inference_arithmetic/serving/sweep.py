@@ -17,8 +17,9 @@ given), the last varying fastest. A row that ``calculate`` would
 refuse has ``fits`` False, the refusal's message as its ``reason`` and NaN for its numbers: an
 input out of range, a format the GPU has no FLOP rate for, heads that do not split, a request
 past the context window, memory past the budget. A name that is no model, GPU, engine or format
-is refused at once, as a typo, not as a row. The rows of one model, GPU, format, engine and step
-are evaluated together, as arrays, by the formulas ``calculate`` evaluates one at a time.
+is refused at once, as a typo, not as a row. ``parallel`` ("tensor" or "pipeline", as
+``calculate`` takes it) is a name too. The rows of one model, GPU, parallelism, format, engine and
+step are evaluated together, as arrays, by the formulas ``calculate`` evaluates one at a time.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from inference_arithmetic.core import checks
 from inference_arithmetic.core import format as fmt
 from inference_arithmetic.core.dtypes import dtype_name
 from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas, numeric
+from inference_arithmetic.formulas.latency import PARALLEL
 from inference_arithmetic.hardware.engines import engine as registry_engine
 from inference_arithmetic.hardware.gpus import gpu as registry_gpu
 from inference_arithmetic.models.config import AUTO
@@ -53,7 +55,7 @@ from inference_arithmetic.serving.scenario import (
 
 __all__ = ["sweep", "NAMES", "COLUMNS"]
 
-NAMES = ("model", "gpu", "dtype", "cache_dtype", "compute_dtype", "engine", "step")
+NAMES = ("model", "gpu", "parallel", "dtype", "cache_dtype", "compute_dtype", "engine", "step")
 """The arguments that are names: each combination of them is one group of rows."""
 COUNTS = ("n_gpus", "batch", "prompt_len", "output_len", "replicas", "token_budget")
 FRACTIONS = (*_EFFICIENCIES, "memory_utilization")
@@ -167,7 +169,8 @@ def sweep(
     """``calculate`` over every combination of its arguments, any of them a list: a numpy
     structured array with a row per scenario (module docstring).
 
-    Its columns: the names (model, gpu, the formats, engine, step), the numbers given (and
+    Its columns: the names (model, gpu, parallel, the formats, engine, step), the numbers
+    given (and
     ``calculate``'s defaults), ``fits`` (True where ``calculate`` would answer), ``reason`` (its
     refusal, else ""), then ``COLUMNS`` (bytes per GPU, seconds, output tokens per second, USD
     per million tokens: NaN where the scenario does not fit, costs NaN where the GPU has no
@@ -190,13 +193,14 @@ def sweep(
         price_per_hour=price_per_hour,
         **deployment,
     )
-    if given.pop("parallel", "tensor") != "tensor":
-        raise ArgumentError("sweep, as calculate, is for tensor parallelism: parallel='tensor'")
     unknown = [k for k in given if k not in (*NAMES, *COUNTS, *FRACTIONS, *AMOUNTS)]
     if unknown:
         valid = ", ".join((*NAMES, *COUNTS, *FRACTIONS, *AMOUNTS))
         raise ArgumentError(f"sweep takes no argument {unknown[0]!r}; it takes {valid}")
     given.setdefault("step", DEFAULT_STEP)
+    given.setdefault("parallel", "tensor")
+    for value in _axis("parallel", given["parallel"]):  # a typo, not a row's refusal
+        checks.choice("parallel", value, PARALLEL)
     axes = {k: _axis(k, v) for k, v in given.items() if v is not None or k in NAMES}
     names = {k: v for k, v in axes.items() if k in NAMES}
     numbers = {k: _numbers(k, v) for k, v in axes.items() if k not in NAMES}
@@ -240,15 +244,17 @@ def _group(chosen: dict, flat: dict, safe: dict, reasons: np.ndarray) -> dict:
             cache_dtype=settings.get("cache_dtype", compute),
             engine=(engine or registry_engine(DEFAULT_ENGINE)).name,
             step=settings["step"],
+            parallel=settings["parallel"],
         )
         return {"columns": columns, "flat": flat, "reasons": reasons, "size": size}
-    columns.update({k: getattr(s, k) for k in ("dtype", "cache_dtype", "compute_dtype", "step")})
+    named = ("parallel", "dtype", "cache_dtype", "compute_dtype", "step")
+    columns.update({k: getattr(s, k) for k in named})
     columns["engine"] = s.engine.name
     values = s.values()
     values.update({_SYMBOL.get(k, k): v for k, v in safe.items() if k != "price_per_hour"})
     reasons = _rows_refused(s, values, flat, reasons)
     price = safe.get("price_per_hour", s.gpu.price_per_hour or 1.0)
-    r = _compiled(arch, s.step).over({**values, "price_per_hour": price})
+    r = _compiled(arch, s.step, s.parallel).over({**values, "price_per_hour": price})
     r = {k: np.broadcast_to(v, (size,)) for k, v in r.items()}
     no_price = "price_per_hour" not in flat and s.gpu.price_per_hour is None
     for column, key in COLUMNS.items():
@@ -310,7 +316,7 @@ def _fields(check, arch, parallel) -> dict:
 def _table(parts: list[dict], numbers: list[str]) -> np.ndarray:
     """The groups' rows as one structured array, groups in order."""
     columns = {}
-    for key in ("model", "gpu", "dtype", "cache_dtype", "compute_dtype", "engine", "step"):
+    for key in NAMES:
         columns[key] = np.concatenate(
             [np.full(p["size"], p["columns"][key], dtype=object) for p in parts]
         )
