@@ -301,3 +301,21 @@ def test_a_larger_budget_trades_time_per_token_for_first_tokens_and_throughput(n
         assert larger["saturation_rate"] > smaller["saturation_rate"]
     for key in ("ttft", "tpot"):
         assert past[0][key] == pytest.approx(past[1][key], rel=0.01)
+
+
+def test_the_simulation_gives_percentiles_whose_tail_grows_with_the_load():
+    # Each request's TTFT and TPOT, as service-level objectives count them: ordered
+    # percentiles, and near saturation a TTFT tail far longer than its median, where at a
+    # light load the queue is short and the tail close to it.
+    name, n, prompt, output = CASES[0]
+    saturation = _saturation(name, n, prompt, output)
+    tails = {}
+    for load in (0.3, 0.9):
+        run = continuous.simulate(name, "h100-sxm", load * saturation, prompt, output,
+                                  n_gpus=n, requests=1500)  # fmt: skip
+        for key in ("ttft", "tpot"):
+            p = run["percentiles"][key]
+            assert list(p) == [f"p{q}" for q in continuous.PERCENTILES]
+            assert 0 < p["p50"] <= p["p90"] <= p["p99"]
+        tails[load] = run["percentiles"]["ttft"]["p99"] / run["percentiles"]["ttft"]["p50"]
+    assert tails[0.9] > 1.5 * tails[0.3], tails

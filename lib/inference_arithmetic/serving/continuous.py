@@ -52,7 +52,8 @@ from inference_arithmetic.serving.scenario import (
     deployment_keywords,
 )
 
-__all__ = ["DEFAULT_TOKEN_BUDGET", "PROMPT_COUNTS", "SPREAD_POINTS", "STEADY", "REPLICAS"]
+__all__ = ["DEFAULT_TOKEN_BUDGET", "PROMPT_COUNTS", "PERCENTILES", "SPREAD_POINTS"]
+__all__ += ["STEADY", "REPLICAS"]
 __all__ += ["SATURATED", "ONE_TOKEN", "NO_PIPELINE"]
 __all__ += ["steady_state"]
 __all__ += ["steady_state_of", "saturation_rate", "saturated_message", "plan", "simulate"]
@@ -63,6 +64,8 @@ PROMPT_COUNTS = 64
 """Prompts per step the chain keeps, 0 to 63: far past any Poisson mean below saturation (40
 cut the chain's tail before the memory set the saturation)."""
 _K = np.arange(PROMPT_COUNTS)
+PERCENTILES = (50, 90, 99)
+"""The percentiles ``simulate`` reports of each request's TTFT and TPOT."""
 SPREAD_POINTS = tuple(tuple(map(float, a)) for a in np.polynomial.hermite_e.hermegauss(5))
 """Gauss-Hermite nodes and weights (of a standard normal) over which an arrival's prefill is
 averaged across the spread of the decoding count (``_Engine.state``; the page's too)."""
@@ -605,15 +608,27 @@ def simulate(
     waiting prompts in the tokens left under the deployment's ``token_budget``; a request is
     admitted while the memory holds its whole cache; a step takes ``formulas.continuous.step``
     for its own decodes, their mean context and its prefill tokens. Returns the mean ``ttft`` and
-    ``tpot`` (seconds) of ``requests`` requests after a warm-up of a fifth as many."""
+    ``tpot`` (seconds) of ``requests`` requests after a warm-up of a fifth as many, and their
+    ``percentiles``: ``{"ttft": {"p50": ..., "p90": ..., "p99": ...}, "tpot": {...}}``, each
+    request's TPOT being the mean gap between its own tokens (what a service-level objective
+    on inter-token time per request measures)."""
     s = _scenario(model, gpu, prompt_len, output_len, n_gpus, dtype, deployment)
     rng = np.random.default_rng(seed)
     warm = requests // 5
     arrivals = np.cumsum(rng.exponential(1 / requests_per_s, requests + warm))
     kept = [r for r in _engine(s, arrivals) if r["i"] >= warm]
-    ttft = np.mean([r["first"] - r["arrived"] for r in kept])
-    tpot = np.mean([(r["last"] - r["first"]) / (output_len - 1) for r in kept])
-    return {"ttft": float(ttft), "tpot": float(tpot) if output_len > 1 else float("nan")}
+    ttfts = np.array([r["first"] - r["arrived"] for r in kept])
+    tpots = np.array([(r["last"] - r["first"]) / max(output_len - 1, 1) for r in kept])
+    if output_len == 1:  # no decode step: no time per output token
+        tpots = np.full_like(tpots, np.nan)
+    return {
+        "ttft": float(ttfts.mean()),
+        "tpot": float(tpots.mean()),
+        "percentiles": {
+            name: {f"p{q}": float(np.percentile(times, q)) for q in PERCENTILES}
+            for name, times in (("ttft", ttfts), ("tpot", tpots))
+        },
+    }
 
 
 def burst(s: Scenario, **figures) -> dict:
