@@ -38,6 +38,7 @@ from inference_arithmetic.core import format as fmt
 from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas
 from inference_arithmetic.core.symbols import B, B_d, L_w, M, O, P_t, R, S, T, W, n_gpus
 from inference_arithmetic.formulas import economics, kernels, latency
+from inference_arithmetic.formulas import parallel as parallelism
 from inference_arithmetic.models.config import AUTO, model, model_names
 from inference_arithmetic.serving import bands, cache, continuous, scenario
 from inference_arithmetic.serving.scenario import (
@@ -220,6 +221,13 @@ def report_values(s: Scenario, price_per_hour: float | None = None) -> dict[str,
     return {k: None if k.startswith("cost_") and not price else v for k, v in r.items()}
 
 
+@functools.cache
+def _link_used() -> CompiledFormulas:
+    return cache.formulas(
+        "link bandwidth used", lambda: {"link": parallelism.link_bandwidth_used()}
+    )
+
+
 def notes(s: Scenario, r: dict) -> list[str]:
     """What ``calculate`` says of a scenario beyond its numbers, from ``report_values`` ``r``:
     tensor parallelism past one link domain (``NETWORK_NOTE``), with what the network adds to
@@ -231,7 +239,7 @@ def notes(s: Scenario, r: dict) -> list[str]:
         return []
     one_domain = {**s.values(), "link_domain": s.n_gpus, "price_per_hour": 1.0}
     extra = r["tpot"] - _compiled(s.model, s.step, s.parallel).from_values(one_domain)["tpot"]
-    network = min(s.gpu.interconnect_bandwidth, s.network_bandwidth)
+    network = _link_used().from_values(s.values())["link"]  # the formulas' own rule
     return [
         NETWORK_NOTE.format(
             n_gpus=s.n_gpus,
