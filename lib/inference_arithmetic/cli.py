@@ -232,12 +232,15 @@ GPUS = (
 )
 
 
+AUTO_HELP = f"weights' format: bf16, fp8, nvfp4, q4_k_m, ... ({ia.AUTO}: as the checkpoint ships)"
+
+
 def _add_deployment(p, n_gpus=True):
     p.add_argument("model", help="registry name, config.json, its folder, or JSON text")
     p.add_argument("gpu", help="registry name, or a JSON file or text of your device's figures")
     if n_gpus:
         p.add_argument("--n-gpus", type=int, help="GPUs per replica (1)")
-    p.add_argument("--dtype", help="weights' format: bf16, fp8, int4, ... (bf16)")
+    p.add_argument("--dtype", help=AUTO_HELP)
     p.add_argument("--cache-dtype", help="KV cache's format (the compute format)")
     p.add_argument("--compute-dtype", help="the products' format (the weights')")
     p.add_argument("--engine", help="serving engine: " + ", ".join(ia.engine_names()))
@@ -288,9 +291,7 @@ def parser():
 
     p = command("count", _count, COUNT, "parameters, weights and KV cache per token of a model")
     p.add_argument("model", help="registry name, config.json, its folder, or JSON text")
-    p.add_argument(
-        "--dtype", default="auto", help="weights' format (auto: as the checkpoint ships)"
-    )
+    p.add_argument("--dtype", default=ia.AUTO, help=AUTO_HELP)
     p.add_argument("--cache-dtype", help="KV cache's format (the weights')")
 
     p = command(
