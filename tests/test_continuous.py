@@ -38,6 +38,28 @@ def test_the_steady_state_is_within_10_percent_of_the_simulation(name, n, prompt
     for key in ("ttft", "tpot"):
         simulated = np.mean([run[key] for run in runs])
         assert closed[key] == pytest.approx(simulated, rel=0.10), (key, closed[key], simulated)
+        if load > 0.85:  # the percentiles are held to the simulation's up to 0.85
+            continue
+        for tail in ("p90", "p99"):  # each request's, as service-level objectives count them
+            simulated = np.mean([run["percentiles"][key][tail] for run in runs])
+            mine = closed["percentiles"][key][tail]
+            assert mine == pytest.approx(simulated, rel=0.15), (key, tail, mine, simulated)
+
+
+def test_a_queues_usual_guess_at_the_tail_misses_the_simulation():
+    # The companion of the percentiles' 15%: an exponential TTFT of the steady state's mean (a
+    # single-server queue's) puts p99 at 4.6 means, far past the simulation's at a light load
+    # and short of it near saturation; the chain's distribution is what holds.
+    name, n, prompt, output = CASES[0]
+    saturation = _saturation(name, n, prompt, output)
+    for load in (0.3, 0.85):
+        closed = ia.steady_state(name, "h100-sxm", load * saturation, prompt, output, n_gpus=n)
+        run = continuous.simulate(name, "h100-sxm", load * saturation, prompt, output,
+                                  n_gpus=n, requests=REQUESTS[load])  # fmt: skip
+        simulated = run["percentiles"]["ttft"]["p99"]
+        guess = closed["ttft"] * np.log(100)
+        assert abs(guess / simulated - 1) > 0.15, (load, guess, simulated)
+        assert closed["percentiles"]["ttft"]["p99"] == pytest.approx(simulated, rel=0.15)
 
 
 def test_without_the_fluctuations_of_the_decodes_the_tpot_falls_short_near_saturation():
@@ -123,6 +145,48 @@ def test_the_plan_meets_both_targets_at_the_fewest_gpus_of_its_degree():
             pass
     with pytest.raises(ValueError, match="no deployment of up to 8"):
         ia.plan("llama-3.1-70b", "h100-sxm", 20, 2048, 256, most_gpus=8, **target)
+
+
+def test_a_plan_on_percentiles_is_one_the_simulation_shows_meeting_them():
+    # 70B at 10 requests a second of 2,048 + 256 tokens, p99 targets: the plan's replicas each
+    # meet both in the simulation (one replica's share), and one replica fewer misses the
+    # target the plan says binds, in the simulation too.
+    model, rate, prompt, output = "llama-3.1-70b", 10.0, 2048, 256
+    targets = dict(ttft_target=0.5, tpot_target=0.05)
+    p = ia.plan(model, "h100-sxm", rate, prompt, output, **targets, percentile=99)
+    assert p["percentile"] == 99 and p["binds"] in ("ttft", "tpot") and p["replicas"] > 1
+    assert p["ttft"] <= 0.5 and p["tpot"] <= 0.05
+    on_means = ia.plan(model, "h100-sxm", rate, prompt, output, **targets)
+    assert on_means["gpus"] < p["gpus"]  # the tail asks for more than the mean
+    for replicas, meets in ((p["replicas"], True), (p["replicas"] - 1, False)):
+        run = continuous.simulate(model, "h100-sxm", rate / replicas, prompt, output,
+                                  n_gpus=p["n_gpus"], requests=20_000)["percentiles"]  # fmt: skip
+        met = {k: run[k]["p99"] <= targets[f"{k}_target"] for k in ("ttft", "tpot")}
+        assert all(met.values()) == meets, (replicas, run)
+        if not meets:
+            assert not met[p["binds"]]
+
+
+def test_goodput_is_the_highest_rate_meeting_both_percentile_targets():
+    args = ("llama-3.1-8b", "h100-sxm", 1024, 128)
+    g = ia.goodput(*args, ttft_target=0.3, tpot_target=0.015, percentile=99)
+    assert g["percentile"] == 99 and g["per_gpu"] == g["requests_per_s"]
+    assert g["ttft"] <= 0.3 and g["tpot"] <= 0.015
+    s = ia.Scenario(*args[:2], prompt_len=1024, output_len=128, in_waves=True)
+    above = continuous.steady_state_of(s, 1.01 * g["requests_per_s"])["percentiles"]
+    assert above[g["binds"]]["p99"] > {"ttft": 0.3, "tpot": 0.015}[g["binds"]]
+    two = ia.goodput(*args, ttft_target=0.3, tpot_target=0.015, percentile=99, n_gpus=2)
+    assert two["per_gpu"] == pytest.approx(two["requests_per_s"] / 2)
+    loose = ia.goodput(*args, ttft_target=100.0, tpot_target=100.0)
+    assert loose["binds"] == "saturation"
+    assert loose["requests_per_s"] == pytest.approx(continuous.saturation_rate(s))
+    # On the mean, a TPOT target alone gives the highest rate's answer.
+    mean = ia.goodput(*args, ttft_target=100.0, tpot_target=0.015, percentile=None)
+    assert mean["requests_per_s"] == pytest.approx(continuous.highest_rate(s, 0.015), rel=1e-3)
+    with pytest.raises(ValueError, match="percentile must be one of 50, 90, 99"):
+        ia.goodput(*args, ttft_target=0.3, tpot_target=0.015, percentile=95)
+    with pytest.raises(ValueError, match="ttft_target"):
+        ia.goodput(*args, ttft_target=-1, tpot_target=0.015)
 
 
 def test_replicas_share_the_requests_evenly():

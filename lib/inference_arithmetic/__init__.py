@@ -34,7 +34,7 @@ from inference_arithmetic.models.counts import (
     param_count,
 )
 from inference_arithmetic.serving import bands, cache, continuous, economics, scenario, timing
-from inference_arithmetic.serving.continuous import plan, steady_state
+from inference_arithmetic.serving.continuous import goodput, plan, steady_state
 from inference_arithmetic.serving.economics import (
     api_prices,
     break_even_utilization,
@@ -60,6 +60,7 @@ __all__ = [
     "Scenario",
     "steady_state",
     "plan",
+    "goodput",
     "continuous",
     "cache",
     "checks",

@@ -9,11 +9,12 @@ KV cache per token                       131 kB
 
 Each subcommand is one library function: ``count`` (``param_count``, ``kv_cache_bytes``, of a
 registry name, a ``config.json``, its folder or its JSON text), ``calculate``
-(``ia.calculate``), ``steady-state`` (``ia.steady_state``), ``plan`` (``ia.plan``) and
-``kernels`` (``ia.kernels``); ``models`` and ``gpus`` list the registries. Output is a table
-for people, ``--json`` (nested, base SI units) or ``--csv`` (one row per record, flat keys,
-base SI units) for programs. Exit status: 0 with an answer, 2 when an argument is refused
-(the message names it and what is valid), as argparse does for its own usage errors.
+(``ia.calculate``), ``steady-state`` (``ia.steady_state``), ``plan`` (``ia.plan``),
+``goodput`` (``ia.goodput``) and ``kernels`` (``ia.kernels``); ``models`` and ``gpus`` list
+the registries. Output is a table for people, ``--json`` (nested, base SI units) or ``--csv``
+(one row per record, flat keys, base SI units) for programs. Exit status: 0 with an answer, 2
+when an argument is refused (the message names it and what is valid), as argparse does for
+its own usage errors.
 """
 
 from __future__ import annotations
@@ -41,6 +42,8 @@ examples:
   ia calculate llama-3.1-70b h100-sxm --n-gpus 4 --parallel pipeline
   ia steady-state llama-3.1-8b h100-sxm --rate 4
   ia plan llama-3.1-70b h100-sxm --rate 10 --ttft 0.5 --tpot 0.05
+  ia plan llama-3.1-70b h100-sxm --rate 10 --ttft 0.5 --tpot 0.05 --percentile 99
+  ia goodput llama-3.1-8b h100-sxm --ttft 0.3 --tpot 0.015 --prompt-len 1024
   ia kernels llama-3.1-8b h100-sxm --batch 64 --context-len 4096 --csv
   ia models; ia gpus                           the registries' names
 
@@ -77,6 +80,10 @@ CALCULATE = (
 STEADY = (
     ("ttft", "time to first token", "seconds"),
     ("tpot", "time per output token", "seconds"),
+    ("percentiles.ttft.p90", "time to first token, p90", "seconds"),
+    ("percentiles.ttft.p99", "time to first token, p99", "seconds"),
+    ("percentiles.tpot.p90", "time per output token, p90", "seconds"),
+    ("percentiles.tpot.p99", "time per output token, p99", "seconds"),
     ("request_time", "request time", "seconds"),
     ("throughput", "throughput, output tokens/s", "number"),
     ("concurrency", "requests in the engine", "number"),
@@ -87,10 +94,18 @@ PLAN = (
     ("replicas", "replicas", "integer"),
     ("n_gpus", "GPUs per replica", "integer"),
     ("gpus", "GPUs in all", "integer"),
-    ("ttft", "time to first token", "seconds"),
-    ("tpot", "time per output token", "seconds"),
+    ("ttft", "time to first token (as judged)", "seconds"),
+    ("tpot", "time per output token (as judged)", "seconds"),
+    ("binds", "one replica fewer misses", "text"),
     ("cost.output", "$ per million output tokens", "usd"),
     ("cost.price_per_hour", "$ per GPU-hour", "usd"),
+)
+GOODPUT = (
+    ("requests_per_s", "goodput, requests/s", "number"),
+    ("per_gpu", "goodput per GPU, requests/s", "number"),
+    ("binds", "limit that binds", "text"),
+    ("ttft", "time to first token there (as judged)", "seconds"),
+    ("tpot", "time per output token there (as judged)", "seconds"),
 )
 COUNT = (
     ("params", "parameters", "integer"),
@@ -186,7 +201,20 @@ def _plan(args) -> dict:
     options = _deployment(args)  # no n_gpus: the plan chooses it
     return ia.plan(
         _model(args.model), _gpu(args.gpu), args.rate, args.prompt_len, args.output_len,
-        args.ttft, args.tpot, most_gpus=args.most_gpus, **options,
+        args.ttft, args.tpot, percentile=_judged(args), most_gpus=args.most_gpus, **options,
+    )  # fmt: skip
+
+
+def _judged(args):
+    """The percentile targets are on: None for "mean"."""
+    return None if args.percentile == "mean" else int(args.percentile)
+
+
+def _goodput(args) -> dict:
+    workload = dict(prompt_len=args.prompt_len, output_len=args.output_len)
+    return ia.goodput(
+        _model(args.model), _gpu(args.gpu), **workload, ttft_target=args.ttft,
+        tpot_target=args.tpot, percentile=_judged(args), **_deployment(args),
     )  # fmt: skip
 
 
@@ -233,6 +261,13 @@ GPUS = (
 
 
 AUTO_HELP = f"weights' format: bf16, fp8, nvfp4, q4_k_m, ... ({ia.AUTO}: as the checkpoint ships)"
+
+
+def _percentile(p, default: str) -> None:
+    """The percentile a command's targets are on."""
+    choices = [*map(str, ia.continuous.PERCENTILES), "mean"]
+    text = f"targets on this percentile of each request's times ({default})"
+    p.add_argument("--percentile", choices=choices, default=default, help=text)
 
 
 def _add_deployment(p, n_gpus=True):
@@ -328,8 +363,17 @@ def parser():
     p.add_argument("--ttft", type=float, required=True, help="time-to-first-token target, s")
     p.add_argument("--tpot", type=float, required=True, help="time-per-output-token target, s")
     _add_workload(p)
+    _percentile(p, "mean")
     p.add_argument("--most-gpus", type=int, default=64, help="GPUs at most, in all (64)")
     _price(p)
+
+    p = command("goodput", _goodput, GOODPUT, "requests/s meeting TTFT and TPOT targets")
+    _add_deployment(p)
+    p.add_argument("--ttft", type=float, required=True, help="time-to-first-token target, s")
+    p.add_argument("--tpot", type=float, required=True, help="time-per-output-token target, s")
+    _add_workload(p)
+    p.add_argument("--replicas", type=int, help="copies sharing the requests (1)")
+    _percentile(p, "90")
 
     p = command("kernels", _kernels, KERNELS, "one step, kernel by kernel")
     _add_deployment(p)

@@ -35,6 +35,7 @@ Poisson arrivals.
 from __future__ import annotations
 
 import functools
+import statistics
 from collections import deque
 
 import numpy as np
@@ -57,7 +58,7 @@ __all__ += ["STEADY", "REPLICAS"]
 __all__ += ["SATURATED", "ONE_TOKEN", "NO_PIPELINE"]
 __all__ += ["steady_state"]
 __all__ += ["steady_state_of", "saturation_rate", "saturated_message", "plan", "simulate"]
-__all__ += ["highest_rate", "output_cost"]
+__all__ += ["highest_rate", "goodput", "output_cost"]
 __all__ += ["burst", "burst_schedule", "closed_loop", "STEP_FORMULAS", "BANDED"]
 
 PROMPT_COUNTS = 64
@@ -65,7 +66,12 @@ PROMPT_COUNTS = 64
 cut the chain's tail before the memory set the saturation)."""
 _K = np.arange(PROMPT_COUNTS)
 PERCENTILES = (50, 90, 99)
-"""The percentiles ``simulate`` reports of each request's TTFT and TPOT."""
+"""The percentiles ``steady_state`` and ``simulate`` report of each request's TTFT and TPOT."""
+TINY = 1e-9
+"""Weight below which a case of an arrival's wait is dropped from its distribution (of
+thousands, their sum stays far below the 1% a p99 leaves)."""
+GRID = 4096
+"""Points on which the TTFT's distribution is summed (twice: the second over its body)."""
 SPREAD_POINTS = tuple(tuple(map(float, a)) for a in np.polynomial.hermite_e.hermegauss(5))
 """Gauss-Hermite nodes and weights (of a standard normal) over which an arrival's prefill is
 averaged across the spread of the decoding count (``_Engine.state``; the page's too)."""
@@ -77,6 +83,7 @@ _tau = sympy.Symbol("mean_step", positive=True)  # tau, seconds
 _slope = sympy.Symbol("step_slope", positive=True)  # dtau/dB_d, seconds per decoding request
 _burst = sympy.Symbol("burst_ratio", positive=True)  # long-run variance of K over its mean
 _cross = sympy.Symbol("burst_covariance", real=True)  # sum over j >= 1 of Cov(K_0, t_j)
+_noise = sympy.Symbol("step_noise", nonnegative=True)  # long-run variance of t, s^2 a step
 _decoding = _rate * (O - 1) * _tau
 _gain = _rate * (O - 1) * _slope
 _variance = _decoding * _burst / (1 - _gain)
@@ -87,9 +94,13 @@ STEADY = {
     "variance": _variance,  # of B_d
     "tpot": _tau + _covariance / _decoding,  # E[B_d t] / E[B_d]
     "busy": _decoding + _covariance / _tau,  # E[B_d t] / E[t]: B_d an arrival meets
+    # A request's own TPOT, the mean of its O - 1 steps: B_d drifts as slowly as a request
+    # lives, so its whole spread stays; the prefills' bursts average over the O - 1 steps.
+    "tpot_spread": sympy.sqrt(_slope**2 * _variance + _noise / (O - 1)),
 }
 """The steady state's relations (module docstring), SymPy expressions of the rate, the output
-length and the chain's ``mean_step``, ``step_slope``, ``burst_ratio``, ``burst_covariance``."""
+length and the chain's ``mean_step``, ``step_slope``, ``burst_ratio``, ``burst_covariance`` and
+``step_noise``."""
 
 _one_saturation = sympy.Symbol("replica_saturation", positive=True)
 _one_concurrency = sympy.Symbol("replica_concurrency", positive=True)
@@ -321,6 +332,7 @@ class _Engine:
                  "step_slope": max(slope, 1e-300),
                  "burst_ratio": float(weights @ (prompts * (2 * zk - prompts)) / (weights @ _K)),
                  "burst_covariance": float(weights @ (prompts * (zt - seconds)) / steps),
+                 "step_noise": max(float(weights @ (seconds * (2 * zt - seconds)) / steps), 0.0),
                  }  # fmt: skip
         steady = _steady().from_values(chain)
         if steady["gain"] >= 1:
@@ -343,8 +355,83 @@ class _Engine:
         margin = max(np.log10(max(tail, 1e-300) / RUNAWAY_TAIL), decodes / self.budget - 1,
                      rate * request / self.capacity - 1, steady["gain"] - 1)  # fmt: skip
         return {"ttft": ttft, "tpot": steady["tpot"], "mean_step": tau, "request_time": request,
-                "concurrency": rate * request, "ok": ok, "margin": margin,
+                "concurrency": rate * request, "ok": ok, "margin": margin, "met": met,
                 **chain, **steady}  # fmt: skip
+
+    def waits(self, rate, decodes):
+        """An arrival's TTFT at ``decodes`` decoding requests, as a mixture of uniform
+        distributions: (weights, starts, widths). It lands in a step of the prefill of K prompts
+        (picked by time), in each of its steps as likely, and waits for the rest of that step;
+        then the tokens still ahead of it (the K prompts' rest, and the prompts that arrived
+        before it, its rank among the j + 1 of that prefill) and its own go through at the room
+        the budget leaves a step. Its first token comes with the step of its last chunk: full
+        steps, then one with its rest (if it is the last of its prefill) or full (others fill
+        it). The mean (``ttft``) counts the whole prefill under way as the wait, chapter 09's
+        account; the spread needs the place in it (their tails are tested on the simulation)."""
+        (times,), (moves,), (weights,), (counts,) = self.chain(rate, [decodes])
+        room, tokens = max(self.budget - decodes, 1.0), float(self.T)
+        spans = times * counts
+        picked = weights * spans / (weights @ spans)
+        n_steps = np.where(self.tokens > room, np.ceil(self.tokens / room), 1.0)
+        last = moves / (_K + 1)  # [K, r - 1]: rank r of j + 1 = r, the last of its prefill
+        behind = np.cumsum(last[:, ::-1], axis=1)[:, ::-1] - last  # rank r of j + 1 > r
+        own = (_K + 1) * tokens  # tokens up to its own last, of rank r
+        parts = []
+        for k in np.nonzero(picked > TINY)[0]:
+            n = int(n_steps[k])
+            ahead = np.maximum(self.tokens[k] - np.arange(1, n + 1) * room, 0.0)[:, None]
+            for is_last, w in ((True, last[k]), (False, behind[k])):
+                keep = w > TINY
+                reach = (ahead + own[keep]).ravel()
+                share = np.broadcast_to(picked[k] / n * w[keep], (n, keep.sum())).ravel()
+                parts.append((share, reach, np.full(reach.shape, is_last), spans[k] / n))
+        share, reach, is_last = (np.concatenate([p[i] for p in parts]) for i in range(3))
+        widths = np.concatenate([np.full(p[0].shape, p[3]) for p in parts])
+        whole = np.ceil(reach / room)  # steps to its last chunk
+        rest = np.where(is_last, reach - (whole - 1) * room, room)
+        kinds, which = np.unique(np.concatenate([[room], rest]), return_inverse=True)
+        times = self.steps(decodes, kinds)
+        return share / share.sum(), (whole - 1) * times[which[0]] + times[which[1:]], widths
+
+    def percentiles(self, state) -> dict:
+        """p50, p90 and p99 of each request's TTFT and TPOT in the steady ``state``: the TTFT's
+        distribution (``waits``) over the spread of the decodes an arrival meets, the TPOT
+        normal about its mean with ``STEADY["tpot_spread"]``."""
+        nodes, node_weights = map(np.array, SPREAD_POINTS)
+        parts = [self.waits(state["requests_per_s"], d) for d in state["met"]]
+        share = np.concatenate([w * p[0] for w, p in zip(node_weights / node_weights.sum(),
+                                                         parts, strict=True)])  # fmt: skip
+        starts, widths = (np.concatenate([p[i] for p in parts]) for i in (1, 2))
+        qs = np.array(PERCENTILES) / 100
+        ttft = _mixture_quantiles(share, starts, widths, qs)
+        normal = np.array([statistics.NormalDist().inv_cdf(q) for q in qs])
+        tpot = state["tpot"] + normal * state["tpot_spread"]
+        return {name: {f"p{q}": float(x) for q, x in zip(PERCENTILES, values, strict=True)}
+                for name, values in (("ttft", ttft), ("tpot", tpot))}  # fmt: skip
+
+
+def _mixture_quantiles(weights, starts, widths, qs):
+    """Quantiles ``qs`` of a mixture of uniform distributions on [start, start + width]. Its
+    distribution function's second derivative is weight / width at each start, minus as much
+    at each end: put on a grid (each split between the points either side) and summed twice.
+    A first grid to the last end finds where all but a thousandth of the top quantile's tail
+    lies; the second is laid up to there, fine where the quantiles are."""
+    ends, top = starts + widths, float((starts + widths).max())
+    for _ in range(2):
+        step = top / GRID
+        curve = np.zeros(GRID + 2)
+        for at, sign in ((starts, 1.0), (ends, -1.0)):
+            x = np.minimum(at / step, GRID)
+            i = x.astype(int)
+            f = x - i
+            height = sign * weights / widths
+            curve += np.bincount(i, height * (1 - f), GRID + 2)
+            curve += np.bincount(i + 1, height * f, GRID + 2)
+        cdf = np.cumsum(np.cumsum(curve)) * step
+        grid = np.arange(GRID + 2) * step
+        past = np.searchsorted(cdf, 1 - (1 - qs.max()) / 1000)
+        top = grid[min(past + 1, GRID + 1)]
+    return np.interp(qs, cdf, grid)
 
 
 @functools.lru_cache(maxsize=256)
@@ -455,7 +542,9 @@ def steady_state(
     Returns ``ttft``, ``tpot``, ``request_time`` (seconds), ``throughput`` (output tokens per
     second), ``concurrency`` (requests in the engine), ``utilization`` (the rate over the
     saturation rate), ``saturation_rate``, the chain's ``mean_step``, ``decoding`` (requests
-    decoding in a mean step) and ``decoding_variance``, and ``band``: for ttft, tpot,
+    decoding in a mean step) and ``decoding_variance``, ``percentiles`` of each request's
+    TTFT and TPOT (``{"ttft": {...}, "tpot": {...}}``, each of ``p50``, ``p90`` and ``p99``, as
+    ``simulate`` gives them: ``_Engine.percentiles``), and ``band``: for ttft, tpot,
     request_time and saturation_rate, the range in which eight of ten held-out measurements
     fell (``serving.bands``; None with ``step="roofline"``). ``ValueError`` past saturation,
     and for requests of one output token, which never decode (``ONE_TOKEN``), and for a
@@ -476,9 +565,10 @@ def _replicas(key, values) -> float:
     return _replica(key).from_values(values)[key]
 
 
-def steady_state_of(s: Scenario, rate: float) -> dict:
+def steady_state_of(s: Scenario, rate: float, percentiles: bool = True) -> dict:
     """``steady_state`` of a Scenario (made with ``batch=1, in_waves=True``) at ``rate``. Its
-    ``replicas`` share the requests evenly: each is one engine at ``rate / replicas``."""
+    ``replicas`` share the requests evenly: each is one engine at ``rate / replicas``. Without
+    ``percentiles`` (a search on means) their distribution is not worked out: None."""
     _decoding(s.output_len)
     one = s.replace(replicas=1) if s.replicas > 1 else s
     values = {"requests_per_s": rate, "replicas": s.replicas}
@@ -499,20 +589,54 @@ def steady_state_of(s: Scenario, rate: float) -> dict:
         "mean_step": state["mean_step"],
         "decoding": state["decoding"],
         "decoding_variance": state["variance"],
+        "percentiles": _engine_of(one).percentiles(state) if percentiles else None,
     }
     result["band"] = bands.of(result, BANDED) if s.step == "kernels" else None
     return result
 
 
+def _misses(state, ttft_target, tpot_target, percentile) -> str | None:
+    """The first target a steady ``state`` misses, "ttft" or "tpot" (None if it meets both): a
+    target on the ``percentile`` of each request's time, or on the mean for None; a target of
+    None is not checked."""
+    judged = _judged(state, percentile)
+    for key, target in (("ttft", ttft_target), ("tpot", tpot_target)):
+        if target is not None and judged[key] > target:
+            return key
+    return None
+
+
+def _judged(state, percentile) -> dict:
+    """The ``ttft`` and ``tpot`` of a steady ``state`` that targets on ``percentile`` judge:
+    that percentile of them, or their means for None."""
+    if percentile is None:
+        return {key: state[key] for key in ("ttft", "tpot")}
+    return {key: state["percentiles"][key][f"p{percentile}"] for key in ("ttft", "tpot")}
+
+
+def _percentile(percentile) -> int | None:
+    """A percentile a target may be on: one of ``PERCENTILES``, or None for the mean."""
+    if percentile is not None and percentile not in PERCENTILES:
+        raise checks.ArgumentError(
+            f"percentile must be one of {', '.join(map(str, PERCENTILES))} (or None, for "
+            f"targets on the mean), got {percentile!r}"
+        )
+    return percentile
+
+
 def plan(
     model, gpu, requests_per_s, prompt_len, output_len, ttft_target, tpot_target, *,
-    most_gpus=64, price_per_hour=None, **options
+    percentile=None, most_gpus=64, price_per_hour=None, **options
 ) -> dict:  # fmt: skip
     """The cheapest deployment, replicas x tensor-parallel degree (up to 8, one NVLink
     domain), whose steady state meets both targets (seconds), each replica taking an equal
-    share of the requests. Returns ``replicas``, ``n_gpus`` (per replica, its tensor-parallel
-    degree, as every deployment argument counts them), ``gpus`` (in all), ``ttft``, ``tpot``
-    and ``cost`` (``output``: USD per million output tokens, the GPUs paid busy or idle, at
+    share of the requests: targets on the mean of each request's TTFT and TPOT, or with
+    ``percentile`` (one of ``PERCENTILES``) on that percentile of them, as service-level
+    objectives are written. Returns ``replicas``, ``n_gpus`` (per replica, its tensor-parallel
+    degree, as every deployment argument counts them), ``gpus`` (in all), ``ttft`` and
+    ``tpot`` (the means, or the percentile judged), ``percentile``, ``binds`` (what one replica
+    fewer of that degree misses: "saturation", "ttft" or "tpot"; None for one replica) and
+    ``cost`` (``output``: USD per million output tokens, the GPUs paid busy or idle, at
     ``price_per_hour`` or the GPU's example price; ``price_per_hour``; ``price_date``, None
     for a given price); ``ValueError`` if no deployment of ``most_gpus`` GPUs meets them.
 
@@ -530,54 +654,100 @@ def plan(
     _decoding(output_len)  # else every deployment would be skipped as if it saturated
     checks.amount("ttft_target", ttft_target, "seconds", positive=True)
     checks.amount("tpot_target", tpot_target, "seconds", positive=True)
+    percentile = _percentile(percentile)
     model, device = registry_model(model), registry_gpu(gpu)
     price, date, _ = device.price(price_per_hour, required=True)
     best = None
     for degree in tensor_parallel_degrees(model, 8):
+        missed = None  # why one replica fewer of this degree fails
         for replicas in range(1, most_gpus // degree + 1):
             try:
                 state = steady_state(model, device, rate, prompt_len, output_len,
                                      n_gpus=degree, replicas=replicas, **options)  # fmt: skip
             except ValueError:
+                missed = "saturation"
                 continue  # does not fit, or saturates: more replicas
-            if state["ttft"] <= ttft_target and state["tpot"] <= tpot_target:
-                gpus = replicas * degree
-                cost = _output_cost(price, gpus, rate, output_len)
-                if best is None or cost < best["cost"]["output"]:
-                    best = {"replicas": replicas, "n_gpus": degree, "gpus": gpus,
-                            "ttft": state["ttft"], "tpot": state["tpot"],
-                            "cost": {"output": cost, "price_per_hour": price,
-                                     "price_date": date}}  # fmt: skip
-                break  # more replicas of this degree only cost more
+            if (miss := _misses(state, ttft_target, tpot_target, percentile)) is not None:
+                missed = miss
+                continue
+            gpus = replicas * degree
+            cost = _output_cost(price, gpus, rate, output_len)
+            if best is None or cost < best["cost"]["output"]:
+                judged = _judged(state, percentile)
+                best = {"replicas": replicas, "n_gpus": degree, "gpus": gpus,
+                        "ttft": judged["ttft"], "tpot": judged["tpot"],
+                        "percentile": percentile, "binds": missed,
+                        "cost": {"output": cost, "price_per_hour": price,
+                                 "price_date": date}}  # fmt: skip
+            break  # more replicas of this degree only cost more
     if best is None:
+        on = "the mean" if percentile is None else f"p{percentile}"
         raise checks.ArgumentError(
             f"no deployment of up to {most_gpus} x {device.name} serves {rate:g} requests "
-            f"per second within ttft {ttft_target:g} s and tpot {tpot_target:g} s"
+            f"per second within ttft {ttft_target:g} s and tpot {tpot_target:g} s ({on})"
         )
     return best
 
 
-def highest_rate(s: Scenario, tpot_target: float) -> float:
-    """The most requests a second whose steady state (``steady_state_of``) keeps a time per
-    output token of ``tpot_target`` seconds: the saturation rate if a saturated engine keeps
-    it, 0 if a trickle (a thousandth of that rate) does not, else found by bisection (the time
-    per token grows with the rate) to a billionth of the range."""
-    checks.amount("tpot_target", tpot_target, "seconds", positive=True)
+def _highest(s: Scenario, ttft_target, tpot_target, percentile, tolerance):
+    """The most requests a second whose steady state meets the targets (``_misses``), and the
+    limit that binds there: "saturation" if a saturated engine meets them, else the target
+    missed just above it (0 and that target if a trickle, a thousandth of the saturation
+    rate, misses it). The targets tighten with the rate: bisection to ``tolerance`` of the
+    range."""
     one = saturation_rate(s.replace(replicas=1) if s.replicas > 1 else s)
     high = _replicas("saturation_rate", {"replicas": s.replicas, "replica_saturation": one})
 
-    def keeps(rate):
-        return steady_state_of(s, rate)["tpot"] <= tpot_target
+    def misses(rate):
+        state = steady_state_of(s, rate, percentiles=percentile is not None)
+        return _misses(state, ttft_target, tpot_target, percentile)
 
-    if keeps(high):
-        return high
+    if misses(high) is None:
+        return high, "saturation"
     low = high / 1000
-    if not keeps(low):
-        return 0.0
-    for _ in range(30):
+    if (binds := misses(low)) is not None:
+        return 0.0, binds
+    binds, span = misses(high), high - low
+    while high - low > tolerance * span:
         middle = (low + high) / 2
-        low, high = (middle, high) if keeps(middle) else (low, middle)
-    return low
+        if (miss := misses(middle)) is None:
+            low = middle
+        else:
+            high, binds = middle, miss
+    return low, binds
+
+
+def highest_rate(s: Scenario, tpot_target: float) -> float:
+    """The most requests a second whose steady state (``steady_state_of``) keeps a mean time
+    per output token of ``tpot_target`` seconds: the saturation rate if a saturated engine
+    keeps it, 0 if a trickle (a thousandth of that rate) does not, else found by bisection
+    (the time per token grows with the rate) to a billionth of the range."""
+    checks.amount("tpot_target", tpot_target, "seconds", positive=True)
+    return _highest(s, None, tpot_target, None, 2.0**-30)[0]
+
+
+@deployment_keywords
+def goodput(
+    model, gpu, prompt_len, output_len, ttft_target, tpot_target, n_gpus=1, dtype=AUTO, *,
+    percentile=90, **deployment
+) -> dict:  # fmt: skip
+    """Goodput: the most requests a second the deployment serves with the ``percentile`` (one
+    of ``PERCENTILES``, or None for the mean) of each request's TTFT and TPOT within the
+    targets (seconds), its steady state's (``steady_state``), the measure DistServe and
+    capacity planners maximise. Returns ``requests_per_s``, ``per_gpu`` (over every GPU of
+    every replica), ``binds`` ("saturation", "ttft" or "tpot": what stops a higher rate),
+    ``percentile``, and the ``ttft`` and ``tpot`` judged at that rate (None at a goodput of 0).
+    """
+    checks.amount("ttft_target", ttft_target, "seconds", positive=True)
+    checks.amount("tpot_target", tpot_target, "seconds", positive=True)
+    percentile = _percentile(percentile)
+    s = _scenario(model, gpu, prompt_len, output_len, n_gpus, dtype, deployment)
+    _decoding(s.output_len)
+    rate, binds = _highest(s, ttft_target, tpot_target, percentile, 1e-4)
+    judged = _judged(steady_state_of(s, rate), percentile) if rate > 0 else {}
+    return {"requests_per_s": rate, "per_gpu": rate / (s.n_gpus * s.replicas), "binds": binds,
+            "percentile": percentile, "ttft": judged.get("ttft"),
+            "tpot": judged.get("tpot")}  # fmt: skip
 
 
 @functools.cache
