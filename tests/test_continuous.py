@@ -367,6 +367,26 @@ def test_a_larger_budget_trades_time_per_token_for_first_tokens_and_throughput(n
         assert past[0][key] == pytest.approx(past[1][key], rel=0.01)
 
 
+def test_requests_of_many_lengths_in_the_simulation():
+    # Lengths as sequences: one length repeated is the engine of one length exactly; a spread
+    # about the same means, at one rate, widens the tail of the first token.
+    args = ("llama-3.1-8b", "h100-sxm", 4.0)
+    one = continuous.simulate(*args, 1024, 128, requests=1500)
+    repeated = continuous.simulate(*args, [1024] * 5, [128] * 5, requests=1500)
+    assert repeated == one
+    rng = np.random.default_rng(0)
+    prompts = (1024 * rng.lognormal(0, 0.8, 4000) / np.exp(0.32)).astype(int) + 1
+    outputs = (128 * rng.lognormal(0, 0.8, 4000) / np.exp(0.32)).astype(int) + 2
+    spread = continuous.simulate(*args, prompts, outputs, requests=1500)
+    assert spread["percentiles"]["ttft"]["p99"] > 1.3 * one["percentiles"]["ttft"]["p99"]
+    short = continuous.simulate(*args, prompts, 1, requests=500)  # prefills only: no TPOT
+    assert np.isnan(short["tpot"]) and short["ttft"] > 0
+    with pytest.raises(ValueError, match="of one length, to keep their pairs"):
+        continuous.simulate(*args, [1024, 2048], [128, 256, 512])
+    with pytest.raises(ValueError, match="prompt_len must be a whole number of tokens from 1"):
+        continuous.simulate(*args, [1024, 0], 128)
+
+
 def test_the_simulation_gives_percentiles_whose_tail_grows_with_the_load():
     # Each request's TTFT and TPOT, as service-level objectives count them: ordered
     # percentiles, and near saturation a TTFT tail far longer than its median, where at a

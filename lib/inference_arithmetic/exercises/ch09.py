@@ -9,7 +9,8 @@ output token (exercise 2), static batches of 8 and 256 with exponential output l
 longest of B has mean mu H_B, the chapter's result (exercise 3), kernels at 80% of the peak
 bandwidth (exercise 4), and the 70B set-up's continuously batching engine at 2 requests a second
 with a promise of 300 ms to the first token, its token budget doubling from 256 to 8,192 and its
-steps timed kernel by kernel, the library's default (exercise 5).
+steps timed kernel by kernel, the library's default (exercise 5), and the same engine's
+goodput under p90 targets of 1 s to the first token and 50 ms per output token (exercise 6).
 """
 
 import functools
@@ -32,6 +33,7 @@ EFFICIENCY = 0.8  # exercise 4's fraction of the peak bandwidth
 BUDGET_RATE = 2.0  # requests per second, exercise 5's
 TARGET_TTFT = 0.3  # seconds to the first token, exercise 5's promise
 BUDGETS = tuple(256 * 2**k for k in range(6))  # exercise 5's token budgets, 256 to 8,192
+GOODPUT_TARGETS = {"ttft_target": 1.0, "tpot_target": 0.05}  # seconds, exercise 6's, on p90
 EXACT = 1e-9  # an exact count: only float rounding is forgiven
 # Efficiencies as arguments of the cached functions below: the ideal roofline, the defaults.
 _IDEAL = tuple(ia.timing.IDEAL.items())
@@ -241,4 +243,36 @@ register(
         hints=_budget_hints(lambda x: _budget_state(x)["tpot"]),
     ),
     written=("Why not simply take the largest budget?",),
+)
+
+
+@functools.cache
+def _goodput(percentile=90):
+    """The 70B set-up's goodput under exercise 6's targets, on ``percentile`` (None: means)."""
+    workload = {"prompt_len": PROMPT, "output_len": OUTPUT, "n_gpus": N_GPUS}
+    return ia.goodput(LARGE, GPU, **workload, **GOODPUT_TARGETS, percentile=percentile)
+
+
+def _goodput_hints():
+    right = _goodput()["requests_per_s"]
+    wrong = {
+        _goodput(None)["requests_per_s"]: "that is the rate with the targets on the means: "
+        "one request in ten would miss them",
+        _goodput(99)["requests_per_s"]: "that is the rate with the targets on p99, a stricter "
+        "promise than p90",
+    }
+    return {value / right: hint for value, hint in wrong.items() if value != right}
+
+
+register(
+    "09-batching",
+    "ex-batching-goodput",
+    Part(
+        "goodput",
+        lambda: _goodput()["requests_per_s"],
+        unit="requests per second",
+        tolerance=0.01,
+        hints=_goodput_hints,
+    ),
+    written=("Which target binds, and why is the goodput below the saturation rate?",),
 )

@@ -35,6 +35,7 @@ Poisson arrivals.
 from __future__ import annotations
 
 import functools
+import heapq
 import statistics
 from collections import deque
 
@@ -479,7 +480,7 @@ def saturation_rate(s: Scenario) -> float:
     """The highest arrival rate (requests per second) the engine of ``s`` keeps up with
     (``output_len`` of 2 up: ``ONE_TOKEN``)."""
     _decoding(s.output_len)
-    return _saturation(s)
+    return float(_saturation(s))
 
 
 @functools.lru_cache(maxsize=256)
@@ -744,6 +745,7 @@ def goodput(
     s = _scenario(model, gpu, prompt_len, output_len, n_gpus, dtype, deployment)
     _decoding(s.output_len)
     rate, binds = _highest(s, ttft_target, tpot_target, percentile, 1e-4)
+    rate = float(rate)
     judged = _judged(steady_state_of(s, rate), percentile) if rate > 0 else {}
     return {"requests_per_s": rate, "per_gpu": rate / (s.n_gpus * s.replicas), "binds": binds,
             "percentile": percentile, "ttft": judged.get("ttft"),
@@ -781,16 +783,27 @@ def simulate(
     ``tpot`` (seconds) of ``requests`` requests after a warm-up of a fifth as many, and their
     ``percentiles``: ``{"ttft": {"p50": ..., "p90": ..., "p99": ...}, "tpot": {...}}``, each
     request's TPOT being the mean gap between its own tokens (what a service-level objective
-    on inter-token time per request measures)."""
-    s = _scenario(model, gpu, prompt_len, output_len, n_gpus, dtype, deployment)
+    on inter-token time per request measures).
+
+    ``prompt_len`` and ``output_len`` may be sequences of lengths (a trace's, or draws from a
+    distribution): each request takes the lengths at an index drawn at random, so sequences of
+    one length keep their pairs. The memory then admits requests while it holds their whole
+    caches, in tokens; it and the steps' figures are those of the mean lengths' scenario. The
+    steady state has no such form: it is of requests of one length each (chapter 09 measures
+    what a spread of lengths costs it)."""
     rng = np.random.default_rng(seed)
     warm = requests // 5
     arrivals = np.cumsum(rng.exponential(1 / requests_per_s, requests + warm))
-    kept = [r for r in _engine(s, arrivals) if r["i"] >= warm]
+    lengths = _draw_lengths(prompt_len, output_len, requests + warm, rng)
+    if lengths is not None:
+        prompt_len, output_len = (max(round(float(np.mean(x))), 1) for x in lengths)
+    s = _scenario(model, gpu, prompt_len, output_len, n_gpus, dtype, deployment)
+    kept = [r for r in _engine(s, arrivals, lengths=lengths) if r["i"] >= warm]
     ttfts = np.array([r["first"] - r["arrived"] for r in kept])
-    tpots = np.array([(r["last"] - r["first"]) / max(output_len - 1, 1) for r in kept])
-    if output_len == 1:  # no decode step: no time per output token
-        tpots = np.full_like(tpots, np.nan)
+    decoded = [r for r in kept if r["output"] > 1]  # a request of one token has no TPOT
+    tpots = np.array([(r["last"] - r["first"]) / (r["output"] - 1) for r in decoded])
+    if not len(tpots):  # no decode step: no time per output token
+        tpots = np.full(1, np.nan)
     return {
         "ttft": float(ttfts.mean()),
         "tpot": float(tpots.mean()),
@@ -799,6 +812,28 @@ def simulate(
             for name, times in (("ttft", ttfts), ("tpot", tpots))
         },
     }
+
+
+def _draw_lengths(prompt_len, output_len, n, rng):
+    """Each of ``n`` requests' (prompt, output) lengths, two integer arrays, drawn from the
+    sequences given (an index drawn at random for each request, the same in both where both
+    are sequences of one length); None when both are single lengths."""
+    given = [np.atleast_1d(np.asarray(x)) for x in (prompt_len, output_len)]
+    if all(x.size == 1 for x in given):
+        return None
+    for name, x, low in (("prompt_len", given[0], 1), ("output_len", given[1], 1)):
+        if x.ndim != 1 or not np.issubdtype(x.dtype, np.integer) or (x < low).any():
+            raise checks.ArgumentError(
+                f"{name} must be a whole number of tokens from {low} up, or a sequence of them"
+            )
+    sizes = {x.size for x in given if x.size > 1}
+    if len(sizes) > 1:
+        raise checks.ArgumentError(
+            "prompt_len and output_len given as sequences must be of one length, to keep "
+            f"their pairs; got {given[0].size} and {given[1].size}"
+        )
+    index = rng.integers(0, sizes.pop(), n)
+    return tuple((x[index] if x.size > 1 else np.full(n, x[0])).astype(int) for x in given)
 
 
 def burst(s: Scenario, **figures) -> dict:
@@ -898,17 +933,24 @@ def _capacity(s: Scenario) -> int:
     return min(held, cap) if cap else held
 
 
-def _engine(s: Scenario, arrivals, step=None, total=None) -> list[dict]:
+def _engine(s: Scenario, arrivals, step=None, total=None, lengths=None) -> list[dict]:
     """The engine of ``simulate`` on requests arriving at ``arrivals`` (seconds, in order):
     each step decodes one token of every running request and prefills, first come first
     served, the waiting prompts in the tokens left under the token budget; a request is
     admitted while the memory holds its whole cache (and the engine's ``max_num_seqs``); a step
     takes ``step(decodes, their mean context, prompt tokens)`` seconds (default: the
     scenario's step formula). With ``total``, a closed loop: each of ``len(arrivals)`` users
-    sends its next request as its last one finishes, ``total`` requests in all. Each finished
-    request, with its arrival, first and last token times."""
+    sends its next request as its last one finishes, ``total`` requests in all. With
+    ``lengths`` (each request's prompt and output lengths, ``_draw_lengths``), the memory
+    admits requests by the tokens of their whole caches. Each finished request, with its
+    arrival, first and last token times and its lengths."""
     step = _scalar_step(s) if step is None else step
-    return _run(*_limits(s), arrivals, step, total)
+    if lengths is None:
+        return _run(*_limits(s), arrivals, step, total)
+    # The memory holds the caches of so many requests of the mean lengths: so many tokens.
+    cap = s.engine.max_num_seqs if s.step == "kernels" else None
+    tokens = _Engine(s).capacity * (s.prompt_len + s.output_len)
+    return _run(cap or len(arrivals), s.token_budget, *lengths, arrivals, step, total, tokens)
 
 
 def _limits(s: Scenario) -> tuple:
@@ -917,35 +959,52 @@ def _limits(s: Scenario) -> tuple:
     return (_capacity(s), s.token_budget, s.prompt_len, s.output_len)
 
 
-def _run(capacity, token_budget, prompt_len, output_len, arrivals, step, total=None):
-    """``_engine`` of the limits it runs under."""
+def _run(capacity, token_budget, prompt_len, output_len, arrivals, step, total=None,
+         tokens=None):  # fmt: skip
+    """``_engine`` of the limits it runs under: at most ``capacity`` requests at once and, if
+    ``tokens`` is given, requests whose whole caches (prompt and output) hold at most that
+    many tokens; ``prompt_len`` and ``output_len`` each a length, or an array of each
+    request's (by its index)."""
     simpy = _simpy()
 
     env, done, idle = simpy.Environment(), [], {"wake": None}
-    # Admitted requests prefill in their order and decode in the order they began, one token
-    # a step each, so they finish in that order too: queues, and a sum of the decodes' contexts.
-    waiting, prefilling, decoding = deque(), deque(), deque()
+    # Admitted requests prefill in their order and decode until their last token: a queue, a
+    # heap by the step of that token (in the order they began, among those of one step), and
+    # a sum of the decodes' contexts.
+    waiting, prefilling, decoding = deque(), deque(), []
+    held = [0]  # tokens of the admitted requests' whole caches
+
+    def request(i, at):
+        prompt = int(prompt_len[i]) if np.ndim(prompt_len) else prompt_len
+        output = int(output_len[i]) if np.ndim(output_len) else output_len
+        return {"i": i, "arrived": at, "prefilled": 0, "prompt": prompt, "output": output}
 
     def arrive():
         for i, at in enumerate(arrivals):
             yield env.timeout(at - env.now)
-            waiting.append({"i": i, "arrived": at, "prefilled": 0})
+            waiting.append(request(i, at))
             if idle["wake"] is not None and not idle["wake"].triggered:
                 idle["wake"].succeed()  # an idle engine starts a step at once
 
     wanted = len(arrivals) if total is None else total
     issued = [len(arrivals)]
 
+    def fits(r):
+        size = r["prompt"] + r["output"]
+        return tokens is None or held[0] + size <= tokens or not (prefilling or decoding)
+
     def serve():
-        steps, contexts = 0, 0  # steps taken; the decodes' cached tokens, summed
+        steps, contexts, began = 0, 0, 0  # steps taken; the decodes' cached tokens, summed
         while len(done) < wanted:
-            while waiting and len(prefilling) + len(decoding) < capacity:
-                prefilling.append(waiting.popleft())
+            while waiting and len(prefilling) + len(decoding) < capacity and fits(waiting[0]):
+                r = waiting.popleft()
+                held[0] += r["prompt"] + r["output"]
+                prefilling.append(r)
             left, chunks = token_budget - len(decoding), []
             for r in prefilling:
                 if left <= 0:
                     break
-                chunks.append((r, min(prompt_len - r["prefilled"], left)))
+                chunks.append((r, min(r["prompt"] - r["prefilled"], left)))
                 left -= chunks[-1][1]
             if not decoding and not chunks:  # nothing to do until a request arrives
                 idle["wake"] = env.event()
@@ -956,18 +1015,20 @@ def _run(capacity, token_budget, prompt_len, output_len, arrivals, step, total=N
             steps, contexts = steps + 1, contexts + len(decoding)
             for r, take in chunks:
                 r["prefilled"] += take
-                if r["prefilled"] == prompt_len:  # its first token
+                if r["prefilled"] == r["prompt"]:  # its first token
                     prefilling.popleft()
                     r["first"], r["first_step"] = env.now, steps
-                    decoding.append(r)
-                    contexts += prompt_len
-            while decoding and steps - decoding[0]["first_step"] + 1 >= output_len:
-                r = decoding.popleft()  # its last token
+                    heapq.heappush(decoding, (steps + r["output"] - 1, began, r))
+                    began += 1
+                    contexts += r["prompt"]
+            while decoding and decoding[0][0] <= steps:
+                r = heapq.heappop(decoding)[2]  # its last token
                 r["last"] = env.now
-                contexts -= prompt_len + output_len - 1
+                contexts -= r["prompt"] + r["output"] - 1
+                held[0] -= r["prompt"] + r["output"]
                 done.append(r)
                 if issued[0] < wanted and total is not None:  # its user sends the next one
-                    waiting.append({"i": issued[0], "arrived": env.now, "prefilled": 0})
+                    waiting.append(request(issued[0], env.now))
                     issued[0] += 1
 
     env.process(arrive())
