@@ -751,8 +751,16 @@ def test_bug_break_even_with_one_free_side(prices):
 
 
 def test_bug_pipeline_serve_delivers_more_tokens_than_requested():
-    served = ia.serve("llama-3.1-8b", GPU, 100, 2048, 256, n_gpus=4, parallel="pipeline")
+    served = ia.serve("llama-3.1-8b", GPU, 100, 2048, 256, n_gpus=4, parallel="pipeline",
+                      engine="tensorrt-llm")  # fmt: skip
     assert served["throughput"] * served["elapsed"] == pytest.approx(100 * 256, rel=REL)
+
+
+def test_bug_a_continuous_engine_served_as_a_pipeline_was_timed_as_tensor_parallel():
+    # Its burst steps one engine with tensor parallelism: a pipeline is refused by name.
+    with pytest.raises(ia.ArgumentError) as error:
+        ia.serve("llama-3.1-8b", GPU, 100, 2048, 256, n_gpus=4, parallel="pipeline")
+    assert str(error.value) == ia.continuous.NO_PIPELINE
 
 
 def test_bug_pipeline_batches_in_flight_do_not_fit():

@@ -647,12 +647,23 @@ def plan(
     chain that does not describe it."""
     from inference_arithmetic.hardware.gpus import gpu as registry_gpu
     from inference_arithmetic.models.config import model as registry_model
-    from inference_arithmetic.serving.scenario import tensor_parallel_degrees
+    from inference_arithmetic.serving.scenario import (
+        DEPLOYMENT,
+        UNEXPECTED,
+        tensor_parallel_degrees,
+    )
 
+    chosen = ("n_gpus", "replicas")  # what the plan chooses
+    if unknown := sorted(set(options) - set(DEPLOYMENT).difference(chosen)):
+        own = "model, gpu, requests_per_s, prompt_len, output_len, ttft_target, tpot_target, "
+        own += "percentile, most_gpus, price_per_hour, "
+        valid = own + ", ".join(x for x in DEPLOYMENT if x not in chosen)
+        raise TypeError(UNEXPECTED.format(function="plan", names=", ".join(unknown), valid=valid))
     if options.get("parallel", "tensor") != "tensor":  # else every deployment would be skipped
         raise checks.ArgumentError(NO_PIPELINE)
     rate = checks.amount("requests_per_s", requests_per_s, "requests per second", positive=True)
     _decoding(output_len)  # else every deployment would be skipped as if it saturated
+    dtype = options.pop("dtype", AUTO)
     checks.amount("ttft_target", ttft_target, "seconds", positive=True)
     checks.amount("tpot_target", tpot_target, "seconds", positive=True)
     percentile = _percentile(percentile)
@@ -663,8 +674,9 @@ def plan(
         missed = None  # why one replica fewer of this degree fails
         for replicas in range(1, most_gpus // degree + 1):
             try:
-                state = steady_state(model, device, rate, prompt_len, output_len,
-                                     n_gpus=degree, replicas=replicas, **options)  # fmt: skip
+                s = _scenario(model, device, prompt_len, output_len, degree, dtype,
+                              {"replicas": replicas, **options})  # fmt: skip
+                state = steady_state_of(s, rate, percentiles=percentile is not None)
             except ValueError:
                 missed = "saturation"
                 continue  # does not fit, or saturates: more replicas
