@@ -14,15 +14,16 @@ batches it extends to a stream of requests.
 
 from __future__ import annotations
 
-from inference_arithmetic.core.symbols import B, B_d, D, P_t, S, T, V, n_gpus
+from inference_arithmetic.core.symbols import B, B_d, D, P_t, S, T, V
 from inference_arithmetic.formulas import latency, roofline, transformer
 
 __all__ = ["step_sides", "step"]
 
 
-def step_sides(arch):
+def step_sides(arch, parallel="tensor"):
     """A step of B_d decoding requests and P_t prompt tokens: its compute time, memory time
-    and message time.
+    and message time (a pipeline's: the whole model's work, stage after stage, and the
+    hand-offs between them, ``latency.communication_time``).
 
     Compute: every token through the weights (k experts of an MoE layer), each decoding
     request's attention over its S cached tokens, each prompt token's over the tokens of its
@@ -36,14 +37,17 @@ def step_sides(arch):
     prompts = transformer.attention_flops(arch, causal=True, mla="absorbed").subs(S, 0)
     attention = decoding + prompts.subs(B, P_t / T)  # P_t / T prompts of T tokens
     flops = per_token * (B_d + P_t) + attention + 2 * D * V * B_d
-    compute = latency.serving_compute_time(flops, attention) / n_gpus  # 1/n each
-    weights = latency.weight_bytes_read(arch, B_d + P_t) / n_gpus
-    cache = latency.cache_bytes(arch).subs(B, B_d) / latency.kv_split(arch)
+    share = latency._share(parallel)  # n with tensor parallelism, 1 in a pipeline
+    compute = latency.serving_compute_time(flops, attention) / share  # 1/n each
+    weights = latency.weight_bytes_read(arch, B_d + P_t) / share
+    cache = latency.cache_bytes(arch).subs(B, B_d)
+    if latency._mode(parallel) == "tensor":
+        cache = cache / latency.kv_split(arch)
     memory = roofline.memory_time(weights + cache)
-    return compute, memory, latency.communication_time(arch, B_d + P_t)
+    return compute, memory, latency.communication_time(arch, B_d + P_t, parallel)
 
 
-def step(arch):
+def step(arch, parallel="tensor"):
     """Seconds of one step: the roofline of its compute and memory, plus its messages."""
-    compute, memory, messages = step_sides(arch)
+    compute, memory, messages = step_sides(arch, parallel)
     return latency.roof(compute, memory) + messages

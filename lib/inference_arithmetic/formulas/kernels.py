@@ -434,9 +434,10 @@ def step_time(arch, parallel="tensor", mla="absorbed"):
     return sum((kr.count * kr.time for kr in step_kernels(arch, parallel, mla)), fixed)
 
 
-def step(arch):
-    """A continuously batching engine's step (``formulas.continuous.step``, kernel by kernel)."""
-    return step_time(arch)
+def step(arch, parallel="tensor"):
+    """A continuously batching engine's step (``formulas.continuous.step``, kernel by kernel):
+    in a pipeline, one micro-batch's, through every stage."""
+    return step_time(arch, parallel)
 
 
 @functools.lru_cache(maxsize=256)

@@ -137,14 +137,16 @@ whether it is a speed). Its throughput is the rate's, not a prediction."""
 
 
 STEP_FORMULAS = {"kernels": kernels.step, "roofline": continuous.step}
-"""A step of B_d decodes and P_t prompt tokens, by the scenario's step model."""
+"""A step of B_d decodes and P_t prompt tokens, by the scenario's step model: each a function
+of the model and its ``parallel`` (a pipeline's step is one micro-batch's, stage by stage)."""
 
 
 # Building a model's step and compiling it is most of a first steady state (a second or so):
 # kept on disk, as the calculator's formulas are (``ia.serving.warm`` fills it).
 @functools.lru_cache(maxsize=64)
-def _step(arch, step="kernels"):
-    return cache.formula(f"step {step} {arch!r}", lambda: STEP_FORMULAS[step](arch))
+def _step(arch, step="kernels", parallel="tensor"):
+    key = f"step {step} {arch!r}" + ("" if parallel == "tensor" else f" {parallel}")
+    return cache.formula(key, lambda: STEP_FORMULAS[step](arch, parallel))
 
 
 @functools.cache
@@ -194,11 +196,14 @@ class _Engine:
         self.tokens = _COUNTS * self.T  # each count's prompts
         self.context = _mean_context().from_values(self.values)["context"]
         whole = {**self.values, "context_len": self.T + self.O}
-        fit = cache.formulas(f"fit {s.model!r}", lambda: {"n": latency.max_concurrency(s.model)})
+        concurrency = latency.max_concurrency  # of one batch (in a pipeline, each in flight)
+        fit = cache.formulas(f"fit {s.model!r} {s.parallel}",
+                             lambda: {"n": concurrency(s.model, s.parallel)})  # fmt: skip
         self.capacity = int(fit.from_values(whole)["n"])
         # The chain evaluates the step a thousand times at the scenario's values: checked once.
         free = ("decoding", "context_len", "prefill_tokens")
-        step, key = _step(s.model, s.step), f"step {s.step} {s.model!r} bound {free}"
+        step = _step(s.model, s.step, s.parallel)
+        key = f"step {s.step} {s.model!r} {s.parallel} bound {free}"
         split = cache.data(key, lambda: step.split(*free))
         self._step = step.bind(self.values, *free, split=split)
 
@@ -444,20 +449,26 @@ def _engine_of(s: Scenario) -> _Engine:
 
 def _scenario(arch, gpu, prompt_len, output_len, n_gpus, dtype, deployment):
     workload = dict(batch=1, prompt_len=prompt_len, output_len=output_len, in_waves=True)
-    s = Scenario(arch, gpu, **workload, n_gpus=n_gpus, dtype=dtype, **deployment)
-    if s.parallel != "tensor":
-        raise checks.ArgumentError(NO_PIPELINE)
-    return s
+    return Scenario(arch, gpu, **workload, n_gpus=n_gpus, dtype=dtype, **deployment)
 
 
 NO_PIPELINE = (
-    "the steady state is of one continuously batching engine with tensor parallelism "
-    "(parallel='tensor'): a pipeline's stages each step a micro-batch of their own, n steps "
-    "in flight, which its chain does not model. A pipeline's batch is timed by "
-    "ia.calculate(..., parallel='pipeline') or ia.generation, its batches in waves by "
+    "the steady state (and a plan or a burst, which use its engine) is of one continuously "
+    "batching engine with tensor parallelism (parallel='tensor'): a pipeline's n micro-batches "
+    "in flight wait for each other at its stages, which its chain does not model (as n "
+    "independent engines it falls well short of their time per token). Simulate a pipeline "
+    "under a stream with ia.continuous.simulate(..., parallel='pipeline'); its batch is timed "
+    "by ia.calculate(..., parallel='pipeline') or ia.generation, its batches in waves by "
     "ia.serve(..., parallel='pipeline', engine=a static engine)"
 )
-"""The message for a steady state (and so a plan) asked of a pipeline."""
+"""The message for a steady state, a plan or a burst asked of a pipeline."""
+
+
+def _tensor(s: Scenario) -> Scenario:
+    """``s``, if it is of one engine with tensor parallelism (``NO_PIPELINE``)."""
+    if s.parallel != "tensor":
+        raise checks.ArgumentError(NO_PIPELINE)
+    return s
 
 
 ONE_TOKEN = (
@@ -477,10 +488,15 @@ def _decoding(output_len) -> None:
 
 
 def saturation_rate(s: Scenario) -> float:
-    """The highest arrival rate (requests per second) the engine of ``s`` keeps up with
-    (``output_len`` of 2 up: ``ONE_TOKEN``)."""
+    """The highest arrival rate (requests per second) the deployment of ``s`` keeps up with,
+    its replicas' together (``output_len`` of 2 up: ``ONE_TOKEN``)."""
     _decoding(s.output_len)
-    return float(_saturation(s))
+    return _replicas("saturation_rate", {"replicas": s.replicas, "replica_saturation": _one(s)})
+
+
+def _one(s: Scenario) -> float:
+    """The saturation rate of one replica of ``s``."""
+    return float(_saturation(_tensor(s.replace(replicas=1) if s.replicas > 1 else s)))
 
 
 @functools.lru_cache(maxsize=256)
@@ -549,10 +565,10 @@ def steady_state(
     request_time and saturation_rate, the range in which eight of ten held-out measurements
     fell (``serving.bands``; None with ``step="roofline"``). ``ValueError`` past saturation,
     and for requests of one output token, which never decode (``ONE_TOKEN``), and for a
-    pipeline (``NO_PIPELINE``): the chain is of one engine stepping one batch at a time.
+    pipeline (``NO_PIPELINE``; ``simulate`` runs one).
     """
     rate = checks.amount("requests_per_s", requests_per_s, "requests per second", positive=True)
-    s = _scenario(model, gpu, prompt_len, output_len, n_gpus, dtype, deployment)
+    s = _tensor(_scenario(model, gpu, prompt_len, output_len, n_gpus, dtype, deployment))
     return steady_state_of(s, rate)
 
 
@@ -573,7 +589,7 @@ def steady_state_of(s: Scenario, rate: float, percentiles: bool = True) -> dict:
     _decoding(s.output_len)
     one = s.replace(replicas=1) if s.replicas > 1 else s
     values = {"requests_per_s": rate, "replicas": s.replicas}
-    values["replica_saturation"] = saturation = saturation_rate(one)
+    values["replica_saturation"] = saturation = _one(s)
     share = _replicas("share", values)
     state = _engine_of(one).state(share) if share <= saturation else None
     if state is None or not state["ok"]:
@@ -639,12 +655,9 @@ def plan(
     fewer of that degree misses: "saturation", "ttft" or "tpot"; None for one replica) and
     ``cost`` (``output``: USD per million output tokens, the GPUs paid busy or idle, at
     ``price_per_hour`` or the GPU's example price; ``price_per_hour``; ``price_date``, None
-    for a given price); ``ValueError`` if no deployment of ``most_gpus`` GPUs meets them.
-
-    Tensor parallelism only: each deployment is judged by its ``steady_state``, which models
-    one continuously batching engine and not a pipeline's stages stepping micro-batches of
-    their own, so ``parallel="pipeline"`` is refused (``NO_PIPELINE``) rather than planned on a
-    chain that does not describe it."""
+    for a given price); ``ValueError`` if no deployment of ``most_gpus`` GPUs meets them, and
+    for ``parallel="pipeline"`` (``NO_PIPELINE``), which it would otherwise judge on a chain
+    that does not describe it."""
     from inference_arithmetic.hardware.gpus import gpu as registry_gpu
     from inference_arithmetic.models.config import model as registry_model
     from inference_arithmetic.serving.scenario import (
@@ -708,8 +721,7 @@ def _highest(s: Scenario, ttft_target, tpot_target, percentile, tolerance):
     missed just above it (0 and that target if a trickle, a thousandth of the saturation
     rate, misses it). The targets tighten with the rate: bisection to ``tolerance`` of the
     range."""
-    one = saturation_rate(s.replace(replicas=1) if s.replicas > 1 else s)
-    high = _replicas("saturation_rate", {"replicas": s.replicas, "replica_saturation": one})
+    high = saturation_rate(s)
 
     def misses(rate):
         state = steady_state_of(s, rate, percentiles=percentile is not None)
@@ -802,7 +814,8 @@ def simulate(
     one length keep their pairs. The memory then admits requests while it holds their whole
     caches, in tokens; it and the steps' figures are those of the mean lengths' scenario. The
     steady state has no such form: it is of requests of one length each (chapter 09 measures
-    what a spread of lengths costs it)."""
+    what a spread of lengths costs it). A pipeline's n micro-batches in flight are n engines,
+    each request going to one at random, whose steps take the stages in turn."""
     rng = np.random.default_rng(seed)
     warm = requests // 5
     arrivals = np.cumsum(rng.exponential(1 / requests_per_s, requests + warm))
@@ -810,7 +823,8 @@ def simulate(
     if lengths is not None:
         prompt_len, output_len = (max(round(float(np.mean(x))), 1) for x in lengths)
     s = _scenario(model, gpu, prompt_len, output_len, n_gpus, dtype, deployment)
-    kept = [r for r in _engine(s, arrivals, lengths=lengths) if r["i"] >= warm]
+    owners = rng.integers(0, s.n_gpus, len(arrivals)) if s.parallel == "pipeline" else None
+    kept = [r for r in _engine(s, arrivals, lengths=lengths, owners=owners) if r["i"] >= warm]
     ttfts = np.array([r["first"] - r["arrived"] for r in kept])
     decoded = [r for r in kept if r["output"] > 1]  # a request of one token has no TPOT
     tpots = np.array([(r["last"] - r["first"]) / (r["output"] - 1) for r in decoded])
@@ -882,7 +896,7 @@ def burst_schedule(s: Scenario, users: int | None = None, total: int | None = No
     when another finishes, at the end of a step, what a step does depends on the steps
     before, not on how long they take, so one schedule serves every setting of the step's
     figures. Requests in the order they finished, with ``i`` the order they were sent."""
-    return _schedule(*_limits(s), s.batch if users is None else users, total)
+    return _schedule(*_limits(_tensor(s)), s.batch if users is None else users, total)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -945,7 +959,7 @@ def _capacity(s: Scenario) -> int:
     return min(held, cap) if cap else held
 
 
-def _engine(s: Scenario, arrivals, step=None, total=None, lengths=None) -> list[dict]:
+def _engine(s: Scenario, arrivals, step=None, total=None, lengths=None, owners=None):
     """The engine of ``simulate`` on requests arriving at ``arrivals`` (seconds, in order):
     each step decodes one token of every running request and prefills, first come first
     served, the waiting prompts in the tokens left under the token budget; a request is
@@ -954,15 +968,18 @@ def _engine(s: Scenario, arrivals, step=None, total=None, lengths=None) -> list[
     scenario's step formula). With ``total``, a closed loop: each of ``len(arrivals)`` users
     sends its next request as its last one finishes, ``total`` requests in all. With
     ``lengths`` (each request's prompt and output lengths, ``_draw_lengths``), the memory
-    admits requests by the tokens of their whole caches. Each finished request, with its
-    arrival, first and last token times and its lengths."""
+    admits requests by the tokens of their whole caches. A pipeline runs its n micro-batches
+    in flight as n engines (``owners``: each request's), whose steps share its n stages. Each
+    finished request, with its arrival, first and last token times and its lengths."""
     step = _scalar_step(s) if step is None else step
+    stages = {"owners": owners, "stages": s.n_gpus if s.parallel == "pipeline" else 1}
     if lengths is None:
-        return _run(*_limits(s), arrivals, step, total)
+        return _run(*_limits(s), arrivals, step, total, **stages)
     # The memory holds the caches of so many requests of the mean lengths: so many tokens.
     cap = s.engine.max_num_seqs if s.step == "kernels" else None
     tokens = _Engine(s).capacity * (s.prompt_len + s.output_len)
-    return _run(cap or len(arrivals), s.token_budget, *lengths, arrivals, step, total, tokens)
+    return _run(cap or len(arrivals), s.token_budget, *lengths, arrivals, step, total, tokens,
+                **stages)  # fmt: skip
 
 
 def _limits(s: Scenario) -> tuple:
@@ -972,19 +989,23 @@ def _limits(s: Scenario) -> tuple:
 
 
 def _run(capacity, token_budget, prompt_len, output_len, arrivals, step, total=None,
-         tokens=None):  # fmt: skip
+         tokens=None, owners=None, stages=1):  # fmt: skip
     """``_engine`` of the limits it runs under: at most ``capacity`` requests at once and, if
     ``tokens`` is given, requests whose whole caches (prompt and output) hold at most that
     many tokens; ``prompt_len`` and ``output_len`` each a length, or an array of each
-    request's (by its index)."""
+    request's (by its index). With ``owners`` (each request's engine, 0 up), engines share
+    the arrivals, each with its own queues and cache; with ``stages``, every engine's step
+    passes through that many stages in turn, one step in a stage at a time, each taking an
+    equal part of it: a pipeline's micro-batches in flight, which wait for each other."""
     simpy = _simpy()
 
-    env, done, idle = simpy.Environment(), [], {"wake": None}
+    env, done = simpy.Environment(), []
     # Admitted requests prefill in their order and decode until their last token: a queue, a
     # heap by the step of that token (in the order they began, among those of one step), and
     # a sum of the decodes' contexts.
-    waiting, prefilling, decoding = deque(), deque(), []
-    held = [0]  # tokens of the admitted requests' whole caches
+    count = 1 if owners is None else int(np.max(owners)) + 1
+    engines = [{"waiting": deque(), "wake": None} for _ in range(count)]
+    pipe = [simpy.Resource(env, capacity=1) for _ in range(stages)] if stages > 1 else None
 
     def request(i, at):
         prompt = int(prompt_len[i]) if np.ndim(prompt_len) else prompt_len
@@ -994,24 +1015,25 @@ def _run(capacity, token_budget, prompt_len, output_len, arrivals, step, total=N
     def arrive():
         for i, at in enumerate(arrivals):
             yield env.timeout(at - env.now)
-            waiting.append(request(i, at))
-            if idle["wake"] is not None and not idle["wake"].triggered:
-                idle["wake"].succeed()  # an idle engine starts a step at once
+            engine = engines[0 if owners is None else owners[i]]
+            engine["waiting"].append(request(i, at))
+            if engine["wake"] is not None and not engine["wake"].triggered:
+                engine["wake"].succeed()  # an idle engine starts a step at once
 
     wanted = len(arrivals) if total is None else total
     issued = [len(arrivals)]
 
-    def fits(r):
-        size = r["prompt"] + r["output"]
-        return tokens is None or held[0] + size <= tokens or not (prefilling or decoding)
-
-    def serve():
+    def serve(engine):
+        waiting, prefilling, decoding = engine["waiting"], deque(), []
+        held = 0  # tokens of the admitted requests' whole caches
         steps, contexts, began = 0, 0, 0  # steps taken; the decodes' cached tokens, summed
         while len(done) < wanted:
-            while waiting and len(prefilling) + len(decoding) < capacity and fits(waiting[0]):
-                r = waiting.popleft()
-                held[0] += r["prompt"] + r["output"]
-                prefilling.append(r)
+            while waiting and len(prefilling) + len(decoding) < capacity:
+                size = waiting[0]["prompt"] + waiting[0]["output"]
+                if tokens is not None and held + size > tokens and (prefilling or decoding):
+                    break
+                held += size
+                prefilling.append(waiting.popleft())
             left, chunks = token_budget - len(decoding), []
             for r in prefilling:
                 if left <= 0:
@@ -1019,11 +1041,18 @@ def _run(capacity, token_budget, prompt_len, output_len, arrivals, step, total=N
                 chunks.append((r, min(r["prompt"] - r["prefilled"], left)))
                 left -= chunks[-1][1]
             if not decoding and not chunks:  # nothing to do until a request arrives
-                idle["wake"] = env.event()
-                yield idle["wake"]
+                engine["wake"] = env.event()
+                yield engine["wake"]
                 continue
             context = contexts / len(decoding) if decoding else 1.0
-            yield env.timeout(step(len(decoding), context, sum(take for _, take in chunks)))
+            seconds = step(len(decoding), context, sum(take for _, take in chunks))
+            if pipe is None:
+                yield env.timeout(seconds)
+            else:
+                for stage in pipe:
+                    with stage.request() as turn:
+                        yield turn
+                        yield env.timeout(seconds / stages)
             steps, contexts = steps + 1, contexts + len(decoding)
             for r, take in chunks:
                 r["prefilled"] += take
@@ -1037,14 +1066,15 @@ def _run(capacity, token_budget, prompt_len, output_len, arrivals, step, total=N
                 r = heapq.heappop(decoding)[2]  # its last token
                 r["last"] = env.now
                 contexts -= r["prompt"] + r["output"] - 1
-                held[0] -= r["prompt"] + r["output"]
+                held -= r["prompt"] + r["output"]
                 done.append(r)
                 if issued[0] < wanted and total is not None:  # its user sends the next one
                     waiting.append(request(issued[0], env.now))
                     issued[0] += 1
 
     env.process(arrive())
-    env.process(serve())
+    for engine in engines:
+        env.process(serve(engine))
     env.run()
     return done
 
@@ -1067,7 +1097,7 @@ def _scalar_step(s: Scenario):
     """The step of ``s``'s model with its values put in, as a plain function of the decodes,
     their mean context and the prompt tokens: the simulation calls it once a step, where the
     checked array function would cost a hundred times as much."""
-    expr = STEP_FORMULAS[s.step](s.model)
+    expr = STEP_FORMULAS[s.step](s.model, s.parallel)
     values = s.values()
     known = {x: sympy.sympify(values[x.name]) for x in expr.free_symbols if x.name in values}
     return sympy.lambdify((B_d, S, P_t), expr.xreplace(known), "math")

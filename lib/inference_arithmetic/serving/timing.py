@@ -181,8 +181,6 @@ def in_waves(s: Scenario) -> dict[str, float]:
     if s.step == "kernels" and s.engine.batching == "continuous":
         from inference_arithmetic.serving import continuous
 
-        if s.parallel != "tensor":  # its step is of one engine with tensor parallelism
-            raise checks.ArgumentError(continuous.NO_PIPELINE)
         r = continuous.burst(s)
         waves = -(-s.batch // r["concurrency"])  # the batch over the most at once, rounded up
         return {"waves": waves, **r}
