@@ -69,11 +69,14 @@ _GROWTH, _HALVINGS = 2.0, 30  # the rate searches: doubling to a bracket, then h
 def _highest(meets, start=1.0) -> float:
     """The highest rate at which ``meets(rate)`` holds (it holds up to a rate, not past it): a
     bracket by doubling (or halving, 0 if it fails at a millionth of ``start``), then halved
-    thirty times."""
+    thirty times. Every pool saturates, so the doubling ends; a billion times ``start`` stops
+    it all the same."""
     low, high = 0.0, start
     if meets(high):
         while meets(high * _GROWTH):
             high *= _GROWTH
+            if high > start * 1e9:
+                return high
         low, high = high, high * _GROWTH
     else:
         while not meets(high / _GROWTH):
