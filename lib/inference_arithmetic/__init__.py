@@ -33,7 +33,15 @@ from inference_arithmetic.models.counts import (
     kv_cache_bytes,
     param_count,
 )
-from inference_arithmetic.serving import bands, cache, continuous, economics, scenario, timing
+from inference_arithmetic.serving import (
+    bands,
+    cache,
+    continuous,
+    disaggregated,
+    economics,
+    scenario,
+    timing,
+)
 from inference_arithmetic.serving.continuous import goodput, plan, steady_state
 from inference_arithmetic.serving.economics import (
     api_prices,
@@ -62,6 +70,7 @@ __all__ = [
     "plan",
     "goodput",
     "continuous",
+    "disaggregated",
     "cache",
     "checks",
     "scenario",

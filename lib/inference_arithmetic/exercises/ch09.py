@@ -9,8 +9,10 @@ output token (exercise 2), static batches of 8 and 256 with exponential output l
 longest of B has mean mu H_B, the chapter's result (exercise 3), kernels at 80% of the peak
 bandwidth (exercise 4), and the 70B set-up's continuously batching engine at 2 requests a second
 with a promise of 300 ms to the first token, its token budget doubling from 256 to 8,192 and its
-steps timed kernel by kernel, the library's default (exercise 5), and the same engine's
-goodput under p90 targets of 1 s to the first token and 50 ms per output token (exercise 6).
+steps timed kernel by kernel, the library's default (exercise 5); the same engine's goodput
+under p90 targets of 1 s to the first token and 50 ms per output token (exercise 6); prompts of
+8,192 tokens within 2 s to the first token and 25 ms a token after it on up to 24 H100s,
+disaggregated or colocated (exercise 7).
 """
 
 import functools
@@ -34,6 +36,7 @@ BUDGET_RATE = 2.0  # requests per second, exercise 5's
 TARGET_TTFT = 0.3  # seconds to the first token, exercise 5's promise
 BUDGETS = tuple(256 * 2**k for k in range(6))  # exercise 5's token budgets, 256 to 8,192
 GOODPUT_TARGETS = {"ttft_target": 1.0, "tpot_target": 0.05}  # seconds, exercise 6's, on p90
+LONG_PROMPT, SPLIT_TTFT, SPLIT_TPOT, SPLIT_GPUS = 8192, 2.0, 0.025, 24  # exercise 7
 EXACT = 1e-9  # an exact count: only float rounding is forgiven
 # Efficiencies as arguments of the cached functions below: the ideal roofline, the defaults.
 _IDEAL = tuple(ia.timing.IDEAL.items())
@@ -264,6 +267,29 @@ def _goodput_hints():
     return {value / right: hint for value, hint in wrong.items() if value != right}
 
 
+@functools.cache
+def _compared(prompt_len=LONG_PROMPT):
+    """Exercise 7's comparison (``ia.disaggregated.compare``) for prompts of ``prompt_len``."""
+    return ia.disaggregated.compare(LARGE, GPU, prompt_len, OUTPUT, SPLIT_TTFT, SPLIT_TPOT,
+                                    most_gpus=SPLIT_GPUS)  # fmt: skip
+
+
+def _split_hints(side):
+    """Hints for the requests per GPU of ``side`` ("disaggregated" or "colocated")."""
+
+    def hints():
+        right = _compared()[side]["per_gpu"]
+        wrong = {
+            _compared(PROMPT)[side]["per_gpu"]: "that is the section's prompts of 2,048 "
+            "tokens; these are four times as long",
+            _compared()[side]["goodput"]: "that is the requests a second of the whole "
+            "deployment (or of one replica): divide by its GPUs",
+        }
+        return {value / right: hint for value, hint in wrong.items() if value != right}
+
+    return hints
+
+
 register(
     "09-batching",
     "ex-batching-goodput",
@@ -275,4 +301,23 @@ register(
         hints=_goodput_hints,
     ),
     written=("Which target binds, and why is the goodput below the saturation rate?",),
+)
+
+
+register(
+    "09-batching",
+    "ex-batching-disaggregated",
+    Part(
+        "disaggregated_per_gpu",
+        lambda: _compared()["disaggregated"]["per_gpu"],
+        unit="requests per second per GPU",
+        hints=_split_hints("disaggregated"),
+    ),
+    Part(
+        "colocated_per_gpu",
+        lambda: _compared()["colocated"]["per_gpu"],
+        unit="requests per second per GPU",
+        hints=_split_hints("colocated"),
+    ),
+    written=("Why does the best split give most of its GPUs to prefill?",),
 )

@@ -3,6 +3,7 @@
 from inference_arithmetic.formulas import (
     basics,
     continuous,
+    disaggregation,
     economics,
     kernels,
     kv_cache,
@@ -18,6 +19,7 @@ from inference_arithmetic.formulas import (
 __all__ = [
     "basics",
     "continuous",
+    "disaggregation",
     "economics",
     "kernels",
     "kv_cache",

@@ -1,0 +1,201 @@
+"""Disaggregated serving: the two pools' steady state against a SimPy simulation of them (the
+oracle), the KV transfer, the search for the best split against the best colocated engine, and
+bad input."""
+
+import numpy as np
+import pytest
+
+import inference_arithmetic as ia
+from inference_arithmetic.formulas import disaggregation
+from inference_arithmetic.serving import continuous, disaggregated
+
+G = "h100-sxm"
+DENSE = ("llama-3.1-70b", 2048, 256, {"prefill_gpus": 4, "decode_gpus": 4})
+MOE = ("mixtral-8x7b", 512, 256, {"prefill_gpus": 2, "decode_gpus": 2})
+SPREAD = ("llama-3.1-8b", 1024, 128, {"prefill_replicas": 2, "decode_replicas": 3})
+
+
+def _saturation(name, prompt, output, sizes):
+    return disaggregated.steady_state(name, G, 0.01, prompt, output, **sizes)["saturation_rate"]
+
+
+@pytest.mark.parametrize("case", [DENSE, MOE, SPREAD], ids=["dense", "moe", "replicas"])
+@pytest.mark.parametrize("load", [0.3, 0.6, 0.85])
+def test_the_steady_state_is_within_10_percent_of_the_simulation(case, load):
+    name, prompt, output, sizes = case
+    rate = load * _saturation(*case)
+    closed = disaggregated.steady_state(name, G, rate, prompt, output, **sizes)
+    runs = [
+        disaggregated.simulate(name, G, rate, prompt, output, requests=2_000, seed=seed, **sizes)
+        for seed in range(2)
+    ]
+    for key in ("ttft", "tpot"):
+        simulated = np.mean([run[key] for run in runs])
+        assert closed[key] == pytest.approx(simulated, rel=0.10), (key, closed[key], simulated)
+
+
+def test_the_comparison_with_the_simulation_sees_a_transfer_left_out():
+    # A slow network (1 GB/s a GPU) makes the transfer a fifth of the TTFT: the simulation
+    # and the closed form both carry it, and a closed form without it is caught.
+    name, prompt, output, sizes = DENSE
+    slow = {**sizes, "transfer": "network", "network_bandwidth": 1e9}
+    closed = disaggregated.steady_state(name, G, 1.0, prompt, output, **slow)
+    simulated = disaggregated.simulate(name, G, 1.0, prompt, output, requests=1_000, **slow)
+    assert closed["ttft"] == pytest.approx(simulated["ttft"], rel=0.10)
+    assert closed["transfer"] > 0.15 * closed["ttft"]
+    without = closed["ttft"] - closed["transfer"]
+    assert without != pytest.approx(simulated["ttft"], rel=0.10)
+
+
+def test_the_transfer_moves_the_prompts_cache_over_the_fewer_gpus_of_either_side():
+    for name in ("llama-3.1-70b", "deepseek-v3"):
+        arch = ia.model(name)
+        s = ia.Scenario(arch, "h200", n_gpus=8, prompt_len=2048, output_len=1, dtype="fp8")
+        # Chapter 06's cache of one request of the prompt's tokens, in the cache's format.
+        expected = ia.kv_cache_bytes(arch, 1, 2048, s.cache_dtype)
+        assert s.evaluate(disaggregation.kv_transfer_bytes(arch)) == pytest.approx(expected)
+    # Llama 3 70B from 4 GPUs: each sends its two KV heads' quarter at once over its own link.
+    values = {**ia.Scenario("llama-3.1-70b", G, n_gpus=4).values(), "link_latency": 0.0}
+    link = ia.numeric(disaggregation.kv_transfer_time(ia.model("llama-3.1-70b"), "link"))
+    assert link.from_values(values) == pytest.approx(671_088_640 / (4 * 450e9))
+    state = disaggregated.steady_state(*DENSE[:1], G, 1.0, 2048, 256, prefill_gpus=4,
+                                       decode_gpus=2, link_latency=0.0)  # fmt: skip
+    assert state["transfer"] == pytest.approx(671_088_640 / (2 * 450e9))  # the two decode GPUs
+
+
+def test_a_pair_of_replicas_within_one_link_domain_uses_the_link_else_the_network():
+    name, prompt, output, _ = DENSE
+    near = disaggregated.steady_state(name, G, 1.0, prompt, output, prefill_gpus=4,
+                                      decode_gpus=4)  # fmt: skip
+    far = disaggregated.steady_state(name, G, 1.0, prompt, output, prefill_gpus=4,
+                                     decode_gpus=8)  # fmt: skip
+    assert (near["path"], far["path"]) == ("link", "network")
+    assert far["transfer"] > 4 * near["transfer"]  # 50 GB/s a port against 450 GB/s of NVLink
+    assert near["ttft"] == pytest.approx(near["prefill"]["ttft"] + near["transfer"])
+
+
+def test_a_lone_prompt_takes_one_prefill_and_its_transfer():
+    name, prompt, output, sizes = DENSE
+    budget = {"token_budget": 8192}  # the whole prompt in one step
+    state = disaggregated.steady_state(name, G, 1e-4, prompt, output, **sizes, **budget)
+    s = ia.Scenario(name, G, n_gpus=4, prompt_len=prompt, output_len=1, **budget)
+    alone = continuous._scalar_step(s)(0, 1.0, prompt)  # one step of the prompt, no decodes
+    assert state["prefill"]["ttft"] == pytest.approx(alone, rel=1e-3)
+    assert state["prefill"]["busy"] < 1e-3
+
+
+def test_past_either_pools_saturation_is_an_error_naming_it():
+    name, prompt, output, _ = DENSE
+    sizes = {"prefill_gpus": 4, "decode_gpus": 4, "decode_replicas": 4}
+    state = disaggregated.steady_state(name, G, 0.1, prompt, output, **sizes)
+    assert state["saturation_rate"] == pytest.approx(state["prefill"]["saturation_rate"])
+    with pytest.raises(ia.ArgumentError, match="the prefill pool"):
+        disaggregated.steady_state(name, G, 1.1 * state["saturation_rate"], prompt, output,
+                                   **sizes)  # fmt: skip
+    sizes = {"prefill_gpus": 4, "decode_gpus": 1, "prefill_replicas": 4}
+    with pytest.raises(ia.ArgumentError, match="the decode pool"):
+        disaggregated.steady_state("llama-3.1-8b", G, 200.0, 1024, 256, **sizes)
+
+
+def test_the_simulation_gives_percentiles_in_order():
+    name, prompt, output, sizes = MOE
+    run = disaggregated.simulate(name, G, 5.0, prompt, output, requests=300, **sizes)
+    for key in ("ttft", "tpot"):
+        p = run["percentiles"][key]
+        assert p["p50"] <= p["p90"] <= p["p99"]
+        assert p["p50"] < run[key] * 2
+
+
+@pytest.mark.parametrize(
+    "keywords, argument",
+    [
+        ({"n_gpus": 4}, "prefill_gpus"),
+        ({"replicas": 2}, "decode_replicas"),
+        ({"prefill_gpus": 0}, "prefill_gpus"),
+        ({"decode_replicas": 1.5}, "decode_replicas"),
+        ({"transfer": "fast"}, "transfer"),
+        ({"parallel": "pipeline"}, "parallel='tensor'"),
+        ({"token_budget": 0}, "token_budget"),
+    ],
+)
+def test_bad_input_is_refused_by_name(keywords, argument):
+    with pytest.raises(ia.ArgumentError, match=argument):
+        disaggregated.steady_state("llama-3.1-8b", G, 1.0, 1024, 128, **keywords)
+
+
+def test_bad_rates_lengths_targets_and_paths_are_refused_by_name():
+    with pytest.raises(ia.ArgumentError, match="requests_per_s"):
+        disaggregated.steady_state("llama-3.1-8b", G, 0.0)
+    with pytest.raises(ia.ArgumentError, match="output_len"):
+        disaggregated.steady_state("llama-3.1-8b", G, 1.0, 1024, 1)
+    with pytest.raises(ia.ArgumentError, match="ttft_target"):
+        disaggregated.compare("llama-3.1-8b", G, 1024, 128, -1.0, 0.05)
+    with pytest.raises(ia.ArgumentError, match="most_gpus"):
+        disaggregated.best_split("llama-3.1-8b", G, 1024, 128, 1.0, 0.05, most_gpus=1)
+    with pytest.raises(ia.ArgumentError, match="'link', 'network'"):
+        disaggregation.kv_transfer_time(ia.model("llama-3.1-8b"), "pigeon")
+    with pytest.raises(ia.ArgumentError, match="interconnect_bandwidth"):
+        disaggregated.steady_state("llama-3.1-8b", "desktop-cpu", 0.01, 512, 64, dtype="fp32",
+                                   transfer="link")  # fmt: skip
+    with pytest.raises(ia.UnknownName):
+        disaggregated.steady_state("llama-3.1-8b", "h100-sxn", 1.0)
+
+
+def _meets(state, ttft_target, tpot_target):
+    return state["ttft"] <= ttft_target and state["tpot"] <= tpot_target
+
+
+LONG_TIGHT = ("llama-3.1-70b", 2048, 256, 1.0, 0.025)
+SHORT_LOOSE = ("llama-3.1-70b", 512, 512, 1.0, 0.1)  # chapter 09's cases
+
+
+def test_the_best_split_meets_the_targets_at_its_goodput_and_not_past_it():
+    name, prompt, output, ttft, tpot = LONG_TIGHT
+    best = disaggregated.best_split(name, G, prompt, output, ttft, tpot, most_gpus=24)
+    sizes = {k: best[k] for k in disaggregated.POOL_KEYWORDS}
+    assert (
+        best["gpus"]
+        == sizes["prefill_replicas"] * sizes["prefill_gpus"]
+        + sizes["decode_replicas"] * sizes["decode_gpus"]
+        <= 24
+    )
+    at = disaggregated.steady_state(name, G, 0.999 * best["goodput"], prompt, output, **sizes)
+    assert _meets(at, ttft, tpot)
+    try:
+        past = disaggregated.steady_state(name, G, 1.02 * best["goodput"], prompt, output,
+                                          **sizes)  # fmt: skip
+        assert not _meets(past, ttft, tpot)
+    except ia.ArgumentError:
+        pass  # saturated: it misses them too
+
+
+def test_the_best_colocated_engine_meets_the_targets_at_its_goodput_and_not_past_it():
+    name, prompt, output, ttft, tpot = LONG_TIGHT
+    best = disaggregated.best_colocated(name, G, prompt, output, ttft, tpot)
+    n = best["n_gpus"]
+    assert _meets(ia.steady_state(name, G, 0.999 * best["goodput"], prompt, output, n_gpus=n),
+                  ttft, tpot)  # fmt: skip
+    try:
+        past = ia.steady_state(name, G, 1.02 * best["goodput"], prompt, output, n_gpus=n)
+        assert not _meets(past, ttft, tpot)
+    except ia.ArgumentError:
+        pass
+
+
+def test_disaggregation_wins_on_long_prompts_under_a_tight_tpot_and_loses_on_short_loose_ones():
+    # Chapter 09's two worked cases: a decode pool that never waits behind a prompt, against
+    # prefills that ride along nearly free in memory-bound decode steps.
+    name, prompt, output, ttft, tpot = LONG_TIGHT
+    wins = disaggregated.compare(name, G, prompt, output, ttft, tpot, most_gpus=24)
+    assert wins["better"] == "disaggregated" and wins["ratio"] > 1.1
+    name, prompt, output, ttft, tpot = SHORT_LOOSE
+    loses = disaggregated.compare(name, G, prompt, output, ttft, tpot, most_gpus=24)
+    assert loses["better"] == "colocated" and loses["ratio"] < 1
+    assert loses["ratio"] == pytest.approx(
+        loses["disaggregated"]["per_gpu"] / loses["colocated"]["per_gpu"]
+    )
+
+
+def test_targets_nothing_meets_give_none():
+    result = disaggregated.compare("llama-3.1-70b", G, 2048, 256, 0.01, 0.001, most_gpus=16)
+    assert result == {"disaggregated": None, "colocated": None, "ratio": None, "better": None}
