@@ -190,6 +190,28 @@ def test_a_plan_on_percentiles_is_one_the_simulation_shows_meeting_them():
             assert not met[p["binds"]]
 
 
+def test_the_plan_chooses_colocated_or_disaggregated_by_cost():
+    # Long prompts and a tight TPOT: pools of prefill and decode take fewer GPUs; short prompts
+    # and a loose TPOT: one engine. Each answer meets the targets at its own steady state.
+    model, rate = "llama-3.1-70b", 10.0
+    long = dict(prompt_len=2048, output_len=256, ttft_target=1.0, tpot_target=0.025)
+    either = ia.plan(model, "h100-sxm", rate, **long, layout="either")
+    alone = ia.plan(model, "h100-sxm", rate, **long)
+    assert either["layout"] == "disaggregated" and alone["layout"] == "colocated"
+    assert either["gpus"] < alone["gpus"] and either["cost"]["output"] < alone["cost"]["output"]
+    pools = {k: either[k] for k in ia.disaggregated.POOL_KEYWORDS}
+    assert either["gpus"] == (pools["prefill_gpus"] * pools["prefill_replicas"]
+                              + pools["decode_gpus"] * pools["decode_replicas"])  # fmt: skip
+    state = ia.disaggregated.steady_state(model, "h100-sxm", rate, 2048, 256, **pools)
+    assert state["ttft"] <= 1.0 and state["tpot"] <= 0.025
+    short = dict(prompt_len=512, output_len=256, ttft_target=1.0, tpot_target=0.1)
+    assert ia.plan(model, "h100-sxm", rate, **short, layout="either")["layout"] == "colocated"
+    with pytest.raises(ValueError, match="layout='disaggregated' plans on the means only"):
+        ia.plan(model, "h100-sxm", rate, **long, layout="disaggregated", percentile=99)
+    with pytest.raises(ValueError, match="layout must be one of"):
+        ia.plan(model, "h100-sxm", rate, **long, layout="split")
+
+
 def test_goodput_is_the_highest_rate_meeting_both_percentile_targets():
     args = ("llama-3.1-8b", "h100-sxm", 1024, 128)
     g = ia.goodput(*args, ttft_target=0.3, tpot_target=0.015, percentile=99)

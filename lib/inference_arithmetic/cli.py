@@ -91,8 +91,13 @@ STEADY = (
     ("saturation_rate", "saturation, requests/s", "number"),
 )
 PLAN = (
+    ("layout", "layout", "text"),
     ("replicas", "replicas", "integer"),
     ("n_gpus", "GPUs per replica", "integer"),
+    ("prefill_replicas", "prefill replicas", "integer"),
+    ("prefill_gpus", "GPUs per prefill replica", "integer"),
+    ("decode_replicas", "decode replicas", "integer"),
+    ("decode_gpus", "GPUs per decode replica", "integer"),
     ("gpus", "GPUs in all", "integer"),
     ("ttft", "time to first token (as judged)", "seconds"),
     ("tpot", "time per output token (as judged)", "seconds"),
@@ -201,7 +206,8 @@ def _plan(args) -> dict:
     options = _deployment(args)  # no n_gpus: the plan chooses it
     return ia.plan(
         _model(args.model), _gpu(args.gpu), args.rate, args.prompt_len, args.output_len,
-        args.ttft, args.tpot, percentile=_judged(args), most_gpus=args.most_gpus, **options,
+        args.ttft, args.tpot, percentile=_judged(args), layout=args.layout,
+        most_gpus=args.most_gpus, **options,
     )  # fmt: skip
 
 
@@ -364,6 +370,8 @@ def parser():
     p.add_argument("--tpot", type=float, required=True, help="time-per-output-token target, s")
     _add_workload(p)
     _percentile(p, "mean")
+    text = "one engine, pools of prefill and decode, or the cheaper (colocated)"
+    p.add_argument("--layout", choices=ia.continuous.LAYOUTS, default="colocated", help=text)
     p.add_argument("--most-gpus", type=int, default=64, help="GPUs at most, in all (64)")
     _price(p)
 

@@ -45,7 +45,7 @@ from inference_arithmetic.serving import cache, continuous
 from inference_arithmetic.serving.scenario import Scenario, tensor_parallel_degrees
 
 __all__ = ["PATHS", "POOL_KEYWORDS", "SATURATED", "NOT_HERE"]
-__all__ += ["steady_state", "simulate", "best_split", "best_colocated", "compare"]
+__all__ += ["steady_state", "simulate", "best_split", "best_colocated", "compare", "fewest_gpus"]
 
 PATHS = ("auto", *disaggregation.TRANSFER_PATHS)
 """How a cache moves: ``"auto"`` over the link when a prefill replica and a decode replica fit
@@ -394,22 +394,15 @@ def _targets(ttft_target, tpot_target):
     checks.amount("tpot_target", tpot_target, "seconds", positive=True)
 
 
-def best_split(
-    model, gpu, prompt_len, output_len, ttft_target, tpot_target, *, most_gpus=64,
-    most_degree=8, dtype=AUTO, **deployment
-) -> dict | None:  # fmt: skip
-    """The disaggregated deployment of at most ``most_gpus`` GPUs that serves the most
-    requests a second per GPU with a mean TTFT within ``ttft_target`` and a mean TPOT within
-    ``tpot_target`` (seconds): for each tensor-parallel degree of each pool (up to
-    ``most_degree``), the most a prefill replica serves within the TTFT target less the
-    transfer, and a decode replica within the TPOT target (each a search on its steady state),
-    then the replicas of each whose lower total is the most per GPU. Returns the pools' sizes
-    (``POOL_KEYWORDS``), ``gpus``, ``goodput`` (requests a second), ``per_gpu``, ``transfer``
-    and ``path``; None if no split meets the targets."""
+def _splits(model, gpu, prompt_len, output_len, ttft_target, tpot_target, most_gpus,
+            most_degree, dtype, deployment):  # fmt: skip
+    """For each pair of tensor-parallel degrees (up to ``most_degree``, both within
+    ``most_gpus``) whose replicas hold the model: the degrees, the most requests a second one
+    prefill replica serves within the TTFT target less the transfer, one decode replica's within
+    the TPOT target (each a search on its steady state), and the pools."""
     _targets(ttft_target, tpot_target)
-    checks.count("most_gpus", most_gpus, low=2)
     degrees = tensor_parallel_degrees(registry_model(model), most_degree)
-    decode_rates, best = {}, None
+    decode_rates = {}
     for n_p in degrees:
         for n_d in degrees:
             if n_p + n_d > most_gpus:
@@ -424,22 +417,68 @@ def best_split(
             r_p = _prefill_rate(pools, ttft_target - pools.transfer)
             if n_d not in decode_rates:
                 decode_rates[n_d] = _decode_rate(pools.decode, tpot_target)
-            r_d = decode_rates[n_d]
-            if r_p <= 0 or r_d <= 0:
-                continue
-            for R_p in range(1, (most_gpus - n_d) // n_p + 1):
-                # The decode replicas that keep up with these prefill replicas, or one fewer.
-                enough = math.ceil(R_p * r_p / r_d)
-                for R_d in {enough, max(enough - 1, 1)}:
-                    gpus = R_p * n_p + R_d * n_d
-                    goodput = float(min(R_p * r_p, R_d * r_d))
-                    if gpus > most_gpus:
-                        continue
-                    if best is None or goodput / gpus > best["per_gpu"] * (1 + 1e-9):
-                        best = {"prefill_gpus": n_p, "prefill_replicas": R_p, "decode_gpus": n_d,
-                                "decode_replicas": R_d, "gpus": gpus, "goodput": goodput,
-                                "per_gpu": goodput / gpus, "transfer": pools.transfer,
-                                "path": pools.path}  # fmt: skip
+            if r_p > 0 and decode_rates[n_d] > 0:
+                yield n_p, n_d, r_p, decode_rates[n_d], pools
+
+
+def best_split(
+    model, gpu, prompt_len, output_len, ttft_target, tpot_target, *, most_gpus=64,
+    most_degree=8, dtype=AUTO, **deployment
+) -> dict | None:  # fmt: skip
+    """The disaggregated deployment of at most ``most_gpus`` GPUs that serves the most
+    requests a second per GPU with a mean TTFT within ``ttft_target`` and a mean TPOT within
+    ``tpot_target`` (seconds): for each tensor-parallel degree of each pool (up to
+    ``most_degree``), the most a prefill replica serves within the TTFT target less the
+    transfer, and a decode replica within the TPOT target (each a search on its steady state),
+    then the replicas of each whose lower total is the most per GPU. Returns the pools' sizes
+    (``POOL_KEYWORDS``), ``gpus``, ``goodput`` (requests a second), ``per_gpu``, ``transfer``
+    and ``path``; None if no split meets the targets."""
+    checks.count("most_gpus", most_gpus, low=2)
+    best = None
+    for n_p, n_d, r_p, r_d, pools in _splits(model, gpu, prompt_len, output_len, ttft_target,
+                                             tpot_target, most_gpus, most_degree, dtype,
+                                             deployment):  # fmt: skip
+        for R_p in range(1, (most_gpus - n_d) // n_p + 1):
+            # The decode replicas that keep up with these prefill replicas, or one fewer.
+            enough = math.ceil(R_p * r_p / r_d)
+            for R_d in {enough, max(enough - 1, 1)}:
+                gpus = R_p * n_p + R_d * n_d
+                goodput = float(min(R_p * r_p, R_d * r_d))
+                if gpus > most_gpus:
+                    continue
+                if best is None or goodput / gpus > best["per_gpu"] * (1 + 1e-9):
+                    best = {"prefill_gpus": n_p, "prefill_replicas": R_p, "decode_gpus": n_d,
+                            "decode_replicas": R_d, "gpus": gpus, "goodput": goodput,
+                            "per_gpu": goodput / gpus, "transfer": pools.transfer,
+                            "path": pools.path}  # fmt: skip
+    return best
+
+
+def fewest_gpus(
+    model, gpu, requests_per_s, prompt_len, output_len, ttft_target, tpot_target, *,
+    most_gpus=64, most_degree=8, dtype=AUTO, **deployment
+) -> dict | None:  # fmt: skip
+    """The disaggregated deployment of the fewest GPUs (at most ``most_gpus``) that serves
+    ``requests_per_s`` with a mean TTFT and TPOT within the targets: for each pair of degrees
+    (``_splits``), as many prefill and decode replicas as their rates within the targets need.
+    Returns the pools' sizes (``POOL_KEYWORDS``), ``gpus``, and the ``ttft`` and ``tpot`` of
+    its steady state at that rate; None if none of ``most_gpus`` GPUs does."""
+    rate = checks.amount("requests_per_s", requests_per_s, "requests per second", positive=True)
+    best = None
+    for n_p, n_d, r_p, r_d, _ in _splits(model, gpu, prompt_len, output_len, ttft_target,
+                                         tpot_target, most_gpus, most_degree, dtype,
+                                         deployment):  # fmt: skip
+        # Replicas whose rates just reach the demand (a hair of rounding forgiven).
+        R_p, R_d = (max(math.ceil(rate / r * (1 - 1e-9)), 1) for r in (r_p, r_d))
+        gpus = R_p * n_p + R_d * n_d
+        if gpus <= most_gpus and (best is None or gpus < best["gpus"]):
+            best = {"prefill_gpus": n_p, "prefill_replicas": R_p, "decode_gpus": n_d,
+                    "decode_replicas": R_d, "gpus": gpus}  # fmt: skip
+    if best is not None:
+        sizes = {k: best[k] for k in POOL_KEYWORDS}
+        state = steady_state(model, gpu, rate, prompt_len, output_len, dtype, **sizes,
+                             **deployment)  # fmt: skip
+        best.update(ttft=state["ttft"], tpot=state["tpot"])
     return best
 
 
