@@ -33,7 +33,15 @@ from inference_arithmetic.models.counts import (
     kv_cache_bytes,
     param_count,
 )
-from inference_arithmetic.serving import bands, cache, continuous, economics, scenario, timing
+from inference_arithmetic.serving import (
+    bands,
+    cache,
+    continuous,
+    economics,
+    scenario,
+    speculative,
+    timing,
+)
 from inference_arithmetic.serving.continuous import plan, steady_state
 from inference_arithmetic.serving.economics import (
     api_prices,
@@ -42,6 +50,7 @@ from inference_arithmetic.serving.economics import (
 )
 from inference_arithmetic.serving.report import calculate
 from inference_arithmetic.serving.scenario import Scenario
+from inference_arithmetic.serving.speculative import Speculative
 from inference_arithmetic.serving.sweep import sweep
 from inference_arithmetic.serving.timing import (
     compute_bound_batch,
@@ -58,6 +67,8 @@ __all__ = [
     "ArgumentError",
     "UnknownName",
     "Scenario",
+    "Speculative",
+    "speculative",
     "steady_state",
     "plan",
     "continuous",
