@@ -179,7 +179,11 @@ def _poisson(means):
     means = np.asarray(means, dtype=float)[..., None]
     log = _K * np.log(np.maximum(means, 1e-300)) - means - _LOG_FACTORIALS
     weights = np.exp(log)
-    return weights / weights.sum(axis=-1, keepdims=True)
+    # A mean far past the range kept leaves no weight in it: NaN, which the chain reads as
+    # running away (a high prefix-hit rate takes the saturation search there), without a
+    # warning of 0 / 0.
+    total = weights.sum(axis=-1, keepdims=True)
+    return np.divide(weights, total, out=np.full_like(weights, np.nan), where=total > 0)
 
 
 _LOG_FACTORIALS = np.cumsum(np.log(np.maximum(_K, 1)))  # log k! for k in _K

@@ -19,8 +19,6 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 
-import sympy
-
 from inference_arithmetic.core import checks
 from inference_arithmetic.core.numeric import ArgumentError, numeric
 from inference_arithmetic.formulas import techniques
@@ -41,6 +39,11 @@ class Method:
     source: str
 
 
+@functools.cache
+def _expected():
+    return numeric(techniques.expected_tokens())
+
+
 def acceptance_from_length(length: float, draft_len: int) -> float:
     """The acceptance rate per token a at which a draft of ``draft_len`` tokens yields
     ``length`` tokens a step on average, (1 - a^(gamma+1)) / (1 - a) = length: how a
@@ -50,8 +53,18 @@ def acceptance_from_length(length: float, draft_len: int) -> float:
     >>> round(acceptance_from_length(1.85, 1), 2)
     0.85
     """
-    tokens = techniques.expected_tokens().subs(techniques.gamma, draft_len)
-    return float(sympy.nsolve(tokens - length, techniques.a, (1e-9, 1 - 1e-9), solver="bisect"))
+    draft_len = checks.count("draft_len", draft_len, high=64)
+    if not 1 <= length < draft_len + 1:
+        raise ArgumentError(
+            f"a mean acceptance length of {draft_len} drafted tokens lies from 1 up to (not "
+            f"including) {draft_len + 1}, got {length!r}"
+        )
+    low, high = 0.0, 1.0
+    for _ in range(60):  # bisection, to below a billionth
+        middle = (low + high) / 2
+        tokens = _expected()(draft_len=draft_len, acceptance_rate=middle)
+        low, high = (middle, high) if tokens < length else (low, middle)
+    return low
 
 
 METHODS = {
@@ -67,7 +80,7 @@ METHODS = {
     "eagle3": Method(
         "head",
         5,
-        round(acceptance_from_length(2.156, 5), 3),
+        acceptance_from_length(2.156, 5),
         "EAGLE-3 (Li et al. 2025, arXiv 2503.01840) drafts with one decoder layer fed by the "
         "target's low, middle and high features. The paper's own acceptance lengths are of "
         "draft trees, which a chain's formula does not describe; the chain figure used is "
@@ -79,7 +92,7 @@ METHODS = {
     "ngram": Method(
         None,
         5,
-        round(acceptance_from_length(4.59, 5), 3),
+        acceptance_from_length(4.59, 5),
         "n-gram (prompt lookup) drafting in vLLM, 5 drafted tokens, prompt_lookup_min 2 and "
         "max 5, on code edits (vdaita/edit_5k_char): mean acceptance length 4.59 where a match "
         "was found (vllm-project/vllm pull request 24344), turned into a per-token rate by "
@@ -153,11 +166,6 @@ class Speculative:
     def tokens_per_step(self) -> float:
         """Tokens a verification step yields on average (``techniques.expected_tokens``)."""
         return _expected().from_values(self.values())
-
-
-@functools.cache
-def _expected():
-    return numeric(techniques.expected_tokens())
 
 
 def speculation(value) -> Speculative | None:
