@@ -72,7 +72,7 @@ METHODS = {
         "head",
         1,
         0.85,
-        "DeepSeek-V3 Technical Report (arXiv 2412.19437), section 5.4.3: with one multi-token "
+        "DeepSeek-V3 Technical Report (DeepSeek-AI 2024), section 5.4.3: with one multi-token "
         "prediction module drafting the second token, 'the acceptance rate of the second token "
         "prediction ranges between 85% and 90%', giving 1.8 times the tokens per second; the "
         "lower end.",
@@ -81,7 +81,7 @@ METHODS = {
         "head",
         5,
         acceptance_from_length(2.156, 5),
-        "EAGLE-3 (Li et al. 2025, arXiv 2503.01840) drafts with one decoder layer fed by the "
+        "EAGLE-3 (Li et al. 2025) drafts with one decoder layer fed by the "
         "target's low, middle and high features. The paper's own acceptance lengths are of "
         "draft trees, which a chain's formula does not describe; the chain figure used is "
         "vLLM's: an EAGLE-3 drafter for Qwen3-30B-A3B, 5 drafted tokens, mean acceptance "
