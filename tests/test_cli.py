@@ -167,3 +167,20 @@ def test_the_entry_points_print_the_version_and_help_with_an_example():
     assert done.returncode == 0 and json.loads(done.stdout)["params"] == 8_030_261_248
     done = shell("calculate", "llama-3.1-8b", "h100-sxm", "--batch", "-3")
     assert done.returncode == 2 and "batch must be a whole number from 1 up, got -3" in done.stderr
+
+
+def test_prefix_cache_and_speculation_are_options(capsys):
+    got = as_json(capsys, "calculate", "llama-3.1-8b", "h100-sxm", "--prefix-hit-rate", "0.5",
+                  "--speculative", "eagle3", "--draft-len", "3")  # fmt: skip
+    want = ia.calculate("llama-3.1-8b", "h100-sxm", prefix_hit_rate=0.5,
+                        speculative={"method": "eagle3", "draft_len": 3})  # fmt: skip
+    assert got["ttft"] == want["ttft"] and got["tpot"] == want["tpot"]
+    assert got["speculative"]["draft_len"] == 3
+
+
+def test_drafting_options_without_speculation_are_refused(capsys):
+    err = refused(capsys, "steady-state", "llama-3.1-8b", "h100-sxm", "--rate", "1",
+                  "--draft-len", "3")  # fmt: skip
+    assert "--draft-len describe speculative decoding: give --speculative too" in err
+    err = refused(capsys, "calculate", "llama-3.1-8b", "h100-sxm", "--prefix-hit-rate", "2")
+    assert "prefix_hit_rate must be a number from 0 to 1, got 2.0" in err

@@ -448,3 +448,56 @@ def test_the_simulation_gives_percentiles_whose_tail_grows_with_the_load():
             assert 0 < p["p50"] <= p["p90"] <= p["p99"]
         tails[load] = run["percentiles"]["ttft"]["p99"] / run["percentiles"]["ttft"]["p50"]
     assert tails[0.9] > 1.5 * tails[0.3], tails
+
+
+def test_no_prefix_cache_and_no_speculation_are_todays_steady_state_exactly():
+    plain = ia.steady_state("llama-3.1-8b", "h100-sxm", 4.0, 1024, 128)
+    same = ia.steady_state("llama-3.1-8b", "h100-sxm", 4.0, 1024, 128, prefix_hit_rate=0.0,
+                           speculative=None)  # fmt: skip
+    assert same == plain
+
+
+def test_a_prefix_cache_in_the_steady_state_matches_the_simulation():
+    # Half of each prompt cached: the chain prefills 512 of 1,024 tokens, as the simulation.
+    args = ("llama-3.1-8b", "h100-sxm")
+    s = ia.Scenario(*args, prompt_len=1024, output_len=128, in_waves=True, prefix_hit_rate=0.5)
+    rate = 0.3 * continuous.saturation_rate(s)
+    state = ia.steady_state(*args, rate, 1024, 128, prefix_hit_rate=0.5)
+    simulated = continuous.simulate(*args, rate, 1024, 128, prefix_hit_rate=0.5, requests=4_000)
+    for key in ("ttft", "tpot"):
+        assert state[key] == pytest.approx(simulated[key], rel=0.1), key
+    plain = ia.steady_state(*args, rate, 1024, 128)
+    assert state["ttft"] < plain["ttft"] and state["saturation_rate"] > plain["saturation_rate"]
+
+
+def test_a_speculating_request_decodes_in_fewer_steps():
+    # Little's law on steps: lambda (O - 1) / E requests decode in a mean step.
+    spec = ia.Speculative("eagle3", draft_len=3)
+    state = ia.steady_state("llama-3.1-8b", "h100-sxm", 2.0, 512, 256, speculative=spec)
+    decoding = 2.0 * (256 - 1) / spec.tokens_per_step * state["mean_step"]
+    assert state["decoding"] == pytest.approx(decoding, rel=1e-9)
+    assert state["concurrency"] == pytest.approx(2.0 * state["request_time"], rel=1e-12)
+    plain = ia.steady_state("llama-3.1-8b", "h100-sxm", 2.0, 512, 256)
+    assert state["tpot"] < plain["tpot"] / 1.5 and state["decoding"] < plain["decoding"]
+
+
+def test_speculation_costs_capacity_where_the_step_turns_compute_bound():
+    # Llama 3.1 70B on four H100s, short prompts and long answers: near its saturation the
+    # verification steps are compute-bound, the gain falls, and the engine saturates sooner.
+    args = ("llama-3.1-70b", "h100-sxm")
+    head = {"method": "eagle3", "draft_len": 3}
+    plain = ia.steady_state(*args, 0.01, 128, 1024, 4)
+    spec = ia.steady_state(*args, 0.01, 128, 1024, 4, speculative=head)
+    assert spec["saturation_rate"] < plain["saturation_rate"]
+
+    def gain(share):
+        rate = share * spec["saturation_rate"]
+        with_head = ia.steady_state(*args, rate, 128, 1024, 4, speculative=head)
+        return ia.steady_state(*args, rate, 128, 1024, 4)["tpot"] / with_head["tpot"]
+
+    assert gain(0.98) < gain(0.5)
+
+
+def test_the_step_by_step_engine_refuses_speculation():
+    with pytest.raises(ia.ArgumentError, match="decodes one token a step; speculative decoding"):
+        continuous.simulate("llama-3.1-8b", "h100-sxm", 1.0, 512, 64, speculative="ngram")

@@ -170,3 +170,28 @@ def test_bad_api_prices_raise():
         economics.break_even_utilization(SMALL, H100, 0.1, -0.1)
     with pytest.raises(ValueError, match="charges nothing"):
         economics.break_even_utilization(SMALL, H100, 0, 0)
+
+
+def test_cached_input_tokens_at_an_api_and_self_hosted():
+    (deepseek,) = economics.api_prices("deepseek-v3")
+    assert deepseek["cached_input"] < deepseek["input"] and "http" in deepseek["source"]
+    # (1 - h) p_in + h p_c, by hand at a quarter of the tokens cached.
+    blended = 0.75 * deepseek["input"] + 0.25 * deepseek["cached_input"]
+    assert economics.api_input_price(deepseek, 0.25) == pytest.approx(blended, rel=1e-12)
+    assert economics.api_input_price(deepseek, 0.0) == deepseek["input"]
+    # Self-hosted: the prefill's seconds, shorter with hits, over all the prompt tokens.
+    plain = economics.token_costs(SMALL, H100, batch=8)
+    cached = economics.token_costs(SMALL, H100, batch=8, prefix_hit_rate=0.5)
+    assert cached["input"] / plain["input"] == pytest.approx(
+        cached["ttft"] / plain["ttft"], rel=1e-12
+    )
+    assert cached["input"] < 0.6 * plain["input"] and cached["output"] == plain["output"]
+
+
+def test_cached_input_prices_refuse_what_is_not_there():
+    (together, *_) = economics.api_prices("llama-3.1-8b")
+    with pytest.raises(KeyError, match="publishes no cached-input price.*deepseek-v3 at DeepSeek"):
+        economics.api_input_price(together, 0.5)
+    (deepseek,) = economics.api_prices("deepseek-v3")
+    with pytest.raises(ia.ArgumentError, match="prefix_hit_rate must be a number from 0 to 1"):
+        economics.api_input_price(deepseek, 1.2)

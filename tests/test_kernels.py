@@ -156,3 +156,62 @@ def test_past_the_link_domain_only_the_ring_all_reduces():
     reduce = kernels.all_reduce_time(sympy.Symbol("nbytes", positive=True))
     inside, past = (reduce.subs({n_gpus: 16, n_link: domain}) for domain in (16, 8))
     assert alpha_ar in inside.free_symbols and alpha_ar not in past.free_symbols
+
+
+def _kinds(table, kind, field):
+    return sum(r[field] for r in table if r["kind"] == kind)
+
+
+def test_a_verification_step_puts_gamma_plus_one_rows_through_the_products():
+    # Three drafted tokens: each of 8 requests is 4 rows of every product (the FLOPs of a
+    # plain step of 32), while its attention reads its cache once (the bytes of a step of 8).
+    spec = ia.kernels(
+        "llama-3.1-8b", H100, 8, 1024, speculative={"method": "ngram", "draft_len": 3}
+    )
+    wide = ia.kernels("llama-3.1-8b", H100, 32, 1024)
+    plain = {r["kernel"]: r for r in ia.kernels("llama-3.1-8b", H100, 8, 1024)}
+    assert _kinds(spec, "matmul", "flops") == pytest.approx(_kinds(wide, "matmul", "flops"))
+    attention = {r["kernel"]: r for r in spec}["decode attention"]
+    assert attention["flops"] == pytest.approx(4 * plain["decode attention"]["flops"])
+    assert attention["bytes"] == pytest.approx(plain["decode attention"]["bytes"])
+    assert "draft" not in {r["kernel"] for r in spec}  # an n-gram lookup costs the GPU nothing
+
+
+def test_a_draft_head_is_one_layer_of_the_target():
+    # An EAGLE-3 head is timed as the target's kernels with one layer: the same as a draft
+    # model made of the target with one layer, timed at its own sizes.
+    arch = ia.model("llama-3.1-8b")
+    one_layer = dataclasses.replace(arch, n_layers=1, name="one layer")
+    s = ia.Scenario(arch, H100, batch=8, prompt_len=1024, output_len=1)
+    options = ("speculative",)
+    head = kernels.draft_time(arch, options=options, draft="head")
+    model = kernels.draft_time(arch, options=options, draft=one_layer)
+    at = {"decoding": 8, "context_len": 1024, "prefill_tokens": 512, "draft_len": 3}
+    assert s.evaluate(head, **at) == pytest.approx(s.evaluate(model, **at), rel=1e-12)
+    # gamma passes, the first also over the prompts: three passes of 8 rows and 512 more.
+    one_pass = s.evaluate(kernels.draft_time(arch, options=options), **{**at, "draft_len": 1})
+    no_prompt = s.evaluate(head, **{**at, "draft_len": 1, "prefill_tokens": 0})
+    assert s.evaluate(head, **at) == pytest.approx(one_pass + 2 * no_prompt, rel=1e-12)
+
+
+def test_a_prefix_hit_prefills_the_rest_attending_to_the_whole_prompt():
+    # Half of 2,048 tokens cached: 1,024 computed, their attention pairs those of the whole
+    # prompt less the cached half's own, and the cached keys and values read once.
+    half = rows("llama-3.1-8b", H100, 1, 2048, phase="prefill", prefix_hit_rate=0.5)
+    whole = rows("llama-3.1-8b", H100, 1, 2048, phase="prefill")
+    pairs = (2048 * 2049 - 1024 * 1025) / (2048 * 2049)
+    attention = "prompt attention"
+    assert half[attention]["flops"] == pytest.approx(pairs * whole[attention]["flops"])
+    assert half["feed-forward up"]["flops"] == pytest.approx(whole["feed-forward up"]["flops"] / 2)
+    assert half[attention]["bytes"] > whole[attention]["bytes"] / 2  # the cached prefix read
+    # No hit is the plain prefill; a full hit still computes one token, for the first logits.
+    none = ia.prefill_time("llama-3.1-8b", H100, 1, 2048, prefix_hit_rate=0.0)
+    assert none == ia.prefill_time("llama-3.1-8b", H100, 1, 2048)
+    full = ia.prefill_time("llama-3.1-8b", H100, 1, 2048, prefix_hit_rate=1.0)
+    alone = ia.prefill_time("llama-3.1-8b", H100, 1, 1)  # the same token, no cache to read
+    assert alone < full < none / 5  # one token: about one read of the weights
+
+
+def test_step_options_are_checked():
+    with pytest.raises(ia.ArgumentError, match="unknown step options medusa; choose from prefix"):
+        kernels.step_kernels(ia.model("gpt2"), options=("medusa",))

@@ -129,10 +129,12 @@ def refused(error: ValueError) -> str | None:
 # and source, and compute_bound_batch when no batch up to its limit is compute-bound.
 _MAY_BE_NONE = {"input", "output", "request", "price_per_hour", "price_date", "price_source"}
 _MAY_BE_NONE |= {"band"}  # the single roofline's predictions carry no band
+_MAY_BE_NONE |= {"speculative", "draft_model"}  # no speculation; a method without a model
 # Numbers that may be zero: max_batch (nothing fits), a link latency of zero, and the fixed
 # costs of a step, which the single roofline has none of.
 _MAY_BE_ZERO = {"max_batch", "link_latency", "kernel_overhead", "step_overhead"}
 _MAY_BE_ZERO |= {"request_overhead", "allreduce_latency"}
+_MAY_BE_ZERO |= {"prefix_hit_rate"}  # no prompt in the prefix cache
 
 
 def _leaves(result, path=()):

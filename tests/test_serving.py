@@ -123,6 +123,15 @@ def test_memory_grows_with_the_batch_and_shrinks_with_gpus():
             r"\(0.9 of 85.5 GB\)",
         ),
         ({"batch": 4096, "prompt_len": 100_000}, ValueError, "does not fit"),
+        ({"prefix_hit_rate": 1.5}, ValueError, "prefix_hit_rate must be a number from 0 to 1, got"),
+        ({"prefix_hit_rate": -0.1}, ValueError, "prefix_hit_rate must be a number from 0 to 1"),
+        ({"prefix_hit_rate": "half"}, ValueError, "prefix_hit_rate must be a number from 0 to 1"),
+        (
+            {"prefix_hit_rate": 0.5, "step": "roofline"},
+            ValueError,
+            r"prefix_hit_rate and speculative change the step kernel by kernel.*'roofline'",
+        ),
+        ({"speculative": {"method": "eagle3", "draft_len": 0}}, ValueError, "draft_len must be"),
     ],
 )
 def test_impossible_inputs_say_why(kwargs, error, fragment):
@@ -250,3 +259,35 @@ def test_tensor_parallelism_past_the_link_domain_says_what_the_network_costs():
     assert calculate("llama-3.1-70b", h100, 16, batch=8, parallel="pipeline")["notes"] == []
     # PCIe cards join no domain to leave: their link is the slow one throughout.
     assert calculate("llama-3.1-8b", "l40s", 2, batch=8)["notes"] == []
+
+
+def test_no_prefix_cache_and_no_speculation_are_todays_numbers_exactly():
+    plain = calculate(M, G, batch=8)
+    assert calculate(M, G, batch=8, prefix_hit_rate=0.0, speculative=None) == plain
+    assert plain["prefix_hit_rate"] == 0.0 and plain["speculative"] is None
+
+
+def test_a_prefix_cache_shortens_the_prefill_and_cheapens_input_tokens_alike():
+    plain, cached = calculate(M, G, batch=8), calculate(M, G, batch=8, prefix_hit_rate=0.75)
+    assert _close(cached["ttft"], ia.prefill_time(M, G, 8, 2048, prefix_hit_rate=0.75))
+    assert cached["ttft"] < plain["ttft"] / 2
+    # The prefill's seconds over all 8 x 2,048 input tokens, cached or not: the same ratio.
+    ratio = cached["cost"]["input"] / plain["cost"]["input"]
+    assert ratio == pytest.approx(cached["ttft"] / plain["ttft"], rel=1e-12)
+    assert cached["tpot"] == plain["tpot"]  # decoding reads the whole cache all the same
+
+
+def test_speculation_divides_the_verification_step_by_the_tokens_it_yields():
+    spec = {"method": "eagle3", "draft_len": 3}
+    r = calculate(M, G, batch=4, speculative=spec)
+    assert r["exact"]
+    assert r["tpot"] == pytest.approx(ia.generation(M, G, 4, speculative=spec)["tpot"], rel=1e-9)
+    tokens = r["speculative"]["tokens_per_step"]
+    step = ia.decode_step_time(M, G, 4, r["mean_context"], speculative=spec)
+    assert r["tpot"] == pytest.approx(step / tokens, rel=1e-9)
+    # The gain shrinks as the batch turns the verification step compute-bound: Llama 3.1 70B
+    # on four H100s turns so well before its memory fills.
+    big = dict(model="llama-3.1-70b", gpu=G, n_gpus=4, prompt_len=1024)
+    gains = [calculate(**big, batch=b)["tpot"] / calculate(**big, batch=b, speculative=spec)["tpot"]
+             for b in (1, 128)]  # fmt: skip
+    assert gains[0] > 1.5 and gains[1] < 0.75 * gains[0]

@@ -120,3 +120,20 @@ def test_the_table_converts_to_a_dataframe_by_its_column_names():
     assert set(NUMBERS) <= set(table.dtype.names)
     records = table.tolist()  # what pandas.DataFrame.from_records takes
     assert records[1][table.dtype.names.index("batch")] == 8
+
+
+def test_prefix_hit_rates_and_speculation_are_rows_as_calculate_answers_them():
+    grid = dict(model=["llama-3.1-8b"], gpu=["h100-sxm"], batch=[1, 16],
+                prefix_hit_rate=[0.25, 0.9, 1.5], speculative=["ngram", "eagle3"])  # fmt: skip
+    table = ia.sweep(**grid)
+    assert table["fits"].tolist() == [True, True, False] * 4
+    assert "prefix_hit_rate must be a number from 0 to 1, got 1.5" in table["reason"][2]
+    assert set(table["speculative"]) == {"ngram", "eagle3"}
+    for row in table[table["fits"]]:
+        options = {k: row[k].item() for k in ("batch", "prefix_hit_rate")}
+        want = ia.calculate(
+            "llama-3.1-8b", "h100-sxm", speculative=str(row["speculative"]), **options
+        )
+        for key in ("ttft", "tpot", "cost.input"):
+            got = want["cost"]["input"] if key == "cost.input" else want[key]
+            assert row[key] == pytest.approx(got, rel=1e-12), (options, key)

@@ -61,6 +61,8 @@ ZERO_TIMES |= {
     "kv_reread_hits",
     "attention_fused",
 }
+# A prefix cache may hold none of a prompt; an API may give cached tokens away.
+ZERO_TIMES |= {"prefix_hit_rate", "api_cached_input_price"}
 SIZE_ROWS = [row for row in ROWS if row.symbol.name not in FRACTIONAL | MAY_BE_ZERO | ZERO_TIMES]
 ZERO_ROWS = [row for row in ROWS if row.symbol.name in MAY_BE_ZERO]
 FRACTIONAL_ROWS = [row for row in ROWS if row.symbol.name in FRACTIONAL]

@@ -119,3 +119,14 @@ def test_decode_memory_time_shrinks_with_bytes_per_number():
     one_gpu = techniques.decode_memory_time(m).subs(ia.symbols.n_gpus, 1)
     assert sympy.simplify(one_gpu - memory_bound) == 0
     assert b in techniques.decode_memory_time(m).free_symbols
+
+
+def test_a_prefix_hit_leaves_the_rest_of_the_prompt_and_at_least_one_token():
+    from inference_arithmetic.core.symbols import T, h_p
+
+    tokens = ia.numeric(techniques.prefilled_tokens())
+    assert tokens(seq_len=2048, prefix_hit_rate=0.0) == 2048
+    assert tokens(seq_len=2048, prefix_hit_rate=0.3) == 1434  # ceil(0.7 * 2048) = ceil(1433.6)
+    assert tokens(seq_len=2048, prefix_hit_rate=1.0) == 1
+    assert techniques.prefilled_tokens().subs(h_p, 0) == T
+    assert techniques.verified_tokens().subs(techniques.gamma, 3) == 4

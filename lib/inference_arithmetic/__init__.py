@@ -40,6 +40,7 @@ from inference_arithmetic.serving import (
     disaggregated,
     economics,
     scenario,
+    speculative,
     timing,
 )
 from inference_arithmetic.serving.continuous import goodput, plan, steady_state
@@ -50,6 +51,7 @@ from inference_arithmetic.serving.economics import (
 )
 from inference_arithmetic.serving.report import calculate
 from inference_arithmetic.serving.scenario import Scenario
+from inference_arithmetic.serving.speculative import Speculative
 from inference_arithmetic.serving.sweep import sweep
 from inference_arithmetic.serving.timing import (
     compute_bound_batch,
@@ -66,6 +68,8 @@ __all__ = [
     "ArgumentError",
     "UnknownName",
     "Scenario",
+    "Speculative",
+    "speculative",
     "steady_state",
     "plan",
     "goodput",

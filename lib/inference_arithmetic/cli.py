@@ -41,6 +41,10 @@ examples:
   ia calculate llama-3.1-70b h100-sxm --n-gpus 4 --price-per-hour 2.5 --json
   ia calculate llama-3.1-70b h100-sxm --n-gpus 4 --parallel pipeline
   ia steady-state llama-3.1-8b h100-sxm --rate 4
+  ia steady-state llama-3.1-70b h100-sxm --n-gpus 4 --rate 2 --prefix-hit-rate 0.5
+                                               with half of each prompt in the prefix cache
+  ia calculate llama-3.1-70b h100-sxm --n-gpus 4 --batch 16 --speculative eagle3
+                                               speculative decoding with an EAGLE-3 head
   ia plan llama-3.1-70b h100-sxm --rate 10 --ttft 0.5 --tpot 0.05
   ia plan llama-3.1-70b h100-sxm --rate 10 --ttft 0.5 --tpot 0.05 --percentile 99
   ia goodput llama-3.1-8b h100-sxm --ttft 0.3 --tpot 0.015 --prompt-len 1024
@@ -67,6 +71,7 @@ CALCULATE = (
     ("memory.fits", "fits in the budget", "text"),
     ("ttft", "time to first token", "seconds"),
     ("tpot", "time per output token", "seconds"),
+    ("speculative.tokens_per_step", "tokens per verification step", "number"),
     ("tokens_per_s_per_user", "tokens/s per user", "number"),
     ("total", "request time", "seconds"),
     ("throughput", "throughput, output tokens/s", "number"),
@@ -163,8 +168,16 @@ def _deployment(args) -> dict:
     """The deployment options given (the library's defaults stand for the rest)."""
     names = ("n_gpus", "parallel", "dtype", "cache_dtype", "compute_dtype", "engine", "step")
     names += ("replicas",)
-    names += ("memory_utilization", "price_per_hour")
-    return {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
+    names += ("memory_utilization", "price_per_hour", "prefix_hit_rate")
+    options = {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
+    drafting = {n: getattr(args, n, None) for n in ("draft_len", "acceptance_rate", "draft_model")}
+    drafting = {n: v for n, v in drafting.items() if v is not None}
+    if getattr(args, "speculative", None) is not None:
+        options["speculative"] = {"method": args.speculative, **drafting}
+    elif drafting:
+        given = ", ".join("--" + n.replace("_", "-") for n in drafting)
+        raise ia.ArgumentError(f"{given} describe speculative decoding: give --speculative too")
+    return options
 
 
 def _count(args) -> dict:
@@ -287,6 +300,12 @@ def _add_deployment(p, n_gpus=True):
     p.add_argument("--engine", help="serving engine: " + ", ".join(ia.engine_names()))
     p.add_argument("--step", choices=("kernels", "roofline"), help="step model (kernels)")
     p.add_argument("--memory-utilization", type=float, help="share of memory used (0.9)")
+    p.add_argument("--prefix-hit-rate", type=float, help="share of each prompt cached (0)")
+    p.add_argument("--speculative", choices=tuple(ia.speculative.METHODS),
+                   help="speculative decoding: what drafts (none)")  # fmt: skip
+    p.add_argument("--draft-len", type=int, help="tokens drafted a step (the method's)")
+    p.add_argument("--acceptance-rate", type=float, help="per drafted token (the method's)")
+    p.add_argument("--draft-model", help="the model that drafts, for --speculative draft")
 
 
 def _add_workload(p):

@@ -27,7 +27,7 @@ import warnings
 
 from inference_arithmetic.core.numeric import ArgumentError, expression
 
-__all__ = ["ArgumentError", "COUNT", "count", "fraction", "amount", "choice", "renamed"]
+__all__ = ["ArgumentError", "COUNT", "count", "fraction", "share", "amount", "choice", "renamed"]
 __all__ += ["expression"]
 
 FRACTION = (0.001, 1.0)
@@ -59,6 +59,19 @@ def fraction(name: str, value) -> float:
     if not _real(value) or not FRACTION[0] <= value <= FRACTION[1]:
         low, high = FRACTION
         raise ArgumentError(f"{name} must be a number from {low:g} to {high:g}, got {value!r}")
+    return float(value)
+
+
+SHARE = "{name} must be a number from 0 to 1{below}, got {value}"
+"""The message for a share outside its range (``below``: " (not 1)" where 1 is excluded)."""
+
+
+def share(name: str, value, below_one: bool = False) -> float:
+    """A share of a whole, from 0 to 1 (below 1 if ``below_one``): a prefix-cache hit rate,
+    an acceptance rate. Unlike ``fraction`` it may be 0: none of the prompt cached."""
+    if not _real(value) or not 0 <= value <= 1 or (below_one and value == 1):
+        below = " (not 1)" if below_one else ""
+        raise ArgumentError(SHARE.format(name=name, below=below, value=repr(value)))
     return float(value)
 
 

@@ -112,6 +112,8 @@ p_out     | api_output_price     | p_{out}      | real0  | $          | an API's
 a         | acceptance_rate      | a            | real0  | fraction   | speculative decoding: probability that the target model accepts a drafted token
 gamma     | draft_len            | \gamma       | count  | tokens     | speculative decoding: tokens the draft proposes per step
 c_d       | draft_cost           | c_d          | real   | fraction   | speculative decoding: time of one draft step relative to one target step
+h_p       | prefix_hit_rate      | h_p          | real0  | fraction   | prefix caching: share of each prompt's tokens whose KV cache an engine already holds
+p_c       | api_cached_input_price | p_{c}      | real0  | $          | an API's price of a million cached input tokens
 P_s       | prefix_len           | P_s          | count  | tokens     | tokens of a prompt prefix shared by every request
 d_1       | d_1                  | d_1          | count  | numbers    | MLP input width
 d_2       | d_2                  | d_2          | count  | numbers    | MLP hidden width (output width of a one-layer network)
@@ -207,6 +209,8 @@ LABELS = {
     "draft_len": "draft length",
     "draft_cost": "draft cost",
     "prefix_len": "shared prefix",
+    "prefix_hit_rate": "prefix-cache hit rate",
+    "api_cached_input_price": "cached input price",
     "d_1": "input width",
     "d_2": "hidden width",
     "d_3": "output width",

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import sympy
 
-from inference_arithmetic.core.symbols import B, O, T, c, n_gpus, p_in, p_out, u
+from inference_arithmetic.core.symbols import B, O, T, c, h_p, n_gpus, p_c, p_in, p_out, u
 from inference_arithmetic.formulas import latency
 
 __all__ = [
@@ -31,6 +31,7 @@ __all__ = [
     "output_cost",
     "request_cost",
     "api_request_cost",
+    "api_input_price_with_cache",
     "break_even_utilization",
 ]
 
@@ -101,6 +102,17 @@ def request_cost(input_price, output_price):
 def api_request_cost():
     """Dollars an API charges for a request of T input and O output tokens."""
     return request_cost(p_in, p_out)
+
+
+def api_input_price_with_cache():
+    """Dollars an API charges for a million input tokens of which a share h_p hit its prompt
+    cache: cached tokens at p_c, the rest at p_in (cache writes, which some APIs charge more
+    for, are not counted).
+
+    >>> api_input_price_with_cache()
+    api_cached_input_price*prefix_hit_rate + api_input_price*(1 - prefix_hit_rate)
+    """
+    return (1 - h_p) * p_in + h_p * p_c
 
 
 def break_even_utilization(cost, price):

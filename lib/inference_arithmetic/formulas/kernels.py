@@ -41,6 +41,7 @@ from dataclasses import dataclass
 
 import sympy
 
+from inference_arithmetic.core.numeric import ArgumentError
 from inference_arithmetic.core.symbols import (
     B,
     B_d,
@@ -93,10 +94,11 @@ from inference_arithmetic.core.symbols import (
     tau_r,
     tau_s,
 )
-from inference_arithmetic.formulas import kv_cache, latency, transformer
+from inference_arithmetic.formulas import kv_cache, latency, techniques, transformer
 from inference_arithmetic.formulas import parallel as parallelism
 
 __all__ = [
+    "OPTIONS",
     "COMPOSED",
     "KINDS",
     "Kernel",
@@ -106,6 +108,7 @@ __all__ = [
     "all_reduce_time",
     "step_kernels",
     "step_time",
+    "draft_time",
     "step",
     "prefill_time",
     "decode_step_time",
@@ -126,6 +129,12 @@ COMPOSED = (
 """The formulas composed of ``step_kernels``' (the formula reference shows each for one model)."""
 
 KINDS = ("matmul", "attention", "elementwise", "collective")
+OPTIONS = ("prefix", "speculative")
+"""What an engine may do beyond plain steps, each changing the step's formula (chapter 13):
+``prefix``, a share h_p of each prompt already in the prefix cache
+(``techniques.prefilled_tokens`` of its T tokens prefilled, attending to all T); and
+``speculative``, each decoding request verifying gamma drafted tokens, gamma + 1 rows
+(``techniques.verified_tokens``). Without them the formulas are the plain step's, unchanged."""
 """What a kernel is: a product with weights, attention, a pass over activations, a message."""
 
 
@@ -240,21 +249,30 @@ def _attention_projections(arch, tokens, share, mla):
     return before, after
 
 
-def _attention(arch, share, split, windowed, mla):
+def _attention(arch, share, split, windowed, mla, new=T, rows=1):
     """Attention of one layer, prompts and decodes apart (``windowed``: a sliding-window
-    layer, whose decodes read at most W - 1 cached tokens)."""
+    layer, whose decodes read at most W - 1 cached tokens). Each prompt computes its last
+    ``new`` tokens (``OPTIONS``' prefix), whose queries attend to the T - new cached before
+    them, read from the cache; each decode ``rows`` queries, which read its cache once."""
     qk_prompt, v_prompt = transformer.attention_widths(arch, "reexpand")
     qk_decode, v_decode = transformer.attention_widths(arch, mla)
     pairs = T * (T + 1) / 2 if not windowed else transformer.attention_keys(arch, True, True)
     if windowed:
         pairs = pairs.subs(S, 0)
-    prompts = P_t / T  # prompts of T tokens each
+    cached = T - new  # tokens of each prompt in the prefix cache
+    if new != T:  # the cached tokens' own pairs were computed before
+        pairs = pairs - pairs.subs(T, cached)
+    prompts = P_t / new  # prompts of T tokens, new of them computed, each
     prompt_flops = 2 * prompts * pairs * H * (qk_prompt + v_prompt) / share
     # Queries, keys and values in, the output out, per prompt token (expanded, for MLA).
     numbers = H * (2 * qk_prompt + 2 * v_prompt) if arch.is_mla else (2 * H + 2 * H_kv) * d_h
     prompt_bytes = b_a * P_t * numbers / share
-    cached = sympy.Min(S, W - 1) if windowed else S
-    decode_flops = 2 * B_d * cached * H * (qk_decode + v_decode) / share
+    if new != T:  # and the cached prefix's keys and values, read once per prompt
+        held = sympy.Min(cached, W) if windowed else cached
+        stored = kv_cache.numbers_per_token(arch) / split
+        prompt_bytes = prompt_bytes + b_kv * prompts * held * stored
+    read = sympy.Min(S, W - 1) if windowed else S
+    decode_flops = 2 * rows * B_d * read * H * (qk_decode + v_decode) / share
     # Re-expanded MLA reads what it expanded: keys and values of every head, in b_a.
     expanded = arch.is_mla and mla == "reexpand"
     per_token = kv_cache.numbers_per_token(arch, "expanded" if expanded else "latent")
@@ -262,7 +280,7 @@ def _attention(arch, share, split, windowed, mla):
     # serves h_kv of the repeats, the rest come from memory again.
     again = (H / H_kv - 1) * (1 - h_kv)
     reads = 1 if arch.is_mla else sigma_kv + (1 - sigma_kv) * (1 + again)
-    decode_bytes = (b_a if expanded else b_kv) * B_d * cached * per_token * reads / split
+    decode_bytes = (b_a if expanded else b_kv) * B_d * read * per_token * reads / split
     # FlashAttention's rate grows with the prompt's length: T / (T + T_a) of its long-prompt rate.
     prompt_rate = eta_a * pi * T / (T + T_a)
     prompt = _kernel(
@@ -277,7 +295,7 @@ def _attention(arch, share, split, windowed, mla):
     # Without a fused kernel (phi_a = 0) attention is two products over the whole square of
     # query-key pairs, its scores written, read and rewritten by the softmax and read again,
     # in fp32 (4 bytes), 4 passes: the prompt's length squared in memory traffic.
-    square = T * T if not windowed else T * sympy.Min(T, W)
+    square = new * T if not windowed else new * sympy.Min(T, W)
     unfused_flops = 2 * prompts * square * H * (qk_prompt + v_prompt) / share
     scores = 4 * 4 * prompts * square * H / share
     unfused = _kernel(
@@ -348,15 +366,34 @@ def _with_count(kernel, count):
     return Kernel(**{**kernel.__dict__, "count": kernel.count * count})
 
 
+def _options(options) -> tuple[str, ...]:
+    """``options`` checked against ``OPTIONS``, in their order (one formula per set)."""
+    unknown = set(options) - set(OPTIONS)
+    if unknown:
+        raise ArgumentError(
+            f"unknown step options {', '.join(sorted(unknown))}; choose from {', '.join(OPTIONS)}"
+        )
+    return tuple(o for o in OPTIONS if o in options)
+
+
+def _widths(options):
+    """Tokens each prompt prefills and rows each decoding request puts through a step."""
+    new = techniques.prefilled_tokens() if "prefix" in options else T
+    rows = techniques.verified_tokens() if "speculative" in options else 1
+    return new, rows
+
+
 @functools.lru_cache(maxsize=256)
-def step_kernels(arch, parallel="tensor", mla="absorbed") -> tuple[Kernel, ...]:
+def step_kernels(arch, parallel="tensor", mla="absorbed", options=()) -> tuple[Kernel, ...]:
     """Every kernel of a step of B_d decoding requests and P_t prompt tokens, with the times
-    each runs (module docstring). Times are one GPU's: a tensor-parallel GPU's share of each
-    layer; a pipeline's layers one after another, stage after stage."""
+    each runs (module docstring), and what ``options`` (``OPTIONS``) change. Times are one
+    GPU's: a tensor-parallel GPU's share of each layer; a pipeline's layers one after
+    another, stage after stage."""
+    new, rows = _widths(_options(options))
     tensor = latency._mode(parallel) == "tensor"
     share = n_gpus if tensor else sympy.Integer(1)
     split = latency.kv_split(arch, parallel) if tensor else sympy.Integer(1)
-    tokens = B_d + P_t
+    tokens = rows * B_d + P_t
     transformer._check_mla(mla)
     before, after = _attention_projections(arch, tokens, share, mla)
     # The weights no product reads (norms, biases, attention sinks), read with the norms.
@@ -385,7 +422,8 @@ def step_kernels(arch, parallel="tensor", mla="absorbed") -> tuple[Kernel, ...]:
     for windowed, count in ((False, full), (True, L_w if arch.n_window_layers else 0)):
         if count != 0:
             kernels += [
-                _with_count(kr, count) for kr in _attention(arch, share, split, windowed, mla)
+                _with_count(kr, count)
+                for kr in _attention(arch, share, split, windowed, mla, new, rows)
             ]
     message = b_a * tokens * D
     layer = [gemm(*row) for row in after]
@@ -401,7 +439,7 @@ def step_kernels(arch, parallel="tensor", mla="absorbed") -> tuple[Kernel, ...]:
     if tensor:
         layer.append(_collective("all-reduce (feed-forward)", message, tokens, 1))
     kernels += [_with_count(kernel, L) for kernel in layer]
-    logits = B_d + P_t / T  # each decoding request's next token, each prompt's first
+    logits = rows * B_d + P_t / new  # each decoding request's next tokens, each prompt's first
     vocab = latency.weight_number_bytes(arch, "vocabulary")
     gathered = vocab * (sympy.Min(tokens, V) * D if not arch.tied_embeddings else tokens * D)
     if arch.max_positions:  # learned positions: a row each too (GPT-2)
@@ -426,46 +464,85 @@ def step_kernels(arch, parallel="tensor", mla="absorbed") -> tuple[Kernel, ...]:
 
 
 @functools.lru_cache(maxsize=256)
-def step_time(arch, parallel="tensor", mla="absorbed"):
+def step_time(arch, parallel="tensor", mla="absorbed", options=(), draft=None):
     """Seconds of one step of B_d decodes and P_t prompt tokens: the sum of its kernels'
     times, plus the engine's tau_s and tau_r for each request it schedules (each decode, each
-    prompt)."""
-    fixed = tau_s + tau_r * (B_d + P_t / T)
-    return sum((kr.count * kr.time for kr in step_kernels(arch, parallel, mla)), fixed)
+    prompt), and, speculating, the draft's (``draft_time``)."""
+    options = _options(options)
+    new, _ = _widths(options)
+    fixed = tau_s + tau_r * (B_d + P_t / new)
+    kernels = step_kernels(arch, parallel, mla, options)
+    total = sum((kr.count * kr.time for kr in kernels), fixed)
+    if "speculative" in options and draft is not None:
+        total = total + draft_time(arch, parallel, mla, options, draft)
+    return total
 
 
-def step(arch, parallel="tensor"):
+DRAFTS = ("head", "model")
+"""What drafts the tokens a speculating step verifies, where it costs GPU time: ``"head"``,
+one layer of the target's own shape with its embedding and output head (an EAGLE-3 head, a
+DeepSeek MTP module); or a smaller model (a ``ModelConfig``). An n-gram lookup in the
+prompt runs on the host: no draft at all (``None``)."""
+
+
+@functools.lru_cache(maxsize=64)
+def draft_time(arch, parallel="tensor", mla="absorbed", options=(), draft="head"):
+    """Seconds the draft adds to a step: gamma passes over the B_d decoding requests, the
+    first also over the step's P_t prompt tokens (the draft keeps a cache of its own), each
+    pass the draft's kernels (no engine overhead: the passes run inside the step). A
+    ``"head"`` is the target's kernels with one layer; a draft model its own kernels at its
+    own sizes, stored and computed in the target's formats."""
+    plain = tuple(o for o in _options(options) if o != "speculative")
+    source = arch if draft == "head" else draft
+    one = sum(kr.count * kr.time for kr in step_kernels(source, parallel, mla, plain))
+    if draft == "head":  # one layer, of the MoE kind where the model has MoE layers
+        one = one.subs({L: 1, L_d: 0, L_w: 0})
+    else:
+        sizes = {s: draft.sizes()[s.name] for s in one.free_symbols if s.name in draft.sizes()}
+        one = one.xreplace({s: sympy.sympify(v) for s, v in sizes.items() if v is not None})
+    # The later passes run only while requests decode (a prefill-only step drafts nothing).
+    return one + (techniques.gamma - 1) * sympy.Min(B_d, 1) * one.subs(P_t, 0)
+
+
+def step(arch, parallel="tensor", options=(), draft=None):
     """A continuously batching engine's step (``formulas.continuous.step``, kernel by kernel):
     in a pipeline, one micro-batch's, through every stage."""
-    return step_time(arch, parallel)
+    return step_time(arch, parallel, options=_options(options), draft=draft)
 
 
 @functools.lru_cache(maxsize=256)
-def prefill_time(arch, parallel="tensor"):
-    """Seconds of a prefill of B prompts of T tokens: the step with P_t = B T and no decodes
-    (MLA expanded, as engines prefill it)."""
-    return step_time(arch, parallel).subs({B_d: 0, P_t: B * T})
+def prefill_time(arch, parallel="tensor", options=(), draft=None):
+    """Seconds of a prefill of B prompts of T tokens: the step with P_t = B T (B times the
+    tokens it computes, with a prefix cache) and no decodes (MLA expanded, as engines
+    prefill it)."""
+    new, _ = _widths(_options(options))
+    return step_time(arch, parallel, options=options, draft=draft).subs({B_d: 0, P_t: B * new})
 
 
 @functools.lru_cache(maxsize=256)
-def decode_step_time(arch, mla="absorbed", parallel="tensor", context=S):
-    """Seconds of one decode step of B requests with S (or ``context``) tokens cached each."""
-    return step_time(arch, parallel, mla).subs({P_t: 0, B_d: B}).subs(S, context)
+def decode_step_time(arch, mla="absorbed", parallel="tensor", context=S, options=(), draft=None):
+    """Seconds of one decode step of B requests with S (or ``context``) tokens cached each
+    (speculating: one verification step, which yields ``techniques.expected_tokens``)."""
+    step = step_time(arch, parallel, mla, _options(options), draft)
+    return step.subs({P_t: 0, B_d: B}).subs(S, context)
 
 
-def time_per_output_token(arch, mla="absorbed", parallel="tensor"):
+def time_per_output_token(arch, mla="absorbed", parallel="tensor", options=(), draft=None):
     """A decode step at the mean context of a request's O - 1 steps (``latency.mean_context``):
-    exact while every kernel stays on one side of its roofline, each being linear in S."""
-    return decode_step_time(arch, mla, parallel, latency.mean_context())
+    exact while every kernel stays on one side of its roofline, each being linear in S.
+    Speculating, a verification step over the tokens it yields on average."""
+    options = _options(options)
+    step = decode_step_time(arch, mla, parallel, latency.mean_context(), options, draft)
+    return step / techniques.expected_tokens() if "speculative" in options else step
 
 
-def generation_time(arch, mla="absorbed", parallel="tensor"):
+def generation_time(arch, mla="absorbed", parallel="tensor", options=(), draft=None):
     """Seconds from B prompts to the last of their O output tokens: the prefill, then O - 1
     decode steps (``latency.request_time``)."""
-    ttft = prefill_time(arch, parallel)
-    return latency.request_time(ttft, time_per_output_token(arch, mla, parallel))
+    ttft = prefill_time(arch, parallel, options, draft)
+    return latency.request_time(ttft, time_per_output_token(arch, mla, parallel, options, draft))
 
 
-def throughput(arch, mla="absorbed", parallel="tensor"):
+def throughput(arch, mla="absorbed", parallel="tensor", options=(), draft=None):
     """Output tokens per second of B requests (pipeline: n batches in flight)."""
-    return latency.output_throughput(generation_time(arch, mla, parallel), parallel)
+    return latency.output_throughput(generation_time(arch, mla, parallel, options, draft), parallel)

@@ -12,8 +12,10 @@ tokens per step of the target model (at a = 0.8, gamma = 4: (1 - 0.8**5) / 0.2 =
 
 from __future__ import annotations
 
+import sympy
+
 from inference_arithmetic.core.numeric import ArgumentError
-from inference_arithmetic.core.symbols import B, D, H, P_s, S, T, V, a, b, c_d, d_h, gamma
+from inference_arithmetic.core.symbols import B, D, H, P_s, S, T, V, a, b, c_d, d_h, gamma, h_p
 from inference_arithmetic.formulas import latency, transformer
 
 __all__ = [
@@ -24,7 +26,9 @@ __all__ = [
     "ATTENTION_FORMS",
     "decode_memory_time",
     "expected_tokens",
+    "verified_tokens",
     "speculative_speedup",
+    "prefilled_tokens",
     "prefix_flops",
     "prefill_flops_with_prefix",
     "prefix_flops_saved",
@@ -51,11 +55,29 @@ def expected_tokens():
     return (1 - a ** (gamma + 1)) / (1 - a)
 
 
+def verified_tokens():
+    """Tokens a verification step puts through the target for each decoding request: the
+    token it decoded last and the gamma drafted after it, gamma + 1 rows of every product
+    where plain decoding has one (``kernels.step_kernels`` with ``speculative``)."""
+    return gamma + 1
+
+
 def speculative_speedup():
     """Tokens per unit of time against plain decoding: expected tokens over the time of a
     step, gamma draft steps at c_d each plus one target step that verifies gamma + 1 tokens
     (memory-bound, so it costs about one ordinary step)."""
     return expected_tokens() / (gamma * c_d + 1)
+
+
+def prefilled_tokens():
+    """Tokens of a prompt of T that a prefill computes when a share h_p of them is in the
+    prefix cache already: the rest, in whole tokens, and at least one, since the last
+    token's logits give the first output token (vLLM recomputes it on a full hit).
+
+    >>> prefilled_tokens()
+    Max(1, ceiling(seq_len*(1 - prefix_hit_rate)))
+    """
+    return sympy.Max(sympy.ceiling((1 - h_p) * T), 1)
 
 
 def _no_logits(arch):

@@ -45,7 +45,7 @@ import sympy
 from inference_arithmetic.core import checks
 from inference_arithmetic.core import format as fmt
 from inference_arithmetic.core.symbols import B_d, O, P_t, R, S
-from inference_arithmetic.formulas import continuous, economics, kernels, latency
+from inference_arithmetic.formulas import continuous, economics, kernels, latency, techniques
 from inference_arithmetic.models.config import AUTO
 from inference_arithmetic.serving import bands, cache
 from inference_arithmetic.serving.scenario import (
@@ -144,14 +144,33 @@ of the model and its ``parallel`` (a pipeline's step is one micro-batch's, stage
 # Building a model's step and compiling it is most of a first steady state (a second or so):
 # kept on disk, as the calculator's formulas are (``ia.serving.warm`` fills it).
 @functools.lru_cache(maxsize=64)
-def _step(arch, step="kernels", parallel="tensor"):
+def _step(arch, step="kernels", parallel="tensor", **options):
+    """``options``: a scenario's ``formula_options`` (none: the plain step, its key as ever)."""
     key = f"step {step} {arch!r}" + ("" if parallel == "tensor" else f" {parallel}")
-    return cache.formula(key, lambda: STEP_FORMULAS[step](arch, parallel))
+    key += f" {options!r}" if options else ""
+    return cache.formula(key, lambda: STEP_FORMULAS[step](arch, parallel, **options))
 
 
 @functools.cache
 def _steady():
     return cache.formulas("steady", lambda: STEADY)
+
+
+@functools.cache
+def _steady_of_steps():
+    """``STEADY`` as a function of its arguments in order, unchecked: a speculating chain
+    counts 1 + (O - 1) / E steps a request, a fractional ``output_len`` that the checked
+    function would refuse."""
+    steady = _steady()
+    return steady.args, steady.bind({}, *steady.args)
+
+
+def _steady_at(chain: dict) -> dict:
+    """``STEADY`` at the chain's values (checked, unless its output is counted in steps)."""
+    if float(chain["output_len"]).is_integer():
+        return _steady().from_values(chain)
+    args, function = _steady_of_steps()
+    return dict(zip(STEADY, map(float, function(*(chain[a] for a in args))), strict=True))
 
 
 _EYE = np.eye(PROMPT_COUNTS)
@@ -174,7 +193,11 @@ def _poisson(means):
     means = np.asarray(means, dtype=float)[..., None]
     log = _K * np.log(np.maximum(means, 1e-300)) - means - _LOG_FACTORIALS
     weights = np.exp(log)
-    return weights / weights.sum(axis=-1, keepdims=True)
+    # A mean far past the range kept leaves no weight in it: NaN, which the chain reads as
+    # running away (a high prefix-hit rate takes the saturation search there), without a
+    # warning of 0 / 0.
+    total = weights.sum(axis=-1, keepdims=True)
+    return np.divide(weights, total, out=np.full_like(weights, np.nan), where=total > 0)
 
 
 _LOG_FACTORIALS = np.cumsum(np.log(np.maximum(_K, 1)))  # log k! for k in _K
@@ -192,18 +215,26 @@ class _Engine:
     def __init__(self, s: Scenario):
         self.s, self.budget = s, s.token_budget
         self.values = s.values()
-        self.T, self.O = s.prompt_len, s.output_len
-        self.tokens = _COUNTS * self.T  # each count's prompts
+        # Speculating, a request decodes in (O - 1) / E steps of E tokens each: the chain
+        # counts steps, so it runs as if of 1 + (O - 1) / E tokens (``steady_state_of``
+        # divides the time per step by E), and each decode takes gamma + 1 of the budget.
+        self.T, self.O = s.prompt_len, 1 + (s.output_len - 1) / s.tokens_per_step
+        if s.speculative is None:
+            self.O = s.output_len  # the plain engine's count, exactly
+        self.rows = s.speculative.draft_len + 1 if s.speculative else 1
+        self.new = _prefilled(s)  # each prompt's tokens to compute (prefix cache)
+        self.tokens = _COUNTS * self.new  # each count's prompts
         self.context = _mean_context().from_values(self.values)["context"]
-        whole = {**self.values, "context_len": self.T + self.O}
+        whole = {**self.values, "context_len": self.T + s.output_len}
         concurrency = latency.max_concurrency  # of one batch (in a pipeline, each in flight)
         fit = cache.formulas(f"fit {s.model!r} {s.parallel}",
                              lambda: {"n": concurrency(s.model, s.parallel)})  # fmt: skip
         self.capacity = int(fit.from_values(whole)["n"])
         # The chain evaluates the step a thousand times at the scenario's values: checked once.
         free = ("decoding", "context_len", "prefill_tokens")
-        step = _step(s.model, s.step, s.parallel)
+        step = _step(s.model, s.step, s.parallel, **s.formula_options)
         key = f"step {s.step} {s.model!r} {s.parallel} bound {free}"
+        key += f" {s.formula_options!r}" if s.formula_options else ""
         split = cache.data(key, lambda: step.split(*free))
         self._step = step.bind(self.values, *free, split=split)
 
@@ -223,7 +254,7 @@ class _Engine:
         Fewer take one step of their own. Returns the steps' time and their number. Without a
         budget it is that one step."""
         decodes, tokens = np.asarray(decodes, dtype=float)[:, None], self.tokens
-        room = np.maximum(self.budget - decodes, 1.0)
+        room = np.maximum(self.budget - self.rows * decodes, 1.0)
         fluid = np.maximum(tokens / room, 1.0)
         whole = np.ceil(fluid)
         before = whole - 1  # full steps before the last
@@ -293,14 +324,14 @@ class _Engine:
         ``decodes`` (an array)."""
         chains = self.chain(rate, decodes)
         decodes = np.asarray(decodes, dtype=float)[:, None]
-        room = np.maximum(self.budget - decodes, 1.0)
+        room = np.maximum(self.budget - self.rows * decodes, 1.0)
         # j others arrived with it: ranks 1..j+1, each as likely, (j + 1) T tokens in all,
         # all in one step if they fit; else each rank's last chunk is in the step that reaches
         # its tokens: a full step, but for the last prompt, whose last step holds only what is
         # left of it.
         ranks = _K + 1
-        tokens = ranks * float(self.T)
-        steps = np.ceil(ranks * self.T / room)
+        tokens = ranks * float(self.new)
+        steps = np.ceil(ranks * self.new / room)
         left = tokens - (steps - 1) * room
         prompts = np.concatenate([room, np.broadcast_to(tokens, left.shape), left], axis=1)
         evaluated = self.steps(decodes, prompts)
@@ -340,10 +371,11 @@ class _Engine:
                  "burst_covariance": float(weights @ (prompts * (zt - seconds)) / steps),
                  "step_noise": max(float(weights @ (seconds * (2 * zt - seconds)) / steps), 0.0),
                  }  # fmt: skip
-        steady = _steady().from_values(chain)
+        steady = _steady_at(chain)
         if steady["gain"] >= 1:
             return None  # more decodes feed back more than they add: no steady state
-        if not (decodes < self.budget and rate * (self.O - 1) * steady["tpot"] <= self.capacity):
+        if not (self.rows * decodes < self.budget
+                and rate * (self.O - 1) * steady["tpot"] <= self.capacity):  # fmt: skip
             # Not kept up with, whatever the first token's wait (below, at least 0): every
             # caller reads only "ok" of such a state, so its TTFT is not worked out.
             return {"ok": False, "mean_step": tau, **chain, **steady}
@@ -352,13 +384,14 @@ class _Engine:
         # the mean over their spread (normal, of the steady state's variance), not at the mean.
         nodes, weights_b = map(np.array, SPREAD_POINTS)
         spread = np.sqrt(max(steady["variance"], 0.0))
-        met = np.clip(steady["busy"] + spread * nodes, 0.0, self.budget - 1.0)
+        met = np.clip(steady["busy"] + spread * nodes, 0.0, (self.budget - 1.0) / self.rows)
         ttft = float(weights_b @ self.ttft(rate, met) / weights_b.sum())
         request = ttft + (self.O - 1) * steady["tpot"]
-        ok = decodes < self.budget and rate * request <= self.capacity
+        ok = self.rows * decodes < self.budget and rate * request <= self.capacity
         # How far from each limit, as one number below 0 while all hold (the tail in decades):
         # the saturation search aims with it.
-        margin = max(np.log10(max(tail, 1e-300) / RUNAWAY_TAIL), decodes / self.budget - 1,
+        used = self.rows * decodes / self.budget  # the budget's share the decodes take
+        margin = max(np.log10(max(tail, 1e-300) / RUNAWAY_TAIL), used - 1,
                      rate * request / self.capacity - 1, steady["gain"] - 1)  # fmt: skip
         return {"ttft": ttft, "tpot": steady["tpot"], "mean_step": tau, "request_time": request,
                 "concurrency": rate * request, "ok": ok, "margin": margin, "met": met,
@@ -438,6 +471,23 @@ def _mixture_quantiles(weights, starts, widths, qs):
         past = np.searchsorted(cdf, 1 - (1 - qs.max()) / 1000)
         top = grid[min(past + 1, GRID + 1)]
     return np.interp(qs, cdf, grid)
+
+
+@functools.cache
+def _prefilled_formula():
+    return cache.formulas("prefilled", lambda: {"new": techniques.prefilled_tokens()})
+
+
+def _prefilled(s: Scenario, prompts=None):
+    """Tokens of each prompt the engine computes: all of them, or those its prefix cache
+    does not hold (``techniques.prefilled_tokens``); of ``s``'s prompt, or of each of an array
+    of ``prompts`` (lengths)."""
+    if "prefix" not in s.step_options:
+        return s.prompt_len if prompts is None else prompts
+    if prompts is None:
+        return round(_prefilled_formula().from_values(s.values())["new"])
+    values = {**s.values(), "prompt_len": np.asarray(prompts)}
+    return np.rint(_prefilled_formula().from_values(values)["new"]).astype(int)
 
 
 @functools.lru_cache(maxsize=256)
@@ -602,7 +652,7 @@ def steady_state_of(s: Scenario, rate: float, percentiles: bool = True) -> dict:
     values["replica_concurrency"] = state["concurrency"]
     result = {
         "ttft": state["ttft"],
-        "tpot": state["tpot"],
+        "tpot": state["tpot"] / one.tokens_per_step,  # a step's time over the tokens it yields
         "request_time": state["request_time"],
         "throughput": _replicas("throughput", {**values, "output_len": s.output_len}),
         **{key: _replicas(key, values) for key in ("concurrency", "utilization")},
@@ -913,7 +963,7 @@ def burst(s: Scenario, **figures) -> dict:
     if s.output_len == 1:  # no decode step runs: one is timed, at the batch and the prompt
         one = {**values, "decoding": min(s.batch, _capacity(s)), "context_len": s.prompt_len,
                "prefill_tokens": 0}  # fmt: skip
-        tpot = _step(s.model, s.step).from_values(one) + 0 * elapsed
+        tpot = _step(s.model, s.step, **s.formula_options).from_values(one) + 0 * elapsed
     return {
         "elapsed": elapsed,
         "throughput": s.batch * s.output_len / elapsed,
@@ -935,7 +985,7 @@ def burst_schedule(s: Scenario, users: int | None = None, total: int | None = No
 
 
 @functools.lru_cache(maxsize=1024)
-def _schedule(capacity, token_budget, prompt_len, output_len, sent, total):
+def _schedule(capacity, token_budget, prompt_len, output_len, computed, sent, total):
     """``burst_schedule`` of what a schedule depends on, and nothing else (a term of the model
     switched off, a figure changed: the same schedule)."""
     plan = []
@@ -944,7 +994,7 @@ def _schedule(capacity, token_budget, prompt_len, output_len, sent, total):
         plan.append((decodes, context, prompts))
         return 1.0  # each step one time unit: its index is its end
 
-    limits = (capacity, token_budget, prompt_len, output_len)
+    limits = (capacity, token_budget, prompt_len, output_len, computed)
     done = _run(*limits, np.zeros(sent), record, total)
     first = np.array([round(r["first"]) - 1 for r in done])
     last = np.array([round(r["last"]) - 1 for r in done])
@@ -961,7 +1011,7 @@ def _step_ends(s: Scenario, plan, figures):
     columns = np.asarray(plan, dtype=float).reshape(len(plan), 3, *[1] * len(shape))
     point = {**values, "decoding": columns[:, 0], "context_len": columns[:, 1],
              "prefill_tokens": columns[:, 2]}  # fmt: skip
-    times = _step(s.model, s.step).from_values(point)
+    times = _step(s.model, s.step, **s.formula_options).from_values(point)
     return np.cumsum(np.broadcast_to(times, (len(plan), *shape)), axis=0)
 
 
@@ -1008,30 +1058,44 @@ def _engine(s: Scenario, arrivals, step=None, total=None, lengths=None, owners=N
     finished request, with its arrival, first and last token times and its lengths."""
     step = _scalar_step(s) if step is None else step
     stages = {"owners": owners, "stages": s.n_gpus if s.parallel == "pipeline" else 1}
+    limits = _limits(s)  # (and the refusal of what it does not simulate)
     if lengths is None:
-        return _run(*_limits(s), arrivals, step, total, **stages)
+        return _run(*limits, arrivals, step, total, **stages)
     # The memory holds the caches of so many requests of the mean lengths: so many tokens.
     cap = s.engine.max_num_seqs if s.step == "kernels" else None
     tokens = _Engine(s).capacity * (s.prompt_len + s.output_len)
-    return _run(cap or len(arrivals), s.token_budget, *lengths, arrivals, step, total, tokens,
-                **stages)  # fmt: skip
+    prompts, outputs = lengths
+    return _run(cap or len(arrivals), s.token_budget, prompts, outputs, _prefilled(s, prompts),
+                arrivals, step, total, tokens, **stages)  # fmt: skip
+
+
+NO_SPECULATION = (
+    "the engine run step by step (simulate, burst, closed_loop, and ia.serve of a continuous "
+    "engine) decodes one token a step; speculative decoding is modeled by ia.steady_state "
+    "and ia.calculate"
+)
+"""The message for a step-by-step run of a speculating scenario."""
 
 
 def _limits(s: Scenario) -> tuple:
     """What the engine's schedule depends on: the requests it holds at once, its token
-    budget, and the requests' lengths."""
-    return (_capacity(s), s.token_budget, s.prompt_len, s.output_len)
+    budget, the requests' lengths and the tokens each prompt computes (``_prefilled``)."""
+    if s.speculative is not None:  # each step's tokens would be random: not simulated
+        raise checks.ArgumentError(NO_SPECULATION)
+    return (_capacity(s), s.token_budget, s.prompt_len, s.output_len, _prefilled(s))
 
 
-def _run(capacity, token_budget, prompt_len, output_len, arrivals, step, total=None,
+def _run(capacity, token_budget, prompt_len, output_len, computed, arrivals, step, total=None,
          tokens=None, owners=None, stages=1):  # fmt: skip
     """``_engine`` of the limits it runs under: at most ``capacity`` requests at once and, if
     ``tokens`` is given, requests whose whole caches (prompt and output) hold at most that
     many tokens; ``prompt_len`` and ``output_len`` each a length, or an array of each
-    request's (by its index). With ``owners`` (each request's engine, 0 up), engines share
-    the arrivals, each with its own queues and cache; with ``stages``, every engine's step
-    passes through that many stages in turn, one step in a stage at a time, each taking an
-    equal part of it: a pipeline's micro-batches in flight, which wait for each other."""
+    request's (by its index), a prompt computing ``computed`` of its tokens (the rest in the
+    prefix cache; a number, or an array too) and cached whole. With ``owners`` (each request's
+    engine, 0 up), engines share the arrivals, each with its own queues and cache; with
+    ``stages``, every engine's step passes through that many stages in turn, one step in a
+    stage at a time, each taking an equal part of it: a pipeline's micro-batches in flight,
+    which wait for each other."""
     simpy = _simpy()
 
     env, done = simpy.Environment(), []
@@ -1045,7 +1109,9 @@ def _run(capacity, token_budget, prompt_len, output_len, arrivals, step, total=N
     def request(i, at):
         prompt = int(prompt_len[i]) if np.ndim(prompt_len) else prompt_len
         output = int(output_len[i]) if np.ndim(output_len) else output_len
-        return {"i": i, "arrived": at, "prefilled": 0, "prompt": prompt, "output": output}
+        new = int(computed[i]) if np.ndim(computed) else computed
+        return {"i": i, "arrived": at, "prefilled": 0, "prompt": prompt, "output": output,
+                "computed": new}  # fmt: skip
 
     def arrive():
         for i, at in enumerate(arrivals):
@@ -1073,7 +1139,7 @@ def _run(capacity, token_budget, prompt_len, output_len, arrivals, step, total=N
             for r in prefilling:
                 if left <= 0:
                     break
-                chunks.append((r, min(r["prompt"] - r["prefilled"], left)))
+                chunks.append((r, min(r["computed"] - r["prefilled"], left)))
                 left -= chunks[-1][1]
             if not decoding and not chunks:  # nothing to do until a request arrives
                 engine["wake"] = env.event()
@@ -1091,7 +1157,7 @@ def _run(capacity, token_budget, prompt_len, output_len, arrivals, step, total=N
             steps, contexts = steps + 1, contexts + len(decoding)
             for r, take in chunks:
                 r["prefilled"] += take
-                if r["prefilled"] == r["prompt"]:  # its first token
+                if r["prefilled"] == r["computed"]:  # its first token
                     prefilling.popleft()
                     r["first"], r["first_step"] = env.now, steps
                     heapq.heappush(decoding, (steps + r["output"] - 1, began, r))
@@ -1132,7 +1198,7 @@ def _scalar_step(s: Scenario):
     """The step of ``s``'s model with its values put in, as a plain function of the decodes,
     their mean context and the prompt tokens: the simulation calls it once a step, where the
     checked array function would cost a hundred times as much."""
-    expr = STEP_FORMULAS[s.step](s.model, s.parallel)
+    expr = STEP_FORMULAS[s.step](s.model, s.parallel, **s.formula_options)
     values = s.values()
     known = {x: sympy.sympify(values[x.name]) for x in expr.free_symbols if x.name in values}
     return sympy.lambdify((B_d, S, P_t), expr.xreplace(known), "math")

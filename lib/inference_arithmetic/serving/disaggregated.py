@@ -300,7 +300,7 @@ def simulate(
     first = np.empty_like(arrivals)
     prefill, decode = pools.prefill, pools.decode
     step = continuous._scalar_step(prefill)
-    limits = (continuous._capacity(prefill), prefill.token_budget, prompt_len, 1)
+    limits = continuous._limits(prefill)  # its prompts, of one output token each
     to_prefill = rng.integers(pools.sizes["prefill_replicas"], size=len(arrivals))
     for replica in range(pools.sizes["prefill_replicas"]):
         mine = np.flatnonzero(to_prefill == replica)

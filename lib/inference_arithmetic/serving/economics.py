@@ -29,7 +29,7 @@ from inference_arithmetic.formulas import economics
 from inference_arithmetic.serving import timing
 from inference_arithmetic.serving.scenario import Scenario, deployment_keywords
 
-__all__ = ["token_costs", "break_even_utilization", "api_prices"]
+__all__ = ["token_costs", "break_even_utilization", "api_prices", "api_input_price"]
 
 # Stand-ins for the times that timing.run measures and the prices they give.
 _seconds = sympy.Symbol("seconds", positive=True)
@@ -70,7 +70,9 @@ def token_costs(
 
     ``price_per_hour`` is USD per GPU-hour (default: the GPU's dated example price);
     ``utilization`` the fraction of paid hours the GPUs do such work; the other settings are the
-    ``Scenario``'s, as in ``timing.generation``. Returns
+    ``Scenario``'s, as in ``timing.generation``. With ``prefix_hit_rate`` the prefill computes
+    only the uncached tokens, and its seconds are spread over all the prompt tokens, cached or
+    not, as an API counts them. Returns
     ``input`` and ``output`` ($ per million tokens), ``request`` ($ per request, its T input
     and O output tokens priced at those rates), ``price_per_hour``, ``price_date`` (None for a
     given price), ``price_source``, ``utilization``, and the ``ttft`` and ``tpot`` the costs
@@ -148,3 +150,26 @@ def api_prices(model: str | None = None) -> list[dict]:
         known = sorted({entry["model"] for entry in prices})
         raise UnknownName(f"no API price for {model!r}; prices exist for: {', '.join(known)}")
     return chosen
+
+
+@functools.cache
+def _cached_input():
+    return numeric(economics.api_input_price_with_cache())
+
+
+def api_input_price(entry: dict, prefix_hit_rate: float) -> float:
+    """Dollars a million input tokens cost at an API price ``entry`` (``api_prices``) when a
+    share ``prefix_hit_rate`` of them hit its prompt cache
+    (``formulas.economics.api_input_price_with_cache``); ``KeyError`` for a price without a
+    cached-input rate."""
+    rate = checks.share("prefix_hit_rate", prefix_hit_rate)
+    if "cached_input" not in entry:
+        with_cache = [
+            f"{e['model']} at {e['provider']}" for e in _api_prices() if "cached_input" in e
+        ]
+        raise UnknownName(
+            f"{entry.get('provider')} publishes no cached-input price for {entry.get('model')}; "
+            f"prices with one: {', '.join(with_cache)}"
+        )
+    prices = {"api_input_price": entry["input"], "api_cached_input_price": entry["cached_input"]}
+    return _cached_input()(**prices, prefix_hit_rate=rate)

@@ -84,17 +84,18 @@ def _flag(condition):
     return sympy.Piecewise((1, condition), (0, True))
 
 
-def report_formulas(arch, step=DEFAULT_STEP, parallel="tensor") -> dict[str, sympy.Expr]:
+def report_formulas(arch, step=DEFAULT_STEP, parallel="tensor", **options) -> dict[str, sympy.Expr]:
     """The formulas of ``calculate`` for ``arch`` with ``parallel`` ("tensor" or "pipeline"),
     in T, O, B and the deployment's symbols (S is put in: T + O for memory, the mean context
     for the time per output token), its steps timed by ``STEPS[step]``: the same formulas
     ``ia.generation`` evaluates step by step. Costs are those of ``formulas.economics`` at
     full utilization (a pipeline's n batches in flight share the rent). The bounds are chapter
-    08's: which side of the whole step's roofline is the longer."""
+    08's: which side of the whole step's roofline is the longer. ``options``: a scenario's
+    ``formula_options`` (prefix caching, speculative decoding), for the kernel model only."""
     timing = STEPS[step]
     whole = {S: T + O}  # the cache of a whole request
-    ttft = timing.prefill_time(arch, parallel)
-    tpot = timing.time_per_output_token(arch, parallel=parallel)
+    ttft = timing.prefill_time(arch, parallel, **options)
+    tpot = timing.time_per_output_token(arch, parallel=parallel, **options)
     full = {economics.u: 1}
     cost_input = economics.cost_per_million_input_tokens(ttft, parallel).subs(full)
     cost_output = economics.cost_per_million_output_tokens(tpot, parallel).subs(full)
@@ -126,8 +127,8 @@ def report_formulas(arch, step=DEFAULT_STEP, parallel="tensor") -> dict[str, sym
         "budget": latency.memory_budget(),
         "ttft": ttft,
         "tpot": tpot,
-        "total": timing.generation_time(arch, parallel=parallel),
-        "throughput": timing.throughput(arch, parallel=parallel),
+        "total": timing.generation_time(arch, parallel=parallel, **options),
+        "throughput": timing.throughput(arch, parallel=parallel, **options),
         "cost_input": cost_input,
         "cost_output": cost_output,
         "cost_request": economics.request_cost(cost_input, cost_output),
@@ -147,9 +148,9 @@ def report_formulas(arch, step=DEFAULT_STEP, parallel="tensor") -> dict[str, sym
 
 
 @functools.lru_cache(maxsize=64)
-def _compiled(arch, step=DEFAULT_STEP, parallel="tensor") -> CompiledFormulas:
-    key = f"report {step} {parallel} {arch!r}"
-    return cache.formulas(key, lambda: report_formulas(arch, step, parallel))
+def _compiled(arch, step=DEFAULT_STEP, parallel="tensor", **options) -> CompiledFormulas:
+    key = f"report {step} {parallel} {arch!r}" + (f" {options!r}" if options else "")
+    return cache.formulas(key, lambda: report_formulas(arch, step, parallel, **options))
 
 
 def bound_text(*flags) -> str:
@@ -203,8 +204,11 @@ def calculate(
     ``prompt_len``, ``output_len``, ``engine``, ``step``, the step's figures
     (``compute_efficiency``, ``bandwidth_efficiency``, ``attention_efficiency``,
     ``decode_attention_efficiency``, ``kernel_overhead``, ``step_overhead``,
-    ``request_overhead``, ``allreduce_latency``), ``link_latency``, ``memory_utilization``
-    and ``replicas``.
+    ``request_overhead``, ``allreduce_latency``), ``link_latency``, ``memory_utilization``,
+    ``replicas``, ``prefix_hit_rate`` and ``speculative`` (``Speculative.describe``, or None).
+    With a prefix cache the time to first token prefills only the uncached tokens, and the
+    cost per million input tokens spreads it over all of them; speculating, the time per
+    output token is a verification step over the tokens it yields.
     """
     workload = dict(batch=batch, prompt_len=prompt_len, output_len=output_len)
     deployment.update(n_gpus=n_gpus, dtype=dtype, cache_dtype=cache_dtype)
@@ -217,7 +221,7 @@ def report_values(s: Scenario, price_per_hour: float | None = None) -> dict[str,
     (default: the GPU's example; costs None where there is neither)."""
     price, _, _ = s.gpu.price(price_per_hour)
     values = {**s.values(), "price_per_hour": price or 1.0}
-    r = _compiled(s.model, s.step, s.parallel).from_values(values)
+    r = _compiled(s.model, s.step, s.parallel, **s.formula_options).from_values(values)
     return {k: None if k.startswith("cost_") and not price else v for k, v in r.items()}
 
 
@@ -238,7 +242,8 @@ def notes(s: Scenario, r: dict) -> list[str]:
     if s.parallel != "tensor" or s.n_gpus <= domain or domain == 1:
         return []
     one_domain = {**s.values(), "link_domain": s.n_gpus, "price_per_hour": 1.0}
-    extra = r["tpot"] - _compiled(s.model, s.step, s.parallel).from_values(one_domain)["tpot"]
+    compiled = _compiled(s.model, s.step, s.parallel, **s.formula_options)
+    extra = r["tpot"] - compiled.from_values(one_domain)["tpot"]
     network = _link_used().from_values(s.values())["link"]  # the formulas' own rule
     return [
         NETWORK_NOTE.format(
@@ -299,6 +304,8 @@ def report(s: Scenario, price_per_hour: float | None = None) -> dict:
         "step": s.step,
         **{name: s.figure(name) for name in FIGURES},
         **{name: getattr(s, name) for name in ("link_latency", "memory_utilization", "replicas")},
+        "prefix_hit_rate": s.prefix_hit_rate,
+        "speculative": s.speculative.describe() if s.speculative else None,
     }
 
 

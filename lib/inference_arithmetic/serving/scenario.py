@@ -48,6 +48,7 @@ from inference_arithmetic.models.config import (
 )
 from inference_arithmetic.models.config import model as registry_model
 from inference_arithmetic.serving import cache
+from inference_arithmetic.serving.speculative import Speculative, speculation
 
 __all__ = [
     "STEPS",
@@ -75,6 +76,7 @@ __all__ = [
     "deployment_keywords",
     "tensor_parallel_degrees",
     "one_step",
+    "NOT_KERNELS",
 ]
 
 STEPS = {"kernels": kernels, "roofline": latency}
@@ -131,6 +133,13 @@ NO_WINDOW = (
     f"{MAX_TOKENS:,} tokens, got prompt_len + output_len = {{tokens:,}}"
 )
 """The message for a request past ``MAX_TOKENS`` of a model without a context window."""
+
+
+NOT_KERNELS = (
+    "prefix_hit_rate and speculative change the step kernel by kernel (step='kernels'); "
+    "chapter 08's single roofline (step={step!r}) does not model them"
+)
+"""The message for a serving option on the single roofline of a whole step."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -268,6 +277,14 @@ class Scenario:
     window, a FLOP rate for the compute format, and the memory: weights and the cache of the
     whole batch (in waves: of one request) within
     ``memory_utilization`` of each GPU. Errors name the argument, its value and what is valid.
+
+    ``prefix_hit_rate`` (0 to 1) is the share of each prompt's tokens already in the engine's
+    prefix cache: a prefill computes only the rest, attending to the whole prompt. Each
+    request's cache still counts whole in memory: a hit may be its own conversation's earlier
+    turn, and the blocks that requests running together share (vLLM's automatic prefix
+    caching) are a saving the hit rate alone does not tell (chapter 13's shared prefix
+    counts it). ``speculative`` (``serving.speculative``: a method's name, a dict or a
+    ``Speculative``) drafts tokens for each decoding request to verify a step.
     """
 
     model: ModelConfig | str
@@ -296,6 +313,8 @@ class Scenario:
     prompt_len: int = 2048
     output_len: int = 256
     in_waves: bool = False
+    prefix_hit_rate: float = 0.0
+    speculative: Speculative | str | dict | None = None
     # The rules not checked here: a step's scenario (``one_step``) is held to the context
     # window by what the step reads, before it is made (not a field: the class says it).
     _unchecked = ()
@@ -321,6 +340,8 @@ class Scenario:
                 high=1e15,
             ),
             "replicas": checks.count("replicas", self.replicas),
+            "prefix_hit_rate": checks.share("prefix_hit_rate", self.prefix_hit_rate),
+            "speculative": speculation(self.speculative),
         }
         for name in (*_EFFICIENCIES, "memory_utilization"):
             if name == "memory_utilization" or getattr(self, name) is not None:
@@ -343,6 +364,8 @@ class Scenario:
         normal["token_budget"] = checks.count("token_budget", budget)
         for name, value in normal.items():
             object.__setattr__(self, name, value)
+        if self.step_options and self.step != "kernels":
+            raise ArgumentError(NOT_KERNELS.format(step=self.step))
         object.__setattr__(self, "weight_formats", formats)
         object.__setattr__(self, "_figures", self._resolve())
         arch = self.model
@@ -375,6 +398,28 @@ class Scenario:
     def figure(self, name: str) -> float:
         """An efficiency or fixed cost as the step takes it (``_resolve``)."""
         return self._figures[name]
+
+    @property
+    def step_options(self) -> tuple[str, ...]:
+        """What the step does beyond plain steps (``kernels.OPTIONS``): none by default, so
+        the formulas are the plain step's."""
+        used = {"prefix": self.prefix_hit_rate > 0, "speculative": self.speculative is not None}
+        return tuple(name for name, on in used.items() if on)
+
+    @property
+    def formula_options(self) -> dict:
+        """The keyword arguments that give the step formulas this scenario's options (none
+        without them, so that chapter 08's roofline, which takes none, serves too)."""
+        if not self.step_options:
+            return {}
+        draft = self.speculative.draft if self.speculative else None
+        return {"options": self.step_options, "draft": draft}
+
+    @property
+    def tokens_per_step(self) -> float:
+        """Output tokens each decoding request gets from one step: 1, or speculating, the
+        mean a verification yields (``Speculative.tokens_per_step``)."""
+        return self.speculative.tokens_per_step if self.speculative else 1.0
 
     @property
     def timing(self):
@@ -427,6 +472,10 @@ class Scenario:
         }
         if self.model.context_window:
             values["context_window"] = self.model.context_window
+        if "prefix" in self.step_options:
+            values["prefix_hit_rate"] = self.prefix_hit_rate
+        if self.speculative:
+            values.update(self.speculative.values())
         return values
 
     def evaluate(self, expr, **values):
@@ -570,6 +619,8 @@ DEPLOYMENT = (
     "memory_utilization",
     "token_budget",
     "replicas",
+    "prefix_hit_rate",
+    "speculative",
 )
 """The scenario's deployment settings, which every keyword function takes as ``**deployment``."""
 

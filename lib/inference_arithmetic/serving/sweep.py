@@ -56,9 +56,12 @@ from inference_arithmetic.serving.scenario import (
 __all__ = ["sweep", "NAMES", "COLUMNS"]
 
 NAMES = ("model", "gpu", "parallel", "dtype", "cache_dtype", "compute_dtype", "engine", "step")
-"""The arguments that are names: each combination of them is one group of rows."""
+NAMES += ("speculative",)
+"""The arguments that are names: each combination of them is one group of rows
+(``speculative``: a method's name, a dict of ``Speculative``'s arguments, or None)."""
 COUNTS = ("n_gpus", "batch", "prompt_len", "output_len", "replicas", "token_budget")
 FRACTIONS = (*_EFFICIENCIES, "memory_utilization")
+SHARES = ("prefix_hit_rate",)
 AMOUNTS = {  # argument -> (unit, positive, highest): as the Scenario checks each
     **{name: ("seconds", False, 1.0) for name in (*_OVERHEADS, "link_latency")},
     "network_bandwidth": ("bytes per second", True, 1e15),
@@ -72,6 +75,7 @@ CHECKED = (
     "link_latency",
     "network_bandwidth",
     "replicas",
+    "prefix_hit_rate",
     *FRACTIONS,
     *_OVERHEADS,
     "token_budget",
@@ -136,6 +140,8 @@ def _refusals(name: str, values: list) -> np.ndarray:
         check = functools.partial(checks.count, name)
     elif name in FRACTIONS:
         check = functools.partial(checks.fraction, name)
+    elif name in SHARES:
+        check = functools.partial(checks.share, name)
     else:
         unit, positive, high = AMOUNTS[name]
         check = functools.partial(checks.amount, name, unit=unit, positive=positive, high=high)
@@ -193,9 +199,9 @@ def sweep(
         price_per_hour=price_per_hour,
         **deployment,
     )
-    unknown = [k for k in given if k not in (*NAMES, *COUNTS, *FRACTIONS, *AMOUNTS)]
+    unknown = [k for k in given if k not in (*NAMES, *COUNTS, *FRACTIONS, *SHARES, *AMOUNTS)]
     if unknown:
-        valid = ", ".join((*NAMES, *COUNTS, *FRACTIONS, *AMOUNTS))
+        valid = ", ".join((*NAMES, *COUNTS, *FRACTIONS, *SHARES, *AMOUNTS))
         raise ArgumentError(f"sweep takes no argument {unknown[0]!r}; it takes {valid}")
     given.setdefault("step", DEFAULT_STEP)
     given.setdefault("parallel", "tensor")
@@ -229,6 +235,10 @@ def _group(chosen: dict, flat: dict, safe: dict, reasons: np.ndarray) -> dict:
         for k, v in chosen.items()
         if k not in ("model", "gpu") and v is not None
     }
+    # Rows with a prefix cache take its formula, which gives every row its own hit rate.
+    hits = safe.get("prefix_hit_rate")
+    if hits is not None and np.any(hits > 0):
+        settings["prefix_hit_rate"] = float(np.max(hits))
     if engine is not None:
         settings["engine"] = engine
     size = reasons.size
@@ -245,16 +255,19 @@ def _group(chosen: dict, flat: dict, safe: dict, reasons: np.ndarray) -> dict:
             engine=(engine or registry_engine(DEFAULT_ENGINE)).name,
             step=settings["step"],
             parallel=settings["parallel"],
+            speculative=_speculation_name(settings.get("speculative")),
         )
         return {"columns": columns, "flat": flat, "reasons": reasons, "size": size}
     named = ("parallel", "dtype", "cache_dtype", "compute_dtype", "step")
     columns.update({k: getattr(s, k) for k in named})
+    columns["speculative"] = _speculation_name(s.speculative)
     columns["engine"] = s.engine.name
     values = s.values()
     values.update({_SYMBOL.get(k, k): v for k, v in safe.items() if k != "price_per_hour"})
     reasons = _rows_refused(s, values, flat, reasons)
     price = safe.get("price_per_hour", s.gpu.price_per_hour or 1.0)
-    r = _compiled(arch, s.step, s.parallel).over({**values, "price_per_hour": price})
+    r = _compiled(arch, s.step, s.parallel, **s.formula_options)
+    r = r.over({**values, "price_per_hour": price})
     r = {k: np.broadcast_to(v, (size,)) for k, v in r.items()}
     no_price = "price_per_hour" not in flat and s.gpu.price_per_hour is None
     for column, key in COLUMNS.items():
@@ -272,6 +285,13 @@ def _group(chosen: dict, flat: dict, safe: dict, reasons: np.ndarray) -> dict:
             )
         columns[f"band.{key}_low"], columns[f"band.{key}_high"] = ends["low"], ends["high"]
     return {"columns": columns, "flat": flat, "reasons": reasons, "size": size}
+
+
+def _speculation_name(value) -> str:
+    """A row's ``speculative`` as a name: its method, or "none"."""
+    if value is None:
+        return "none"
+    return value.method if hasattr(value, "method") else str(value.get("method", value))
 
 
 def _rows_refused(s: Scenario, values: dict, flat: dict, reasons: np.ndarray) -> np.ndarray:

@@ -33,6 +33,7 @@ import sympy
 
 from inference_arithmetic.core import checks
 from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas
+from inference_arithmetic.core.symbols import T
 from inference_arithmetic.formulas import latency
 from inference_arithmetic.models.config import AUTO, weight_number_values
 from inference_arithmetic.models.config import model as registry_model
@@ -91,20 +92,24 @@ _ttft, _tpot, _seconds = sympy.symbols("ttft tpot seconds", positive=True)
 
 
 @functools.lru_cache(maxsize=256)
-def _formula(builder, arch, *options):
+def _formula(builder, arch, *options, **keywords):
     """A formula of ``formulas.latency`` for one model, built and compiled once, and kept in
-    the disk cache: a kernel-by-kernel prefill takes SymPy a second or two to build."""
+    the disk cache: a kernel-by-kernel prefill takes SymPy a second or two to build.
+    ``keywords``: a scenario's ``formula_options``, where it has any."""
     key = f"timing {builder.__module__}.{builder.__qualname__} {arch!r} {options!r}"
-    return cache.formula(key, lambda: builder(arch, *options))
+    key += f" {keywords!r}" if keywords else ""
+    return cache.formula(key, lambda: builder(arch, *options, **keywords))
 
 
 def _prefill(s: Scenario) -> float:
-    return _formula(s.timing.prefill_time, s.model, s.parallel).from_values(s.values())
+    prefill = _formula(s.timing.prefill_time, s.model, s.parallel, **s.formula_options)
+    return prefill.from_values(s.values())
 
 
 def _steps(s: Scenario, contexts, mla="absorbed"):
-    """Decode-step times of the scenario's batch at each of ``contexts`` cached tokens."""
-    step = _formula(s.timing.decode_step_time, s.model, mla, s.parallel)
+    """Decode-step times of the scenario's batch at each of ``contexts`` cached tokens
+    (speculating: verification steps, each yielding ``Scenario.tokens_per_step`` tokens)."""
+    step = _formula(s.timing.decode_step_time, s.model, mla, s.parallel, **s.formula_options)
     return np.broadcast_to(
         step.from_values({**s.values(), "context_len": contexts}), contexts.shape
     )
@@ -126,7 +131,9 @@ def decode_step_time(
     model, gpu, batch=1, context_len=2048, n_gpus=1, dtype=AUTO, *, mla="absorbed", **deployment
 ) -> float:
     """Seconds of one decode step for ``batch`` requests with ``context_len`` tokens cached:
-    the time per output token of each of them (the step writes token ``context_len + 1``)."""
+    the time per output token of each of them (the step writes token ``context_len + 1``).
+    Speculating (``speculative``), one verification step, which yields
+    ``Speculative.tokens_per_step`` tokens of each request on average."""
     deployment.update(batch=batch, n_gpus=n_gpus, dtype=dtype)
     s = one_step(model, gpu, "context_len", context_len, "decode", **deployment)
     return float(_steps(s, np.asarray(s.prompt_len), mla))
@@ -140,7 +147,7 @@ def run(s: Scenario) -> dict[str, float]:
     # The first output token comes out of the prefill; each further one takes a decode step,
     # with the context growing by one token a step (one step is timed even if none runs).
     contexts = np.arange(s.prompt_len, s.prompt_len + max(s.output_len - 1, 1))
-    tpot = float(np.mean(_steps(s, contexts)))
+    tpot = float(np.mean(_steps(s, contexts))) / s.tokens_per_step
     total = _formula(_request_time, None).from_values({**s.values(), "ttft": ttft, "tpot": tpot})
     throughput = _formula(latency.output_throughput, _seconds, s.parallel)
     return {
@@ -295,13 +302,16 @@ def _decode_bound(arch):
 
 
 @functools.lru_cache(maxsize=256)
-def _kernel_rows(arch, parallel, mla):
+def _kernel_rows(arch, parallel, mla, options=(), draft=None):
     """The step's kernels and their counts, FLOPs, bytes, roofline sides, seconds (each times
-    its count) and bound, compiled together."""
-    from inference_arithmetic.formulas import kernels
+    its count) and bound, compiled together; with ``options`` (``kernels.OPTIONS``), the
+    tokens each prompt prefills and, speculating with a draft, the draft's seconds."""
+    from inference_arithmetic.formulas import kernels, techniques
 
-    step = kernels.step_kernels(arch, parallel, mla)
-    fields = {}
+    step = kernels.step_kernels(arch, parallel, mla, options)
+    fields = {"prefilled": techniques.prefilled_tokens() if "prefix" in options else T}
+    if draft is not None:
+        fields["draft"] = kernels.draft_time(arch, parallel, mla, options, draft)
     for i, kr in enumerate(step):
         fields[f"{i} count"] = kr.count
         for name in ("flops", "nbytes", "compute", "memory", "time"):
@@ -344,10 +354,11 @@ def kernels(
     deployment.update(batch=batch, n_gpus=n_gpus, dtype=dtype)
     s = one_step(model, gpu, "context_len", context_len, phase, step="kernels", **deployment)
     context_len = s.prompt_len
-    step, compiled = _kernel_rows(s.model, s.parallel, mla)
-    decoding, prompts = (batch, 0) if phase == "decode" else (0, batch * context_len)
-    values = {**s.values(), "decoding": decoding, "prefill_tokens": prompts}
-    values["context_len"] = context_len  # no decodes in a prefill: it reads no cache
+    step, compiled = _kernel_rows(s.model, s.parallel, mla, **s.formula_options)
+    values = {**s.values(), "context_len": context_len, "decoding": 0, "prefill_tokens": 0}
+    prompts = batch * compiled.from_values(values)["prefilled"]  # a prefill reads no cache
+    decoding, prompts = (batch, 0) if phase == "decode" else (0, prompts)
+    values.update(decoding=decoding, prefill_tokens=prompts)
     got = {k: float(v) for k, v in compiled.from_values(values).items()}
     rows = []
     for i, kr in enumerate(step):
@@ -369,6 +380,10 @@ def kernels(
                 "time": time,
             }
         )
+    if "draft" in got:  # the draft's passes, as one row
+        zero = {"flops": 0.0, "bytes": 0.0, "compute": 0.0, "memory": 0.0}
+        rows.append({"kernel": "draft", "kind": "draft", "count": s.speculative.draft_len,
+                     **zero, "bound": "draft", "time": got["draft"]})  # fmt: skip
     # The engine's own time: tau_s a step, tau_r for each request it schedules.
     step = s.figure("step_overhead") + s.figure("request_overhead") * batch
     rows.append(

@@ -1,0 +1,183 @@
+"""Speculative decoding as a serving option: what drafts, how many tokens, how often accepted.
+
+>>> s = Speculative("mtp")  # DeepSeek-V3's multi-token prediction module
+>>> s.draft_len, s.acceptance_rate, s.draft
+(1, 0.85, 'head')
+>>> round(s.tokens_per_step, 2)  # (1 - 0.85**2) / (1 - 0.85)
+1.85
+
+A scenario that speculates (``Scenario(..., speculative="eagle3")``) verifies gamma drafted
+tokens of each decoding request in every step, gamma + 1 rows where plain decoding has one
+(``formulas.kernels`` with the ``speculative`` option), pays the draft's own passes
+(``kernels.draft_time``), and yields (1 - a^(gamma+1)) / (1 - a) tokens a step
+(``techniques.expected_tokens``). Each method's acceptance rate is what its source
+published, never fitted to the book's measurements (``METHODS``). Chapter 13 derives it.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+
+from inference_arithmetic.core import checks
+from inference_arithmetic.core.numeric import ArgumentError, numeric
+from inference_arithmetic.formulas import techniques
+from inference_arithmetic.models.config import ModelConfig
+from inference_arithmetic.models.config import model as registry_model
+
+__all__ = ["Method", "METHODS", "Speculative", "speculation", "acceptance_from_length"]
+
+
+@dataclass(frozen=True)
+class Method:
+    """A way of drafting: what drafts (``kernels.DRAFTS``, or None for a lookup on the host),
+    its draft length and acceptance rate by default, and where they come from."""
+
+    draft: str | None
+    draft_len: int | None
+    acceptance_rate: float | None
+    source: str
+
+
+@functools.cache
+def _expected():
+    return numeric(techniques.expected_tokens())
+
+
+def acceptance_from_length(length: float, draft_len: int) -> float:
+    """The acceptance rate per token a at which a draft of ``draft_len`` tokens yields
+    ``length`` tokens a step on average, (1 - a^(gamma+1)) / (1 - a) = length: how a
+    published mean acceptance length becomes the book's a (the sum rises with a, so one root
+    lies in (0, 1)).
+
+    >>> round(acceptance_from_length(1.85, 1), 2)
+    0.85
+    """
+    draft_len = checks.count("draft_len", draft_len, high=64)
+    if not 1 <= length < draft_len + 1:
+        raise ArgumentError(
+            f"a mean acceptance length of {draft_len} drafted tokens lies from 1 up to (not "
+            f"including) {draft_len + 1}, got {length!r}"
+        )
+    low, high = 0.0, 1.0
+    for _ in range(60):  # bisection, to below a billionth
+        middle = (low + high) / 2
+        tokens = _expected()(draft_len=draft_len, acceptance_rate=middle)
+        low, high = (middle, high) if tokens < length else (low, middle)
+    return low
+
+
+METHODS = {
+    "mtp": Method(
+        "head",
+        1,
+        0.85,
+        "DeepSeek-V3 Technical Report (DeepSeek-AI 2024), section 5.4.3: with one multi-token "
+        "prediction module drafting the second token, 'the acceptance rate of the second token "
+        "prediction ranges between 85% and 90%', giving 1.8 times the tokens per second; the "
+        "lower end.",
+    ),
+    "eagle3": Method(
+        "head",
+        5,
+        acceptance_from_length(2.156, 5),
+        "EAGLE-3 (Li et al. 2025) drafts with one decoder layer fed by the "
+        "target's low, middle and high features. The paper's own acceptance lengths are of "
+        "draft trees, which a chain's formula does not describe; the chain figure used is "
+        "vLLM's: an EAGLE-3 drafter for Qwen3-30B-A3B, 5 drafted tokens, mean acceptance "
+        "length 2.156 over the 9 subsets of RedHatAI/speculator_benchmarks at temperature 0.6 "
+        "(vllm-project/speculators pull request 610, 2026-06-26), turned into a per-token rate "
+        "by acceptance_from_length.",
+    ),
+    "ngram": Method(
+        None,
+        5,
+        acceptance_from_length(4.59, 5),
+        "n-gram (prompt lookup) drafting in vLLM, 5 drafted tokens, prompt_lookup_min 2 and "
+        "max 5, on code edits (vdaita/edit_5k_char): mean acceptance length 4.59 where a match "
+        "was found (vllm-project/vllm pull request 24344), turned into a per-token rate by "
+        "acceptance_from_length. Output that copies its prompt; most chat does not.",
+    ),
+    "draft": Method(
+        "model",
+        None,
+        None,
+        "a smaller model of the same tokenizer drafts (Leviathan et al. 2023); its acceptance "
+        "rate depends on the pair and the text: give acceptance_rate.",
+    ),
+}
+"""The ways of drafting a scenario may name, with their sourced defaults."""
+
+
+@dataclass(frozen=True)
+class Speculative:
+    """Speculative decoding: ``method`` (``METHODS``), ``draft_len`` tokens drafted a step
+    (gamma, from 1), ``acceptance_rate`` per drafted token (a, from 0 up to, not including,
+    1), each by default the method's; ``draft_model`` (a registry name or ``ModelConfig``)
+    for ``method="draft"``. Checked when made; errors name the argument and its range."""
+
+    method: str
+    draft_len: int | None = None
+    acceptance_rate: float | None = None
+    draft_model: ModelConfig | str | None = None
+
+    def __post_init__(self):
+        method = METHODS[checks.choice("method", self.method, tuple(METHODS))]
+        draft_len = self.draft_len if self.draft_len is not None else method.draft_len
+        rate = self.acceptance_rate if self.acceptance_rate is not None else method.acceptance_rate
+        if draft_len is None or rate is None:
+            missing = "draft_len" if draft_len is None else "acceptance_rate"
+            raise ArgumentError(f"speculative method {self.method!r} has no default {missing}: "
+                                f"give one ({method.source})")  # fmt: skip
+        model = self.draft_model
+        if (model is None) != (method.draft != "model"):
+            raise ArgumentError(
+                "draft_model names the model that drafts, for method='draft' only; got "
+                f"method={self.method!r}, draft_model={model!r}"
+            )
+        object.__setattr__(self, "draft_len", checks.count("draft_len", draft_len, high=64))
+        object.__setattr__(self, "acceptance_rate", checks.share("acceptance_rate", rate, True))
+        if model is not None:
+            object.__setattr__(self, "draft_model", registry_model(model))
+
+    @property
+    def draft(self):
+        """What the step formulas take as the draft (``kernels.draft_time``)."""
+        kind = METHODS[self.method].draft
+        return self.draft_model if kind == "model" else kind
+
+    def describe(self) -> dict:
+        """Its settings as plain data (the draft model by name), and the tokens a step
+        yields: what ``calculate`` reports and the command line prints."""
+        model = self.draft_model.name if self.draft_model is not None else None
+        return {
+            "method": self.method,
+            "draft_len": self.draft_len,
+            "draft_model": model,
+            "acceptance_rate": self.acceptance_rate,
+            "tokens_per_step": self.tokens_per_step,
+        }
+
+    def values(self) -> dict:
+        """The values of the formulas' draft_len and acceptance_rate."""
+        return {"draft_len": self.draft_len, "acceptance_rate": self.acceptance_rate}
+
+    @property
+    def tokens_per_step(self) -> float:
+        """Tokens a verification step yields on average (``techniques.expected_tokens``)."""
+        return _expected().from_values(self.values())
+
+
+def speculation(value) -> Speculative | None:
+    """A scenario's ``speculative`` argument as a ``Speculative``: None (no speculation), a
+    method's name (its defaults), a mapping of ``Speculative``'s arguments, or one made."""
+    if value is None or isinstance(value, Speculative):
+        return value
+    if isinstance(value, str):
+        return Speculative(value)
+    if isinstance(value, dict):
+        return Speculative(**value)
+    raise ArgumentError(
+        f"speculative must be None, a method ({', '.join(METHODS)}), a dict of Speculative's "
+        f"arguments or an ia.Speculative, got {value!r}"
+    )

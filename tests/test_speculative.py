@@ -1,0 +1,74 @@
+"""Speculative decoding as a serving option (serving.speculative): the methods' sourced
+rates, the tokens a step yields, and every refusal naming its argument and range."""
+
+import pytest
+
+import inference_arithmetic as ia
+from inference_arithmetic.serving import speculative
+from inference_arithmetic.serving.speculative import METHODS, Speculative
+
+
+def test_a_method_takes_its_sourced_defaults():
+    mtp = Speculative("mtp")
+    assert (mtp.draft_len, mtp.acceptance_rate, mtp.draft) == (1, 0.85, "head")
+    assert mtp.tokens_per_step == pytest.approx(1.85, rel=1e-12)  # 1 + a for one draft
+    assert Speculative("ngram").draft is None  # the host looks up the prompt: no GPU draft
+
+
+@pytest.mark.parametrize("rate, draft_len", [(0.3, 1), (0.6, 3), (0.9, 7)])
+def test_an_acceptance_length_gives_back_its_rate(rate, draft_len):
+    length = Speculative("eagle3", draft_len, rate).tokens_per_step
+    assert speculative.acceptance_from_length(length, draft_len) == pytest.approx(rate, abs=1e-9)
+
+
+def test_each_methods_rate_is_its_sources_length_or_figure():
+    # The rates come from a published mean acceptance length (or rate), never from a fit.
+    eagle, ngram = METHODS["eagle3"], METHODS["ngram"]
+    assert Speculative("eagle3").tokens_per_step == pytest.approx(2.156, abs=2e-3)
+    assert Speculative("ngram").tokens_per_step == pytest.approx(4.59, abs=2e-3)
+    assert "2.156" in eagle.source and "4.59" in ngram.source
+    assert "85%" in METHODS["mtp"].source and "DeepSeek-V3 Technical" in METHODS["mtp"].source
+    for method in METHODS.values():
+        assert any(cited in method.source for cited in ("pull request", "2024", "Leviathan"))
+
+
+def test_a_draft_model_is_read_from_the_registry():
+    draft = Speculative("draft", draft_len=4, acceptance_rate=0.7, draft_model="llama-3.1-8b")
+    assert draft.draft is ia.model("llama-3.1-8b")
+    assert draft.describe()["draft_model"] == "llama-3.1-8b"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ({"method": "eagle3", "draft_len": 0}, "draft_len must be a whole number from 1 to 64"),
+        ({"method": "eagle3", "draft_len": 2.5}, "draft_len must be a whole number"),
+        ({"method": "eagle3", "acceptance_rate": 1.0}, r"acceptance_rate .* 0 to 1 \(not 1\)"),
+        ({"method": "eagle3", "acceptance_rate": -0.1}, r"acceptance_rate .* 0 to 1 \(not 1\)"),
+        ({"method": "medusa"}, "method must be one of.*eagle3"),
+        ({"method": "draft", "draft_model": "llama-3.1-8b"}, "no default draft_len"),
+        ({"method": "draft", "draft_len": 4, "acceptance_rate": 0.7}, "draft_model names"),
+        ({"method": "mtp", "draft_model": "llama-3.1-8b"}, "for method='draft' only"),
+    ],
+)
+def test_bad_speculation_is_refused_by_name(arguments, message):
+    with pytest.raises(ia.ArgumentError, match=message):
+        Speculative(**arguments)
+
+
+def test_a_scenario_takes_a_name_a_dict_or_an_object_alike():
+    made = Speculative("eagle3", draft_len=3)
+    for given in ("eagle3", {"method": "eagle3", "draft_len": 3}, made):
+        s = ia.Scenario("llama-3.1-8b", "h100-sxm", speculative=given)
+        assert s.speculative.method == "eagle3"
+    assert ia.Scenario("llama-3.1-8b", "h100-sxm", speculative={"method": "eagle3",
+                       "draft_len": 3}).speculative == made  # fmt: skip
+    with pytest.raises(ia.ArgumentError, match="speculative must be None, a method"):
+        ia.Scenario("llama-3.1-8b", "h100-sxm", speculative=3)
+
+
+@pytest.mark.parametrize("length", [0.5, 6.0, 7.5])
+def test_an_impossible_acceptance_length_is_refused(length):
+    # Five drafted tokens yield from 1 up to (not including) 6 tokens a step.
+    with pytest.raises(ia.ArgumentError, match="lies from 1 up to"):
+        speculative.acceptance_from_length(length, 5)
