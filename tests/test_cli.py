@@ -167,3 +167,14 @@ def test_the_entry_points_print_the_version_and_help_with_an_example():
     assert done.returncode == 0 and json.loads(done.stdout)["params"] == 8_030_261_248
     done = shell("calculate", "llama-3.1-8b", "h100-sxm", "--batch", "-3")
     assert done.returncode == 2 and "batch must be a whole number from 1 up, got -3" in done.stderr
+
+
+def test_expert_parallelism_and_its_imbalance(capsys):
+    argv = ("calculate", "deepseek-v3", "h200", "--n-gpus", "8", "--parallel", "expert-dp")
+    got = as_json(capsys, *argv, "--expert-imbalance", "1.5")
+    want = ia.calculate("deepseek-v3", "h200", 8, parallel="expert-dp", expert_imbalance=1.5)
+    assert got["parallel"] == "expert-dp" and got["tpot"] == want["tpot"]
+    assert got["expert_imbalance"] == 1.5 and got["memory"] == want["memory"]
+    default = as_json(capsys, *argv)
+    assert default["expert_imbalance"] == ia.timing.DEFAULT_EXPERT_IMBALANCE
+    assert default["tpot"] < got["tpot"]  # the busiest GPU sets the pace

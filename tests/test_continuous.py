@@ -319,3 +319,19 @@ def test_the_simulation_gives_percentiles_whose_tail_grows_with_the_load():
             assert 0 < p["p50"] <= p["p90"] <= p["p99"]
         tails[load] = run["percentiles"]["ttft"]["p99"] / run["percentiles"]["ttft"]["p50"]
     assert tails[0.9] > 1.5 * tails[0.3], tails
+
+
+def test_expert_parallelism_steps_the_same_chain_with_the_busiest_gpus_step():
+    # DeepSeek-V2-Lite with its experts over 4 H100s, attention data-parallel: the chain with
+    # the kernels' step of the busiest GPU, within 10% of the simulation of the same engine.
+    name, work = "deepseek-v2-lite", dict(n_gpus=4, parallel="expert-dp")
+    s = ia.Scenario(name, "h100-sxm", prompt_len=1024, output_len=128, in_waves=True, **work)
+    rate = 0.6 * continuous.saturation_rate(s)
+    closed = ia.steady_state(name, "h100-sxm", rate, 1024, 128, **work)
+    run = continuous.simulate(name, "h100-sxm", rate, 1024, 128, requests=4_000, **work)
+    for key in ("ttft", "tpot"):
+        assert closed[key] == pytest.approx(run[key], rel=0.10), (key, closed[key], run[key])
+    tensor = ia.steady_state(name, "h100-sxm", rate, 1024, 128, n_gpus=4)
+    assert tensor["tpot"] != pytest.approx(closed["tpot"], rel=1e-3)  # its own step, not TP's
+    with pytest.raises(ValueError, match="kernel by kernel"):
+        ia.steady_state(name, "h100-sxm", rate, 1024, 128, step="roofline", **work)

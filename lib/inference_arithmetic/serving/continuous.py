@@ -131,8 +131,19 @@ STEP_FORMULAS = {"kernels": kernels.step, "roofline": continuous.step}
 # Building a model's step and compiling it is most of a first steady state (a second or so):
 # kept on disk, as the calculator's formulas are (``ia.serving.warm`` fills it).
 @functools.lru_cache(maxsize=64)
-def _step(arch, step="kernels"):
-    return cache.formula(f"step {step} {arch!r}", lambda: STEP_FORMULAS[step](arch))
+def _step(arch, step="kernels", parallel="tensor"):
+    key = f"step {step} {arch!r}" + _parallel_key(parallel)
+    return cache.formula(key, lambda: _step_formula(arch, step, parallel))
+
+
+def _step_formula(arch, step, parallel):
+    """The step of ``STEP_FORMULAS``; expert parallelism's lives in the kernels' step (the
+    chain is the same: its ranks step together, in lockstep at every MoE layer)."""
+    return STEP_FORMULAS[step](arch) if parallel == "tensor" else kernels.step(arch, parallel)
+
+
+def _parallel_key(parallel):
+    return "" if parallel == "tensor" else f" {parallel}"
 
 
 @functools.cache
@@ -182,11 +193,15 @@ class _Engine:
         self.tokens = _COUNTS * self.T  # each count's prompts
         self.context = _mean_context().from_values(self.values)["context"]
         whole = {**self.values, "context_len": self.T + self.O}
-        fit = cache.formulas(f"fit {s.model!r}", lambda: {"n": latency.max_concurrency(s.model)})
+        fit = cache.formulas(
+            f"fit {s.model!r}" + _parallel_key(s.parallel),
+            lambda: {"n": latency.max_concurrency(s.model, s.parallel)},
+        )
         self.capacity = int(fit.from_values(whole)["n"])
         # The chain evaluates the step a thousand times at the scenario's values: checked once.
         free = ("decoding", "context_len", "prefill_tokens")
-        step, key = _step(s.model, s.step), f"step {s.step} {s.model!r} bound {free}"
+        step = _step(s.model, s.step, s.parallel)
+        key = f"step {s.step} {s.model!r} bound {free}" + _parallel_key(s.parallel)
         split = cache.data(key, lambda: step.split(*free))
         self._step = step.bind(self.values, *free, split=split)
 
@@ -357,8 +372,10 @@ def _engine_of(s: Scenario) -> _Engine:
 def _scenario(arch, gpu, prompt_len, output_len, n_gpus, dtype, deployment):
     workload = dict(batch=1, prompt_len=prompt_len, output_len=output_len, in_waves=True)
     s = Scenario(arch, gpu, **workload, n_gpus=n_gpus, dtype=dtype, **deployment)
-    if s.parallel != "tensor":
+    if s.parallel == "pipeline":
         raise checks.ArgumentError(NO_PIPELINE)
+    if s.parallel != "tensor" and s.step != "kernels":
+        raise checks.ArgumentError(EXPERTS_BY_KERNELS)
     return s
 
 
@@ -370,6 +387,13 @@ NO_PIPELINE = (
     "ia.serve(..., parallel='pipeline', engine=a static engine)"
 )
 """The message for a steady state (and so a plan) asked of a pipeline."""
+
+
+EXPERTS_BY_KERNELS = (
+    "the steady state of expert parallelism is timed kernel by kernel (step='kernels'): the "
+    "roofline's step of a continuous engine is tensor-parallel"
+)
+"""The message for a steady state of expert parallelism asked of the single roofline."""
 
 
 ONE_TOKEN = (
@@ -460,6 +484,9 @@ def steady_state(
     fell (``serving.bands``; None with ``step="roofline"``). ``ValueError`` past saturation,
     and for requests of one output token, which never decode (``ONE_TOKEN``), and for a
     pipeline (``NO_PIPELINE``): the chain is of one engine stepping one batch at a time.
+    Expert parallelism is that engine too, its ranks stepping together, each step timed by the
+    kernels' step of the busiest GPU (with ``parallel="expert-dp"`` the token budget is the
+    whole deployment's, shared by its data-parallel ranks).
     """
     rate = checks.amount("requests_per_s", requests_per_s, "requests per second", positive=True)
     s = _scenario(model, gpu, prompt_len, output_len, n_gpus, dtype, deployment)
@@ -519,12 +546,13 @@ def plan(
     Tensor parallelism only: each deployment is judged by its ``steady_state``, which models
     one continuously batching engine and not a pipeline's stages stepping micro-batches of
     their own, so ``parallel="pipeline"`` is refused (``NO_PIPELINE``) rather than planned on a
-    chain that does not describe it."""
+    chain that does not describe it. An MoE model's experts may be spread over each replica's
+    GPUs (``parallel="expert"`` or ``"expert-dp"``), its degrees those of tensor parallelism."""
     from inference_arithmetic.hardware.gpus import gpu as registry_gpu
     from inference_arithmetic.models.config import model as registry_model
     from inference_arithmetic.serving.scenario import tensor_parallel_degrees
 
-    if options.get("parallel", "tensor") != "tensor":  # else every deployment would be skipped
+    if options.get("parallel", "tensor") == "pipeline":  # else every deployment would be skipped
         raise checks.ArgumentError(NO_PIPELINE)
     rate = checks.amount("requests_per_s", requests_per_s, "requests per second", positive=True)
     _decoding(output_len)  # else every deployment would be skipped as if it saturated
@@ -647,7 +675,7 @@ def burst(s: Scenario, **figures) -> dict:
     if s.output_len == 1:  # no decode step runs: one is timed, at the batch and the prompt
         one = {**values, "decoding": min(s.batch, _capacity(s)), "context_len": s.prompt_len,
                "prefill_tokens": 0}  # fmt: skip
-        tpot = _step(s.model, s.step).from_values(one) + 0 * elapsed
+        tpot = _step(s.model, s.step, s.parallel).from_values(one) + 0 * elapsed
     return {
         "elapsed": elapsed,
         "throughput": s.batch * s.output_len / elapsed,
@@ -695,7 +723,7 @@ def _step_ends(s: Scenario, plan, figures):
     columns = np.asarray(plan, dtype=float).reshape(len(plan), 3, *[1] * len(shape))
     point = {**values, "decoding": columns[:, 0], "context_len": columns[:, 1],
              "prefill_tokens": columns[:, 2]}  # fmt: skip
-    times = _step(s.model, s.step).from_values(point)
+    times = _step(s.model, s.step, s.parallel).from_values(point)
     return np.cumsum(np.broadcast_to(times, (len(plan), *shape)), axis=0)
 
 
@@ -824,7 +852,7 @@ def _scalar_step(s: Scenario):
     """The step of ``s``'s model with its values put in, as a plain function of the decodes,
     their mean context and the prompt tokens: the simulation calls it once a step, where the
     checked array function would cost a hundred times as much."""
-    expr = STEP_FORMULAS[s.step](s.model)
+    expr = _step_formula(s.model, s.step, s.parallel)
     values = s.values()
     known = {x: sympy.sympify(values[x.name]) for x in expr.free_symbols if x.name in values}
     return sympy.lambdify((B_d, S, P_t), expr.xreplace(known), "math")

@@ -85,7 +85,7 @@ def _flag(condition):
 
 
 def report_formulas(arch, step=DEFAULT_STEP, parallel="tensor") -> dict[str, sympy.Expr]:
-    """The formulas of ``calculate`` for ``arch`` with ``parallel`` ("tensor" or "pipeline"),
+    """The formulas of ``calculate`` for ``arch`` with ``parallel`` (``latency.PARALLEL``),
     in T, O, B and the deployment's symbols (S is put in: T + O for memory, the mean context
     for the time per output token), its steps timed by ``STEPS[step]``: the same formulas
     ``ia.generation`` evaluates step by step. Costs are those of ``formulas.economics`` at
@@ -179,7 +179,11 @@ def calculate(
     with ``parallel="pipeline"`` as a pipeline of ``n_gpus`` stages: each GPU holds its
     stage's layers (of the fullest stage), a request passes the stages in turn (the same time
     to first token and per output token as ``ia.generation``'s where ``exact``), and n batches
-    in flight make the throughput.
+    in flight make the throughput. An MoE model's routed experts may be spread over the GPUs,
+    E/n each, its attention split by heads (``parallel="expert"``) or data-parallel, each GPU
+    with the whole attention and the cache of its own 1/n of the requests
+    (``parallel="expert-dp"``); the busiest GPU takes ``expert_imbalance`` times the mean
+    GPU's tokens.
 
     The arguments make a ``Scenario``, which checks them (``KeyError`` for an unknown model,
     GPU or a compute format without a FLOP rate; ``ArgumentError``, a ``ValueError``, naming
@@ -203,8 +207,8 @@ def calculate(
     ``prompt_len``, ``output_len``, ``engine``, ``step``, the step's figures
     (``compute_efficiency``, ``bandwidth_efficiency``, ``attention_efficiency``,
     ``decode_attention_efficiency``, ``kernel_overhead``, ``step_overhead``,
-    ``request_overhead``, ``allreduce_latency``), ``link_latency``, ``memory_utilization``
-    and ``replicas``.
+    ``request_overhead``, ``allreduce_latency``), ``link_latency``, ``memory_utilization``,
+    ``replicas`` and ``expert_imbalance``.
     """
     workload = dict(batch=batch, prompt_len=prompt_len, output_len=output_len)
     deployment.update(n_gpus=n_gpus, dtype=dtype, cache_dtype=cache_dtype)
@@ -299,6 +303,7 @@ def report(s: Scenario, price_per_hour: float | None = None) -> dict:
         "step": s.step,
         **{name: s.figure(name) for name in FIGURES},
         **{name: getattr(s, name) for name in ("link_latency", "memory_utilization", "replicas")},
+        "expert_imbalance": s.expert_imbalance,
     }
 
 
