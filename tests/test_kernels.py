@@ -218,3 +218,17 @@ def test_expert_parallelism_of_a_dense_model_is_refused_by_name():
     with pytest.raises(ia.ArgumentError, match="needs an MoE model; llama-3.1-8b is dense"):
         kernels.step_kernels(ia.model("llama-3.1-8b"), "expert")
     assert transformer.expert_params(ia.model("llama-3.1-8b")) == 0
+
+
+def test_the_rows_of_a_data_parallel_step_add_up_to_it():
+    # Each GPU's host schedules its own requests: the engine's row is the busiest GPU's too.
+    work = dict(batch=512, context_len=2048, n_gpus=64, parallel="expert-dp")
+    table = ia.kernels("deepseek-v3", "gb200", **work)
+    step = ia.decode_step_time("deepseek-v3", "gb200", **work)
+    assert sum(r["time"] for r in table) == pytest.approx(step, rel=1e-9)
+    gb200 = ia.gpu("gb200")
+    engine = ia.engine(ia.scenario.DEFAULT_ENGINE)
+    own = 512 / 64
+    fixed = engine.step_overhead + engine.request_overhead * own
+    assert table[-1]["kernel"] == "step" and table[-1]["time"] == pytest.approx(fixed)
+    assert gb200.link_domain == 72

@@ -112,6 +112,7 @@ __all__ = [
     "ROUTED",
     "own_requests",
     "step_kernels",
+    "fixed_cost",
     "step_time",
     "step",
     "prefill_time",
@@ -496,13 +497,18 @@ def step_kernels(arch, parallel="tensor", mla="absorbed") -> tuple[Kernel, ...]:
     return tuple(_on_own_requests(kernel, own) for kernel in kernels)
 
 
+def fixed_cost(parallel="tensor"):
+    """The engine's own seconds in a step: tau_s, and tau_r for each request it schedules
+    (each decode, each prompt; with data-parallel attention, each GPU's host its own)."""
+    return (tau_s + tau_r * (B_d + P_t / T)).xreplace(own_requests(parallel))
+
+
 @functools.lru_cache(maxsize=256)
 def step_time(arch, parallel="tensor", mla="absorbed"):
     """Seconds of one step of B_d decodes and P_t prompt tokens: the sum of its kernels'
-    times, plus the engine's tau_s and tau_r for each request it schedules (each decode, each
-    prompt; with data-parallel attention, each GPU's host schedules its own)."""
-    fixed = (tau_s + tau_r * (B_d + P_t / T)).xreplace(own_requests(parallel))
-    return sum((kr.count * kr.time for kr in step_kernels(arch, parallel, mla)), fixed)
+    times, plus the engine's ``fixed_cost``."""
+    kernels = step_kernels(arch, parallel, mla)
+    return sum((kr.count * kr.time for kr in kernels), fixed_cost(parallel))
 
 
 def step(arch, parallel="tensor"):

@@ -308,6 +308,7 @@ def _kernel_rows(arch, parallel, mla):
         for name in ("flops", "nbytes", "compute", "memory", "time"):
             fields[f"{i} {name}"] = kr.count * getattr(kr, name)
         fields[f"{i} bound"] = kr.bound
+    fields["fixed"] = kernels.fixed_cost(parallel)
     return step, CompiledFormulas({k: sympy.sympify(v) for k, v in fields.items()})
 
 
@@ -371,7 +372,7 @@ def kernels(
             }
         )
     # The engine's own time: tau_s a step, tau_r for each request it schedules.
-    step = s.figure("step_overhead") + s.figure("request_overhead") * batch
+    step = got["fixed"]
     rows.append(
         {
             "kernel": "step",
