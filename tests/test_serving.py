@@ -312,6 +312,9 @@ def test_expert_parallelism_past_the_link_domain_costs_its_network():
     boards = calculate("deepseek-v3", "h200", 16, **work)["tpot"]
     one_domain = _one_domain(ia.gpu("h200"), 16)
     assert boards > 1.05 * calculate("deepseek-v3", one_domain, 16, **work)["tpot"]
+    (note,) = calculate("deepseek-v3", "h200", 16, **work)["notes"]
+    assert "expert parallelism over 16 GPUs" in note and "all-to-alls" in note
+    assert calculate("deepseek-v3", "gb200", 16, **work)["notes"] == []  # one NVL72 rack
 
 
 def test_the_sweep_and_the_steady_state_take_expert_parallelism():

@@ -57,6 +57,8 @@ __all__ = [
     "report_values",
     "bound_text",
     "NETWORK_NOTE",
+    "EXPERT_NETWORK_NOTE",
+    "NETWORK_NOTES",
     "notes",
     "calculate",
     "report",
@@ -74,6 +76,17 @@ NETWORK_NOTE = (
     "(parallel='pipeline') sends one hand-off per stage instead"
 )
 """``calculate``'s note for tensor parallelism past the GPU's link domain."""
+EXPERT_NETWORK_NOTE = (
+    "expert parallelism over {n_gpus} GPUs spans more than one {gpu} link domain ({domain} "
+    "GPUs): the all-to-alls of its MoE layers cross the network, at {network} per GPU, which "
+    "adds {seconds} to each decode step ({share} of it)"
+)
+"""``calculate``'s note for expert parallelism past the GPU's link domain."""
+NETWORK_NOTES = {
+    "tensor": NETWORK_NOTE,
+    **dict.fromkeys(latency.EXPERT_PARALLEL, EXPERT_NETWORK_NOTE),
+}
+"""The note past one link domain, by parallelism (a pipeline hands off once a stage: none)."""
 BANDED = {**bands.PER_TOKEN, "total": ("request", False), "throughput": ("request", True)}
 """The predictions of ``calculate`` that carry a band (``serving.bands``): key -> (the kind of
 prediction, whether it is a speed)."""
@@ -234,18 +247,19 @@ def _link_used() -> CompiledFormulas:
 
 def notes(s: Scenario, r: dict) -> list[str]:
     """What ``calculate`` says of a scenario beyond its numbers, from ``report_values`` ``r``:
-    tensor parallelism past one link domain (``NETWORK_NOTE``), with what the network adds to
-    a decode step at the mean context: the step less the same formula's step were the n GPUs
-    one link domain. A GPU whose link joins no others (a domain of one: PCIe cards) has no
-    domain to leave: every group of them pays its slow link, and the formulas say so."""
+    tensor or expert parallelism past one link domain (``NETWORK_NOTES``), with what the
+    network adds to a decode step at the mean context: the step less the same formula's step
+    were the n GPUs one link domain. A GPU whose link joins no others (a domain of one: PCIe
+    cards) has no domain to leave: every group of them pays its slow link, and the formulas
+    say so."""
     domain = s.gpu.link_domain or 1
-    if s.parallel != "tensor" or s.n_gpus <= domain or domain == 1:
+    if s.parallel not in NETWORK_NOTES or s.n_gpus <= domain or domain == 1:
         return []
     one_domain = {**s.values(), "link_domain": s.n_gpus, "price_per_hour": 1.0}
     extra = r["tpot"] - _compiled(s.model, s.step, s.parallel).from_values(one_domain)["tpot"]
     network = _link_used().from_values(s.values())["link"]  # the formulas' own rule
     return [
-        NETWORK_NOTE.format(
+        NETWORK_NOTES[s.parallel].format(
             n_gpus=s.n_gpus,
             gpu=s.gpu.name,
             domain=domain,
