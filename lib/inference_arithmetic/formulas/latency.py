@@ -141,13 +141,16 @@ def weight_bytes_read(arch, tokens):
         total, vocabulary = total - unread_rows, vocabulary - unread_rows
     if not arch.is_moe:
         return stored_weight_bytes(arch, total, 0, vocabulary)
-    matrices = 3 if arch.ffn == "gated" else 2
-    expert = matrices * D * F_e
-    unread = transformer.over_layers(
-        arch, lambda moe: (E - experts_touched(tokens)) * expert if moe else 0
-    )
+    unread = _experts_weights(arch, E - experts_touched(tokens))
     experts = transformer.expert_params(arch) - unread
     return stored_weight_bytes(arch, total - unread, experts, vocabulary)
+
+
+def _experts_weights(arch, count):
+    """The weight matrices of ``count`` routed experts in every MoE layer (biases aside)."""
+    matrices = 3 if arch.ffn == "gated" else 2
+    expert = matrices * D * F_e
+    return transformer.over_layers(arch, lambda moe: count * expert if moe else 0)
 
 
 def cache_bytes(arch, mla_cache="latent"):
@@ -342,10 +345,7 @@ def _weights_read(arch, tokens, parallel):
     read = weight_bytes_read(arch, tokens)
     if parallel != "expert-dp":
         return read
-    matrices = 3 if arch.ffn == "gated" else 2
-    touched = transformer.over_layers(
-        arch, lambda moe: experts_touched(tokens) * matrices * D * F_e if moe else 0
-    )
+    touched = _experts_weights(arch, experts_touched(tokens))
     return read - weight_number_bytes(arch, "experts") * touched * (n_gpus - 1) / n_gpus
 
 
