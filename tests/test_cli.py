@@ -184,3 +184,14 @@ def test_drafting_options_without_speculation_are_refused(capsys):
     assert "--draft-len describe speculative decoding: give --speculative too" in err
     err = refused(capsys, "calculate", "llama-3.1-8b", "h100-sxm", "--prefix-hit-rate", "2")
     assert "prefix_hit_rate must be a number from 0 to 1, got 2.0" in err
+
+
+def test_expert_parallelism_and_its_imbalance(capsys):
+    argv = ("calculate", "deepseek-v3", "h200", "--n-gpus", "8", "--parallel", "expert-dp")
+    got = as_json(capsys, *argv, "--expert-imbalance", "1.5")
+    want = ia.calculate("deepseek-v3", "h200", 8, parallel="expert-dp", expert_imbalance=1.5)
+    assert got["parallel"] == "expert-dp" and got["tpot"] == want["tpot"]
+    assert got["expert_imbalance"] == 1.5 and got["memory"] == want["memory"]
+    default = as_json(capsys, *argv)
+    assert default["expert_imbalance"] == ia.timing.DEFAULT_EXPERT_IMBALANCE
+    assert default["tpot"] < got["tpot"]  # the busiest GPU sets the pace

@@ -114,7 +114,9 @@ def test_past_saturation_is_a_clear_error():
         ia.steady_state("llama-3.1-8b", "h100-sxm", 1.05 * top, 1024, 128)
     with pytest.raises(ValueError, match="requests_per_s must be a positive number"):
         ia.steady_state("llama-3.1-8b", "h100-sxm", 0, 1024, 128)
-    with pytest.raises(ValueError, match="parallel='tensor'.*simulate.*ia.serve") as error:
+    with pytest.raises(
+        ValueError, match="tensor or expert parallelism.*simulate.*ia.serve"
+    ) as error:
         ia.steady_state("llama-3.1-70b", "h100-sxm", 1, n_gpus=4, parallel="pipeline")
     assert str(error.value) == ia.continuous.NO_PIPELINE
 
@@ -138,7 +140,7 @@ def test_a_pipelines_micro_batches_wait_for_each_other_in_the_simulation():
     assert {r["i"] for r in apart} == set(range(len(arrivals)))  # every request served once
     one_stage = continuous.simulate(name, "h100-sxm", 1.0, 1024, 128, requests=300, n_gpus=4)
     assert one_stage["tpot"] < run["tpot"]  # tensor parallelism's step is a quarter's work
-    with pytest.raises(ValueError, match="parallel='tensor'"):
+    with pytest.raises(ValueError, match="tensor or expert parallelism"):
         ia.goodput(name, "h100-sxm", 1024, 128, 1.0, 0.1, **kw)
 
 
@@ -501,3 +503,19 @@ def test_speculation_costs_capacity_where_the_step_turns_compute_bound():
 def test_the_step_by_step_engine_refuses_speculation():
     with pytest.raises(ia.ArgumentError, match="decodes one token a step; speculative decoding"):
         continuous.simulate("llama-3.1-8b", "h100-sxm", 1.0, 512, 64, speculative="ngram")
+
+
+def test_expert_parallelism_steps_the_same_chain_with_the_busiest_gpus_step():
+    # DeepSeek-V2-Lite with its experts over 4 H100s, attention data-parallel: the chain with
+    # the kernels' step of the busiest GPU, within 10% of the simulation of the same engine.
+    name, work = "deepseek-v2-lite", dict(n_gpus=4, parallel="expert-dp")
+    s = ia.Scenario(name, "h100-sxm", prompt_len=1024, output_len=128, in_waves=True, **work)
+    rate = 0.6 * continuous.saturation_rate(s)
+    closed = ia.steady_state(name, "h100-sxm", rate, 1024, 128, **work)
+    run = continuous.simulate(name, "h100-sxm", rate, 1024, 128, requests=4_000, **work)
+    for key in ("ttft", "tpot"):
+        assert closed[key] == pytest.approx(run[key], rel=0.10), (key, closed[key], run[key])
+    tensor = ia.steady_state(name, "h100-sxm", rate, 1024, 128, n_gpus=4)
+    assert tensor["tpot"] != pytest.approx(closed["tpot"], rel=1e-3)  # its own step, not TP's
+    with pytest.raises(ValueError, match="kernel by kernel"):
+        ia.steady_state(name, "h100-sxm", rate, 1024, 128, step="roofline", **work)

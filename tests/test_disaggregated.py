@@ -114,7 +114,7 @@ def test_the_simulation_gives_percentiles_in_order():
         ({"prefill_gpus": 0}, "prefill_gpus"),
         ({"decode_replicas": 1.5}, "decode_replicas"),
         ({"transfer": "fast"}, "transfer"),
-        ({"parallel": "pipeline"}, "parallel='tensor'"),
+        ({"parallel": "pipeline"}, "tensor or expert parallelism"),
         ({"token_budget": 0}, "token_budget"),
     ],
 )

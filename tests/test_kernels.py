@@ -215,3 +215,79 @@ def test_a_prefix_hit_prefills_the_rest_attending_to_the_whole_prompt():
 def test_step_options_are_checked():
     with pytest.raises(ia.ArgumentError, match="unknown step options medusa; choose from prefix"):
         kernels.step_kernels(ia.model("gpt2"), options=("medusa",))
+
+
+# --- Expert parallelism -------------------------------------------------------------------------
+
+from inference_arithmetic.formulas import parallel as parallelism  # noqa: E402
+from inference_arithmetic.formulas import transformer  # noqa: E402
+
+
+def _step_at(model, gpu, parallel, n, decoding, prompt_tokens, **values):
+    s = ia.Scenario(model, gpu, n_gpus=n, parallel=parallel, prompt_len=1024, output_len=2)
+    point = dict(decoding=decoding, prefill_tokens=prompt_tokens, context_len=1024, **values)
+    return s.evaluate(kernels.step_time(s.model, parallel), **point)
+
+
+@pytest.mark.parametrize("parallel", latency.EXPERT_PARALLEL)
+@pytest.mark.parametrize("decoding, prompt_tokens", [(1, 0), (64, 0), (8, 2048)])
+def test_expert_parallelism_on_one_gpu_is_tensor_parallelism(parallel, decoding, prompt_tokens):
+    # Every term expert parallelism adds vanishes at a degree of 1, whatever the imbalance:
+    # one GPU holds every expert and sends nothing.
+    for name in ("qwen3-30b-a3b", "deepseek-v2-lite"):
+        tensor = _step_at(name, "h100-sxm", "tensor", 1, decoding, prompt_tokens)
+        spread = _step_at(name, "h100-sxm", parallel, 1, decoding, prompt_tokens,
+                          expert_imbalance=1.7)  # fmt: skip
+        assert spread == pytest.approx(tensor, rel=1e-12)
+
+
+def test_an_all_to_all_grows_past_the_link_domain_and_not_within_it():
+    f = numeric(parallelism.all_to_all_time(sympy.Symbol("nbytes")))
+    link = dict(link_bandwidth=450e9, network_bandwidth=50e9, link_latency=1e-6, nbytes=64e6)
+    inside = [f(n_gpus=n, link_domain=72, **link) for n in (8, 16, 64)]
+    board = [f(n_gpus=n, link_domain=8, **link) for n in (8, 16, 64)]
+    # Within one domain (an NVL72 rack): the link alone, (n - 1) / n of the bytes.
+    assert inside == pytest.approx([64e6 * (n - 1) / n / 450e9 + 1e-6 for n in (8, 16, 64)])
+    # Past an 8-GPU board, the bytes to other boards cross the network, 9 times slower here.
+    assert board[0] == inside[0] and board[1] > 4 * inside[1] and board[2] > 7 * inside[2]
+    assert f(n_gpus=1, link_domain=8, **link) == 0.0
+
+
+def test_the_busiest_gpu_takes_its_share_of_the_experts_work():
+    # A decode step of 256 requests on 8 GPUs: the busiest GPU's grouped products hold 1/8 of
+    # the touched experts' weights and take lambda_e / 8 of the token-expert pairs.
+    m = ia.model("qwen3-235b-a22b")
+    table = {}
+    for imbalance in (1.0, 2.0):
+        table[imbalance] = rows(m, "h200", batch=256, context_len=1024, n_gpus=8,
+                                parallel="expert-dp", expert_imbalance=imbalance)  # fmt: skip
+    tensor = rows(m, "h200", batch=256, context_len=1024, n_gpus=8)
+    up = table[1.0]["experts up"]
+    # Balanced, an eighth of the experts' work: as much as tensor parallelism's eighth of each.
+    assert up["flops"] == pytest.approx(tensor["experts up"]["flops"], rel=1e-9)
+    assert table[2.0]["experts up"]["flops"] == pytest.approx(2 * up["flops"], rel=1e-9)
+    dispatch = [table[x]["all-to-all (dispatch)"]["bytes"] for x in (1.0, 2.0)]
+    assert not m.n_dense_layers  # every one of its layers is MoE: a dispatch each
+    per_gpu = 256 * m.n_active_experts * m.d_model * 2 / 8 * m.n_layers  # bf16 activations
+    assert dispatch == pytest.approx([per_gpu, 2 * per_gpu], rel=1e-9)
+    assert "all-reduce (attention)" not in table[1.0] and "all-reduce (attention)" in tensor
+
+
+def test_expert_parallelism_of_a_dense_model_is_refused_by_name():
+    with pytest.raises(ia.ArgumentError, match="needs an MoE model; llama-3.1-8b is dense"):
+        kernels.step_kernels(ia.model("llama-3.1-8b"), "expert")
+    assert transformer.expert_params(ia.model("llama-3.1-8b")) == 0
+
+
+def test_the_rows_of_a_data_parallel_step_add_up_to_it():
+    # Each GPU's host schedules its own requests: the engine's row is the busiest GPU's too.
+    work = dict(batch=512, context_len=2048, n_gpus=64, parallel="expert-dp")
+    table = ia.kernels("deepseek-v3", "gb200", **work)
+    step = ia.decode_step_time("deepseek-v3", "gb200", **work)
+    assert sum(r["time"] for r in table) == pytest.approx(step, rel=1e-9)
+    gb200 = ia.gpu("gb200")
+    engine = ia.engine(ia.scenario.DEFAULT_ENGINE)
+    own = 512 / 64
+    fixed = engine.step_overhead + engine.request_overhead * own
+    assert table[-1]["kernel"] == "step" and table[-1]["time"] == pytest.approx(fixed)
+    assert gb200.link_domain == 72

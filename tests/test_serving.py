@@ -291,3 +291,79 @@ def test_speculation_divides_the_verification_step_by_the_tokens_it_yields():
     gains = [calculate(**big, batch=b)["tpot"] / calculate(**big, batch=b, speculative=spec)["tpot"]
              for b in (1, 128)]  # fmt: skip
     assert gains[0] > 1.5 and gains[1] < 0.75 * gains[0]
+
+
+# --- Expert parallelism ------------------------------------------------------------------------
+
+
+EXPERT_CASES = [("deepseek-v3", 16), ("deepseek-v3", 64), ("qwen3-235b-a22b", 8)]
+
+
+def _routed_params(m):
+    """The routed experts' parameters, counted from the config by hand (gated: 3 matrices)."""
+    return (m.n_layers - m.n_dense_layers) * m.n_experts * 3 * m.d_model * m.d_ff_expert
+
+
+@pytest.mark.parametrize("name, n", EXPERT_CASES)
+def test_expert_parallelism_holds_its_share_of_the_experts_and_of_the_requests(name, n):
+    m = ia.model(name)
+    work = dict(batch=64, prompt_len=1024, output_len=256, dtype="bf16", memory_utilization=1.0)
+    tensor = calculate(name, "b200", n, parallel="tensor", **work)["memory"]
+    heads = calculate(name, "b200", n, parallel="expert", **work)["memory"]
+    dp = calculate(name, "b200", n, parallel="expert-dp", **work)["memory"]
+    everything = 2 * ia.param_count(m)  # bf16
+    # Attention split by heads: every weight 1/n, as tensor parallelism; the same cache.
+    assert _close(heads["weights"], everything / n) and _close(heads["weights"], tensor["weights"])
+    assert _close(heads["kv_cache"], tensor["kv_cache"])
+    # Data-parallel attention: all but the routed experts other GPUs hold, (n - 1) / n of them.
+    assert _close(dp["weights"], everything - 2 * _routed_params(m) * (n - 1) / n)
+    # ... and the whole cache of its own 64 / n requests.
+    whole = ia.kv_cache_bytes(m, batch=64, context_len=1024 + 256, dtype="bf16")
+    assert _close(dp["kv_cache"], whole / n)
+    if m.is_mla:  # MLA's latent is kept whole by every GPU that splits attention by heads
+        assert _close(tensor["kv_cache"], whole) and dp["kv_cache"] < tensor["kv_cache"] / 4
+
+
+def test_data_parallel_attention_holds_more_requests_of_an_mla_model():
+    # The point of DP attention for DeepSeek-V3: the latent is not copied to every GPU.
+    most = {p: ia.max_batch("deepseek-v3", "h200", 8192, n_gpus=8, parallel=p)
+            for p in ("tensor", "expert-dp")}  # fmt: skip
+    assert most["expert-dp"] > 2 * most["tensor"] > 0
+
+
+@pytest.mark.parametrize(
+    "kwargs, fragment",
+    [
+        (dict(model="llama-3.1-70b", parallel="expert"), "MoE model; llama-3.1-70b is dense"),
+        (dict(model="mixtral-8x7b", parallel="expert-dp", n_gpus=3), "8 experts cannot be spread"),
+        (dict(model="deepseek-v3", parallel="expert-dp", n_gpus=12), "it may be 1, 2, 4, 8, 16"),
+        (dict(model="deepseek-v3", parallel="expert", expert_imbalance=0.9), "expert_imbalance"),
+        (dict(model="deepseek-v3", parallel="tense"), "parallel must be one of"),
+    ],
+)
+def test_bad_expert_parallelism_says_why(kwargs, fragment):
+    kwargs = {"gpu": "h200", "n_gpus": 8, **kwargs}
+    with pytest.raises(ia.ArgumentError, match=re.escape(fragment)):
+        calculate(**kwargs)
+
+
+def test_expert_parallelism_past_the_link_domain_costs_its_network():
+    # DeepSeek-V3 on 16 H200s (two 8-GPU boards) against the same 16 in one domain.
+    work = dict(batch=256, prompt_len=2048, output_len=256, parallel="expert-dp")
+    boards = calculate("deepseek-v3", "h200", 16, **work)["tpot"]
+    one_domain = _one_domain(ia.gpu("h200"), 16)
+    assert boards > 1.05 * calculate("deepseek-v3", one_domain, 16, **work)["tpot"]
+    (note,) = calculate("deepseek-v3", "h200", 16, **work)["notes"]
+    assert "expert parallelism over 16 GPUs" in note and "all-to-alls" in note
+    assert calculate("deepseek-v3", "gb200", 16, **work)["notes"] == []  # one NVL72 rack
+
+
+def test_the_sweep_and_the_steady_state_take_expert_parallelism():
+    t = ia.sweep("deepseek-v3", "h200", n_gpus=8, batch=16, parallel=["expert", "expert-dp"])
+    want = calculate("deepseek-v3", "h200", 8, batch=16, parallel="expert-dp")
+    assert t["parallel"].tolist() == ["expert", "expert-dp"]
+    assert _close(t["tpot"][1], want["tpot"]) and _close(
+        t["memory.weights"][1], want["memory"]["weights"]
+    )
+    state = ia.steady_state("deepseek-v3", "h200", 1.0, 1024, 128, n_gpus=8, parallel="expert-dp")
+    assert 0 < state["utilization"] < 1 and state["tpot"] > 0

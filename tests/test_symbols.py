@@ -36,6 +36,7 @@ FRACTIONAL = {
     "matmul_half_rows",
     "attention_half_len",
     "grouped_matmul",
+    "expert_imbalance",
 }
 # Counts that may be zero: an MoE model with no dense layer, a model without shared experts.
 MAY_BE_ZERO = {

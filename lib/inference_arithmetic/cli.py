@@ -40,6 +40,7 @@ examples:
                                                memory, TTFT, TPOT, tokens/s and cost
   ia calculate llama-3.1-70b h100-sxm --n-gpus 4 --price-per-hour 2.5 --json
   ia calculate llama-3.1-70b h100-sxm --n-gpus 4 --parallel pipeline
+  ia calculate deepseek-v3 h200 --n-gpus 8 --parallel expert-dp
   ia steady-state llama-3.1-8b h100-sxm --rate 4
   ia steady-state llama-3.1-70b h100-sxm --n-gpus 4 --rate 2 --prefix-hit-rate 0.5
                                                with half of each prompt in the prefix cache
@@ -167,7 +168,7 @@ def _gpu(text: str):
 def _deployment(args) -> dict:
     """The deployment options given (the library's defaults stand for the rest)."""
     names = ("n_gpus", "parallel", "dtype", "cache_dtype", "compute_dtype", "engine", "step")
-    names += ("replicas",)
+    names += ("replicas", "expert_imbalance")
     names += ("memory_utilization", "price_per_hour", "prefix_hit_rate")
     options = {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
     drafting = {n: getattr(args, n, None) for n in ("draft_len", "acceptance_rate", "draft_model")}
@@ -363,7 +364,16 @@ def parser():
     )
     _add_deployment(p)
     p.add_argument(
-        "--parallel", choices=ia.timing.PARALLEL, help="n GPUs as tensor or pipeline (tensor)"
+        "--parallel",
+        choices=ia.timing.PARALLEL,
+        help="n GPUs as tensor, pipeline, or an MoE model's experts spread over them with "
+        "attention split by heads (expert) or data-parallel (expert-dp) (tensor)",
+    )
+    p.add_argument(
+        "--expert-imbalance",
+        type=float,
+        help="expert parallelism: the busiest GPU's tokens over the mean "
+        f"({ia.timing.DEFAULT_EXPERT_IMBALANCE})",
     )
     p.add_argument("--batch", type=int, default=1, help="requests served together (1)")
     _add_workload(p)

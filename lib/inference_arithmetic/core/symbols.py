@@ -141,6 +141,7 @@ phi_a     | attention_fused      | \phi_a       | real0  | 0 or 1     | 1 when a
 tau_r     | request_overhead     | \tau_r       | real0  | s          | fixed time of an engine step for each request it schedules (the host's work per sequence)
 alpha_rg  | ring_latency         | \alpha_{rg}  | real0  | s          | time of the smallest all-reduce by NCCL's algorithms for large messages (ring, NVLS)
 beta_rg   | ring_bandwidth       | \beta_{rg}   | real   | B/s        | bytes per second NCCL's large-message all-reduce adds per byte, 2 (n - 1) / n of them
+lambda_e  | expert_imbalance     | \lambda_e   | real   | ratio      | expert parallelism: tokens the busiest GPU's experts take over the mean GPU's (1 when balanced)
 """
 
 

@@ -5,7 +5,8 @@ context, timed on the ideal roofline (``ia.timing.IDEAL``, as the whole chapter)
 library's message latency ``ia.timing.DEFAULT_LINK_LATENCY``, over NVLink unless an exercise
 puts the GPUs on PCIe (the GPU's ``pcie_bandwidth``). Each exercise sets the GPUs, the batch and
 the parallelism it asks about. Hints whose ratios depend on the model and the GPU are functions,
-which the library calls when a check first needs them.
+which the library calls when a check first needs them. The expert-parallel exercise is
+DeepSeek-V3's, timed kernel by kernel as the chapter's section on it is (the library's default).
 """
 
 from __future__ import annotations
@@ -163,5 +164,35 @@ register(
             PIPELINE_GPUS / PIPELINE_BATCH: "did you count a token for each of the 4 requests "
             "of a micro-batch?",
         },
+    ),
+)
+
+
+# --- ex-par-experts: DeepSeek-V3's experts over 64 GPUs, on H200 boards or in one NVL72 rack ---
+
+EXPERT_MODEL, EXPERT_GPUS, PER_GPU = "deepseek-v3", 64, 64  # requests decoding on each GPU
+
+
+def _all_to_all_share(gpu: str) -> float:
+    """The share of a decode step, experts spread and attention data-parallel, that is the
+    all-to-alls of its MoE layers (``ia.kernels``' rows)."""
+    work = dict(n_gpus=EXPERT_GPUS, parallel="expert-dp")
+    rows = ia.kernels(EXPERT_MODEL, gpu, PER_GPU * EXPERT_GPUS, CONTEXT, **work)
+    talk = sum(r["time"] for r in rows if r["kernel"].startswith("all-to-all"))
+    return talk / sum(r["time"] for r in rows)
+
+
+ONE_WAY = "did you count both all-to-alls of a MoE layer, the dispatch and the combine?"
+register(
+    "10-parallelism",
+    "ex-par-experts",
+    *(
+        Part(
+            f"{gpu}_all_to_all_share",
+            functools.partial(_all_to_all_share, gpu),
+            unit="fraction of the decode step",
+            hints={0.5: ONE_WAY},
+        )
+        for gpu in ("h200", "gb200")
     ),
 )

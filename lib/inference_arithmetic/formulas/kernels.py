@@ -27,7 +27,11 @@ and per step the embedding rows, the final norm, the logits of each decoding req
 prompt's last token, and the sampling. Weights travel at b bytes per number, the cache at
 b_kv, the activations and every message at b_a. Tensor parallelism divides each layer's
 products and heads n ways (the cache ``latency.kv_split`` ways); a pipeline runs every layer on
-its stage in turn and hands the activations on n - 1 times.
+its stage in turn and hands the activations on n - 1 times. Expert parallelism (chapter 10)
+gives each GPU E/n whole routed experts, of which the busiest GPU's take lambda_e times the
+mean GPU's token-expert pairs, with two all-to-alls a MoE layer to send the tokens there and
+back; its attention is split by heads ("expert") or run by each GPU on its own requests, with
+the whole weights ("expert-dp": the busiest GPU's share of the requests, ``own_requests``).
 
 >>> from inference_arithmetic.models.config import model
 >>> [k.name for k in step_kernels(model("llama-3.1-8b"))][:4]
@@ -106,7 +110,10 @@ __all__ = [
     "gemm",
     "elementwise",
     "all_reduce_time",
+    "ROUTED",
+    "own_requests",
     "step_kernels",
+    "fixed_cost",
     "step_time",
     "draft_time",
     "step",
@@ -320,9 +327,13 @@ def _attention(arch, share, split, windowed, mla, new=T, rows=1):
     return prompt, unfused, decode
 
 
-def _ffn(arch, tokens, share, moe):
+def _ffn(arch, tokens, share, moe, spread=False):
     """The feed-forward kernels of one layer: dense (gate and up, activation, down) or MoE
-    (router, the experts the tokens touch in one grouped product each way, shared experts)."""
+    (router, the experts the tokens touch in one grouped product each way, shared experts).
+    ``spread``: the routed experts are spread over the n GPUs, whole (expert parallelism):
+    the busiest GPU holds E/n of the experts and takes its ``parallel.busiest_share`` of the
+    token-expert pairs (lambda_e / n, at most all), on that share of the experts the tokens
+    touch, as far as its own E/n go."""
     gated = arch.ffn == "gated"
     widths = 2 if gated else 1
     if not moe:
@@ -336,19 +347,26 @@ def _ffn(arch, tokens, share, moe):
     per_expert = pairs / sympy.Max(touched, k)  # rows of a touched expert (none: no rows)
     up = widths * F_e / share
     stored = latency.weight_number_bytes(arch, "experts")
+    routed_share = share
+    if spread:
+        # The busiest GPU's share of the pairs lands on as many more of its experts as it can
+        # (few tokens: one row each) and beyond its E / n on more rows each (many tokens).
+        busiest = parallelism.busiest_share()  # min(lambda_e, n) / n of the pairs
+        touched, pairs = sympy.Min(busiest * touched, E / n_gpus), busiest * pairs
+        per_expert, up, routed_share = pairs / sympy.Max(touched, busiest * k), widths * F_e, 1
     kernels = [
         gemm("router", tokens, D, E),
         elementwise("expert routing", tokens, 2 * E),
         gemm(
             "experts up", pairs, D, up, 1, touched * D * up, per_expert, grouped=True, stored=stored
         ),
-        elementwise("expert activation", pairs, (widths + 1) * F_e / share),
+        elementwise("expert activation", pairs, (widths + 1) * F_e / routed_share),
         gemm(
             "experts down",
             pairs,
-            F_e / share,
+            F_e / routed_share,
             D,
-            weights=touched * F_e / share * D,
+            weights=touched * F_e / routed_share * D,
             per_matrix=per_expert,
             grouped=True,
             stored=stored,
@@ -383,16 +401,60 @@ def _widths(options):
     return new, rows
 
 
+ROUTED = ("experts up", "expert activation", "experts down", "all-to-all (dispatch)",
+          "all-to-all (combine)")  # fmt: skip
+"""The kernels of expert parallelism that work on the whole step's tokens, spread over the
+GPUs: each GPU's routed experts and the all-to-alls. With data-parallel attention every other
+kernel works on one GPU's own requests (``own_requests``)."""
+
+
+def own_requests(parallel):
+    """What a GPU's kernels put in for the step's decodes and prompt tokens: the step's
+    own (an empty mapping) but with data-parallel attention ("expert-dp"), where each GPU runs
+    its own requests: the busiest GPU's, its even share of them but at least one decode, or
+    one whole prompt of T tokens, where the step has any, max(B_d / n, min(B_d, 1))."""
+    if parallel != "expert-dp":
+        return {}
+    return {
+        B_d: sympy.Max(B_d / n_gpus, sympy.Min(B_d, 1)),
+        P_t: sympy.Max(P_t / n_gpus, sympy.Min(P_t, T)),
+    }
+
+
+def _on_own_requests(kernel, own):
+    if not own or kernel.name in ROUTED:
+        return kernel
+    fields = ("flops", "nbytes", "time", "bound", "compute", "memory")
+    changed = {f: sympy.sympify(getattr(kernel, f)).xreplace(own) for f in fields}
+    return Kernel(**{**kernel.__dict__, **changed})
+
+
+def _all_to_alls(tokens):
+    """Expert parallelism's dispatch of a MoE layer's tokens to their experts' GPUs and the
+    combine of the results back, of the busiest GPU (``parallel.expert_parallel_bytes``)."""
+    nbytes = parallelism.expert_parallel_bytes(tokens, b_a)
+    time = parallelism.all_to_all_time(nbytes)
+    return [
+        Kernel(f"all-to-all ({name})", "collective", 0, nbytes, time, sympy.Integer(0))
+        for name in ("dispatch", "combine")
+    ]
+
+
 @functools.lru_cache(maxsize=256)
 def step_kernels(arch, parallel="tensor", mla="absorbed", options=()) -> tuple[Kernel, ...]:
     """Every kernel of a step of B_d decoding requests and P_t prompt tokens, with the times
     each runs (module docstring), and what ``options`` (``OPTIONS``) change. Times are one
     GPU's: a tensor-parallel GPU's share of each layer; a pipeline's layers one after
-    another, stage after stage."""
+    another, stage after stage; with expert parallelism the busiest GPU's."""
     new, rows = _widths(_options(options))
-    tensor = latency._mode(parallel) == "tensor"
-    share = n_gpus if tensor else sympy.Integer(1)
-    split = latency.kv_split(arch, parallel) if tensor else sympy.Integer(1)
+    mode = latency._mode(parallel)
+    tensor = mode == "tensor"
+    spread = mode in latency.EXPERT_PARALLEL
+    if spread and not arch.is_moe:
+        raise ArgumentError(latency.NO_EXPERTS.format(model=arch.name))
+    heads = mode in ("tensor", "expert")  # attention split by heads
+    share = n_gpus if heads else sympy.Integer(1)
+    split = latency.kv_split(arch, parallel) if heads else sympy.Integer(1)
     tokens = rows * B_d + P_t
     transformer._check_mla(mla)
     before, after = _attention_projections(arch, tokens, share, mla)
@@ -427,18 +489,25 @@ def step_kernels(arch, parallel="tensor", mla="absorbed", options=()) -> tuple[K
             ]
     message = b_a * tokens * D
     layer = [gemm(*row) for row in after]
-    if tensor:
+    if heads:
         layer.append(_collective("all-reduce (attention)", message, tokens, 1))
     layer.append(elementwise("residual and norm", tokens, 3 * D))
     kernels += [_with_count(kernel, L) for kernel in layer]
     dense = (L_d if arch.n_dense_layers else 0) if arch.is_moe else L
     for moe, count in ((False, dense), (True, L - dense)):
         if count != 0:
-            kernels += [_with_count(kr, count) for kr in _ffn(arch, tokens, share, moe)]
+            kernels += [
+                _with_count(kr, count) for kr in _ffn(arch, tokens, share, moe, spread and moe)
+            ]
     layer = [elementwise("residual", tokens, 3 * D)]
     if tensor:
         layer.append(_collective("all-reduce (feed-forward)", message, tokens, 1))
     kernels += [_with_count(kernel, L) for kernel in layer]
+    if spread:  # the dense layers' products split by heads' all-reduce; the MoE layers' messages
+        if heads and dense != 0:
+            reduce = _collective("all-reduce (feed-forward)", message, tokens, 1)
+            kernels.append(_with_count(reduce, dense))
+        kernels += [_with_count(kr, L - dense) for kr in _all_to_alls(tokens)]
     logits = rows * B_d + P_t / new  # each decoding request's next tokens, each prompt's first
     vocab = latency.weight_number_bytes(arch, "vocabulary")
     gathered = vocab * (sympy.Min(tokens, V) * D if not arch.tied_embeddings else tokens * D)
@@ -457,20 +526,27 @@ def step_kernels(arch, parallel="tensor", mla="absorbed", options=()) -> tuple[K
         ),
         elementwise("sampling", logits, 2 * V / share),
     ]
-    if not tensor:
+    if mode == "pipeline":
         handoff = (n_gpus - 1) * (message / parallelism.link_bandwidth_used() + alpha)
         kernels.append(Kernel("stage hand-offs", "collective", 0, message, handoff, 0))
-    return tuple(kernels)
+    own = own_requests(parallel)
+    return tuple(_on_own_requests(kernel, own) for kernel in kernels)
+
+
+def fixed_cost(parallel="tensor", prompt=T):
+    """The engine's own seconds in a step: tau_s, and tau_r for each request it schedules
+    (each decode, each prompt of ``prompt`` tokens computed; with data-parallel attention,
+    each GPU's host its own)."""
+    return (tau_s + tau_r * (B_d + P_t / prompt)).xreplace(own_requests(parallel))
 
 
 @functools.lru_cache(maxsize=256)
 def step_time(arch, parallel="tensor", mla="absorbed", options=(), draft=None):
     """Seconds of one step of B_d decodes and P_t prompt tokens: the sum of its kernels'
-    times, plus the engine's tau_s and tau_r for each request it schedules (each decode, each
-    prompt), and, speculating, the draft's (``draft_time``)."""
+    times, plus the engine's ``fixed_cost``, and, speculating, the draft's (``draft_time``)."""
     options = _options(options)
     new, _ = _widths(options)
-    fixed = tau_s + tau_r * (B_d + P_t / new)
+    fixed = fixed_cost(parallel, new)
     kernels = step_kernels(arch, parallel, mla, options)
     total = sum((kr.count * kr.time for kr in kernels), fixed)
     if "speculative" in options and draft is not None:
@@ -506,7 +582,8 @@ def draft_time(arch, parallel="tensor", mla="absorbed", options=(), draft="head"
 
 def step(arch, parallel="tensor", options=(), draft=None):
     """A continuously batching engine's step (``formulas.continuous.step``, kernel by kernel):
-    in a pipeline, one micro-batch's, through every stage."""
+    in a pipeline, one micro-batch's, through every stage; with expert parallelism, the
+    busiest GPU's."""
     return step_time(arch, parallel, options=_options(options), draft=draft)
 
 

@@ -13,6 +13,13 @@ prompt's attention counts only the keys a token can see (causal, as FlashAttenti
 it) and runs at its own achieved rate eta_a; a step reads one embedding row per token, not
 the whole table; an MLA model decodes in the absorbed form, as serving engines do, and
 prefills in the expanded one.
+
+Expert parallelism (chapter 10, ``parallel="expert"`` or ``"expert-dp"``) spreads an MoE
+model's routed experts over the n GPUs, E/n each, and sends the tokens to them and back by two
+all-to-alls a MoE layer. Its attention is tensor-parallel ("expert": every other weight split
+n ways, as with tensor parallelism) or data-parallel ("expert-dp": each GPU keeps the whole
+attention, the other layers' weights and the cache of its own share of the requests, the
+practice for MLA models, whose latent cannot be split by heads).
 """
 
 from __future__ import annotations
@@ -26,10 +33,12 @@ from inference_arithmetic.core.symbols import (
     B,
     D,
     E,
+    E_s,
     F,
     F_e,
     H_kv,
     L,
+    L_d,
     M,
     O,
     P_max,
@@ -52,6 +61,9 @@ from inference_arithmetic.formulas import parallel as parallelism
 
 __all__ = [
     "PARALLEL",
+    "EXPERT_PARALLEL",
+    "NO_EXPERTS",
+    "routed_expert_params",
     "experts_touched",
     "weight_bytes_read",
     "cache_bytes",
@@ -129,13 +141,16 @@ def weight_bytes_read(arch, tokens):
         total, vocabulary = total - unread_rows, vocabulary - unread_rows
     if not arch.is_moe:
         return stored_weight_bytes(arch, total, 0, vocabulary)
-    matrices = 3 if arch.ffn == "gated" else 2
-    expert = matrices * D * F_e
-    unread = transformer.over_layers(
-        arch, lambda moe: (E - experts_touched(tokens)) * expert if moe else 0
-    )
+    unread = _experts_weights(arch, E - experts_touched(tokens))
     experts = transformer.expert_params(arch) - unread
     return stored_weight_bytes(arch, total - unread, experts, vocabulary)
+
+
+def _experts_weights(arch, count):
+    """The weight matrices of ``count`` routed experts in every MoE layer (biases aside)."""
+    matrices = 3 if arch.ffn == "gated" else 2
+    expert = matrices * D * F_e
+    return transformer.over_layers(arch, lambda moe: count * expert if moe else 0)
 
 
 def cache_bytes(arch, mla_cache="latent"):
@@ -153,7 +168,12 @@ def decode_bytes(arch, mla_cache="latent"):
     return weight_bytes_read(arch, B) + cache_bytes(arch, mla_cache)
 
 
-PARALLEL = ("tensor", "pipeline")
+PARALLEL = ("tensor", "pipeline", "expert", "expert-dp")
+EXPERT_PARALLEL = ("expert", "expert-dp")
+"""The parallelisms that spread an MoE model's routed experts over the GPUs: attention split
+by heads ("expert") or run by each GPU on its own requests ("expert-dp")."""
+NO_EXPERTS = "expert parallelism needs an MoE model; {model} is dense"
+"""The message for expert parallelism asked of a dense model."""
 
 
 def _mode(parallel):
@@ -162,23 +182,41 @@ def _mode(parallel):
     return parallel
 
 
+def routed_expert_params(arch):
+    """The routed experts of every MoE layer (not the shared ones): what expert parallelism
+    spreads over the GPUs. 0 for a dense model."""
+    if not arch.is_moe:
+        return 0
+    shared = transformer.over_layers(
+        arch, lambda moe: E_s * transformer.ffn_params(arch, F_e) if moe else 0
+    )
+    return transformer.expert_params(arch) - (shared if arch.n_shared_experts else 0)
+
+
 # --- Memory: what each of the n GPUs holds -----------------------------------------------------
 
 
 def weight_bytes_per_gpu(arch, parallel="tensor"):
-    """Bytes of weights on each of n GPUs: b N / n with tensor parallelism; a pipeline's
-    fullest stage holds ceil(L / n) of the L layers (``parallel.layers_per_stage``), and the
-    same share of the rest, b N ceil(L / n) / L (b N / n when n divides L). Each group of
-    weights at its own bytes per number (``stored_weight_bytes``)."""
-    groups = transformer.expert_params(arch), transformer.vocabulary_params(arch)
-    return stored_weight_bytes(arch, transformer.params(arch), *groups) / _parts(parallel)
+    """Bytes of weights on each of n GPUs: b N / n with tensor parallelism (and with expert
+    parallelism whose attention is tensor-parallel: the experts E/n each, the rest split by
+    heads); a pipeline's fullest stage holds ceil(L / n) of the L layers
+    (``parallel.layers_per_stage``), and the same share of the rest, b N ceil(L / n) / L
+    (b N / n when n divides L); with data-parallel attention ("expert-dp") each GPU holds every
+    weight but the routed experts others hold, (n - 1) / n of them. Each group of weights at
+    its own bytes per number (``stored_weight_bytes``)."""
+    total, experts = transformer.params(arch), transformer.expert_params(arch)
+    vocabulary = transformer.vocabulary_params(arch)
+    if _mode(parallel) == "expert-dp":
+        elsewhere = routed_expert_params(arch) * (n_gpus - 1) / n_gpus
+        return stored_weight_bytes(arch, total - elsewhere, experts - elsewhere, vocabulary)
+    return stored_weight_bytes(arch, total, experts, vocabulary) / _parts(parallel)
 
 
 def _parts(parallel):
     """Into how many equal parts the model is split, as its fullest GPU holds it: n with tensor
     parallelism; in a pipeline, whose stages hold whole layers, L / ceil(L / n). The embedding
     and the head go with the layers' share, as the even split of chapter 10 counts them."""
-    if _mode(parallel) == "tensor":
+    if _mode(parallel) != "pipeline":
         return n_gpus
     return L / parallelism.layers_per_stage()
 
@@ -188,9 +226,13 @@ def kv_split(arch, parallel="tensor"):
     stage its layers, the fullest ceil(L / n) of them: L / ceil(L / n) (n when n divides L).
     Tensor parallelism gives each GPU its KV heads, and each GPU keeps at
     least one: min(n, H_kv), so past H_kv GPUs the heads are copied, not divided. MLA's latent
-    is shared by all heads: every GPU keeps it whole, 1 (as vLLM and SGLang do)."""
+    is shared by all heads: every GPU keeps it whole, 1 (as vLLM and SGLang do). With
+    data-parallel attention ("expert-dp") each GPU keeps the whole cache of its own 1/n of the
+    requests: n, whatever the heads."""
     if _mode(parallel) == "pipeline":
         return _parts(parallel)
+    if parallel == "expert-dp":
+        return n_gpus
     return sympy.Integer(1) if arch.is_mla else sympy.Min(n_gpus, H_kv)
 
 
@@ -245,16 +287,28 @@ def waves(arch, parallel="tensor"):
 def _share(parallel):
     """The part of a step's work one GPU does while the others wait for nothing: tensor
     parallelism splits every layer n ways; a pipeline's stages run in turn, so one request's
-    step takes one whole model's work, stage after stage."""
-    return n_gpus if _mode(parallel) == "tensor" else 1
+    step takes one whole model's work, stage after stage. Expert parallelism splits the
+    experts' work n ways and attention's by heads or by requests: n too (the busiest GPU's
+    extra share, lambda_e, is the kernel model's)."""
+    return 1 if _mode(parallel) == "pipeline" else n_gpus
 
 
 def communication_time(arch, tokens, parallel="tensor"):
     """Messages between GPUs in a step over ``tokens`` tokens: two all-reduces a layer
-    (tensor), or n - 1 hand-offs between stages (pipeline); zero on one GPU."""
-    if _mode(parallel) == "tensor":
+    (tensor), or n - 1 hand-offs between stages (pipeline); zero on one GPU. Expert
+    parallelism: two all-to-alls a MoE layer, and with attention split by heads ("expert") an
+    all-reduce after it in every layer and after each dense layer's feed-forward block."""
+    mode = _mode(parallel)
+    if mode == "tensor":
         return parallelism.tensor_parallel_comm_time(arch, tokens)
-    return parallelism.pipeline_parallel_comm_time(arch, tokens)
+    if mode == "pipeline":
+        return parallelism.pipeline_parallel_comm_time(arch, tokens)
+    dense = L_d if arch.n_dense_layers else 0
+    per_all_to_all = parallelism.all_to_all_time(parallelism.expert_parallel_bytes(tokens))
+    messages = (L - dense) * parallelism.ALL_TO_ALLS_PER_MOE_LAYER * per_all_to_all
+    if mode == "expert":
+        messages += (L + dense) * parallelism.all_reduce_time(b * tokens * D)
+    return messages
 
 
 def serving_compute_time(flops, attention):
@@ -276,17 +330,30 @@ def prefill_compute_time(arch, parallel="tensor"):
 def _bytes_time(weights, cache, arch, parallel):
     """Seconds one GPU's share of ``weights`` and ``cache`` bytes takes to move: tensor
     parallelism divides the weights n ways and the cache ``kv_split`` ways; a pipeline's
-    stages move theirs one after another, the whole model's."""
+    stages move theirs one after another, the whole model's. With data-parallel attention
+    ("expert-dp") ``weights`` is the GPU's own (``_weights_read``)."""
     if _mode(parallel) == "pipeline":
         return roofline.memory_time(weights + cache)
-    return roofline.memory_time(weights / n_gpus + cache / kv_split(arch, parallel))
+    own = weights if parallel == "expert-dp" else weights / n_gpus
+    return roofline.memory_time(own + cache / kv_split(arch, parallel))
+
+
+def _weights_read(arch, tokens, parallel):
+    """Bytes of weights a step over ``tokens`` tokens reads (``weight_bytes_read``); with
+    data-parallel attention, what one GPU reads: all but the routed experts on the others,
+    (n - 1) / n of those the tokens touch."""
+    read = weight_bytes_read(arch, tokens)
+    if parallel != "expert-dp":
+        return read
+    touched = _experts_weights(arch, experts_touched(tokens))
+    return read - weight_number_bytes(arch, "experts") * touched * (n_gpus - 1) / n_gpus
 
 
 def prefill_memory_time(arch, parallel="tensor"):
     """Seconds of a prefill's memory traffic (weights, and the cache it writes) on one GPU's
     share."""
     cache = cache_bytes(arch).subs(S, T)
-    return _bytes_time(weight_bytes_read(arch, B * T), cache, arch, parallel)
+    return _bytes_time(_weights_read(arch, B * T, parallel), cache, arch, parallel)
 
 
 def roof(compute, memory):
@@ -313,7 +380,7 @@ def decode_compute_time(arch, mla="absorbed", parallel="tensor"):
 
 def decode_memory_time(arch, parallel="tensor"):
     """Seconds of a decode step's memory traffic (weights and every cache) on one GPU's share."""
-    return _bytes_time(weight_bytes_read(arch, B), cache_bytes(arch), arch, parallel)
+    return _bytes_time(_weights_read(arch, B, parallel), cache_bytes(arch), arch, parallel)
 
 
 @functools.lru_cache(maxsize=256)  # built once per model: a request's formulas reuse it
@@ -380,7 +447,7 @@ def output_throughput(seconds, parallel="tensor"):
     ``batches_in_flight`` and moves at the pace of its fullest stage, which takes ceil(L / n)
     of the L layers' share of ``seconds`` per batch: L / ceil(L / n) batches in ``seconds``
     (n when n divides L)."""
-    pace = 1 if _mode(parallel) == "tensor" else _parts(parallel)
+    pace = _parts(parallel) if _mode(parallel) == "pipeline" else 1
     return R * pace * B * O / seconds
 
 

@@ -10,13 +10,29 @@ passes through every stage in turn.
 The fast link (NVLink) joins only the GPUs of one board, n_link of them (8 on an HGX
 board). A group larger than that sends its messages over the network between boards too, at
 beta_net per GPU, and the slowest link sets the pace of a ring: ``link_bandwidth_used``.
+
+Expert parallelism gives each of the n GPUs E/n of an MoE layer's routed experts: each token
+is sent to the GPUs of its k experts and its results sent back, two all-to-alls a MoE layer
+(dispatch and combine), the busiest GPU taking lambda_e times the mean GPU's tokens
+(``expert_parallel_bytes``, ``all_to_all_time``).
 """
 
 from __future__ import annotations
 
 import sympy
 
-from inference_arithmetic.core.symbols import D, L, alpha, b, beta_link, beta_net, n_gpus, n_link
+from inference_arithmetic.core.symbols import (
+    D,
+    L,
+    alpha,
+    b,
+    beta_link,
+    beta_net,
+    k,
+    lambda_e,
+    n_gpus,
+    n_link,
+)
 
 __all__ = [
     "ALL_REDUCES_PER_LAYER",
@@ -25,7 +41,15 @@ __all__ = [
     "tensor_parallel_comm_time",
     "pipeline_parallel_comm_time",
     "layers_per_stage",
+    "ALL_TO_ALLS_PER_MOE_LAYER",
+    "busiest_share",
+    "expert_parallel_bytes",
+    "all_to_all_time",
 ]
+
+ALL_TO_ALLS_PER_MOE_LAYER = 2
+"""Expert parallelism sends each token to its experts' GPUs and the results back (dispatch and
+combine) in every MoE layer."""
 
 ALL_REDUCES_PER_LAYER = 2
 """Megatron-style tensor parallelism sums partial results after attention and after the FFN."""
@@ -60,3 +84,29 @@ def layers_per_stage():
     not divide L some stages hold one more than others, ceil(L / n). The fullest stage is the
     slowest and holds the most: it sets a pipeline's pace and its memory per GPU."""
     return sympy.ceiling(L / n_gpus)
+
+
+def busiest_share():
+    """The share of an MoE layer's token-expert pairs the busiest of n expert-parallel GPUs
+    takes: lambda_e times the mean, 1/n, and at most all of them, min(lambda_e, n) / n (so
+    one GPU, which holds every expert, takes them all whatever lambda_e)."""
+    return sympy.Min(lambda_e, n_gpus) / n_gpus
+
+
+def expert_parallel_bytes(tokens, nbytes=b):
+    """Bytes the busiest of n expert-parallel GPUs receives in one dispatch (and sends back in
+    the combine) for a step of ``tokens`` tokens: each token goes to its k experts, D numbers
+    of ``nbytes`` each, the busiest GPU's share of them (``busiest_share``)."""
+    return busiest_share() * tokens * k * D * nbytes
+
+
+def all_to_all_time(nbytes):
+    """An all-to-all in which each of n GPUs exchanges ``nbytes`` with all of them (its own
+    share, 1/n, stays put): the min(n, n_link) - 1 peers of its link domain over the link, the
+    rest over the network at the slower of the two, both at once, so the slower part sets the
+    time, plus one message latency alpha (the messages to every peer go out together, not in a
+    ring's 2 (n - 1) steps). Zero on one GPU."""
+    inside = sympy.Min(n_gpus, n_link)
+    near = nbytes * (inside - 1) / n_gpus / beta_link
+    far = nbytes * (n_gpus - inside) / n_gpus / sympy.Min(beta_link, beta_net)
+    return sympy.Max(near, far) + alpha * sympy.Min(n_gpus - 1, 1)

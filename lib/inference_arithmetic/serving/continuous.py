@@ -56,7 +56,7 @@ from inference_arithmetic.serving.scenario import (
 
 __all__ = ["DEFAULT_TOKEN_BUDGET", "PROMPT_COUNTS", "PERCENTILES", "SPREAD_POINTS"]
 __all__ += ["STEADY", "REPLICAS"]
-__all__ += ["SATURATED", "ONE_TOKEN", "NO_PIPELINE", "LAYOUTS"]
+__all__ += ["SATURATED", "ONE_TOKEN", "NO_PIPELINE", "EXPERTS_BY_KERNELS", "LAYOUTS"]
 __all__ += ["steady_state"]
 __all__ += ["steady_state_of", "saturation_rate", "saturated_message", "plan", "simulate"]
 __all__ += ["highest_rate", "goodput", "output_cost"]
@@ -145,10 +145,16 @@ of the model and its ``parallel`` (a pipeline's step is one micro-batch's, stage
 # kept on disk, as the calculator's formulas are (``ia.serving.warm`` fills it).
 @functools.lru_cache(maxsize=64)
 def _step(arch, step="kernels", parallel="tensor", **options):
-    """``options``: a scenario's ``formula_options`` (none: the plain step, its key as ever)."""
-    key = f"step {step} {arch!r}" + ("" if parallel == "tensor" else f" {parallel}")
+    """``options``: a scenario's ``formula_options`` (none: the plain step, its key as ever).
+    Expert parallelism's step lives in the kernels' step (the chain is the same: its ranks
+    step together, in lockstep at every MoE layer)."""
+    key = f"step {step} {arch!r}" + _parallel_key(parallel)
     key += f" {options!r}" if options else ""
     return cache.formula(key, lambda: STEP_FORMULAS[step](arch, parallel, **options))
+
+
+def _parallel_key(parallel):
+    return "" if parallel == "tensor" else f" {parallel}"
 
 
 @functools.cache
@@ -227,13 +233,13 @@ class _Engine:
         self.context = _mean_context().from_values(self.values)["context"]
         whole = {**self.values, "context_len": self.T + s.output_len}
         concurrency = latency.max_concurrency  # of one batch (in a pipeline, each in flight)
-        fit = cache.formulas(f"fit {s.model!r} {s.parallel}",
+        fit = cache.formulas(f"fit {s.model!r}" + _parallel_key(s.parallel),
                              lambda: {"n": concurrency(s.model, s.parallel)})  # fmt: skip
         self.capacity = int(fit.from_values(whole)["n"])
         # The chain evaluates the step a thousand times at the scenario's values: checked once.
         free = ("decoding", "context_len", "prefill_tokens")
         step = _step(s.model, s.step, s.parallel, **s.formula_options)
-        key = f"step {s.step} {s.model!r} {s.parallel} bound {free}"
+        key = f"step {s.step} {s.model!r} bound {free}" + _parallel_key(s.parallel)
         key += f" {s.formula_options!r}" if s.formula_options else ""
         split = cache.data(key, lambda: step.split(*free))
         self._step = step.bind(self.values, *free, split=split)
@@ -499,7 +505,10 @@ def _engine_of(s: Scenario) -> _Engine:
 
 def _scenario(arch, gpu, prompt_len, output_len, n_gpus, dtype, deployment):
     workload = dict(batch=1, prompt_len=prompt_len, output_len=output_len, in_waves=True)
-    return Scenario(arch, gpu, **workload, n_gpus=n_gpus, dtype=dtype, **deployment)
+    s = Scenario(arch, gpu, **workload, n_gpus=n_gpus, dtype=dtype, **deployment)
+    if s.parallel in latency.EXPERT_PARALLEL and s.step != "kernels":
+        raise checks.ArgumentError(EXPERTS_BY_KERNELS)
+    return s
 
 
 LAYOUTS = ("colocated", "disaggregated", "either")
@@ -508,9 +517,10 @@ LAYOUTS = ("colocated", "disaggregated", "either")
 
 NO_PIPELINE = (
     "the steady state (and a plan or a burst, which use its engine) is of one continuously "
-    "batching engine with tensor parallelism (parallel='tensor'): a pipeline's n micro-batches "
-    "in flight wait for each other at its stages, which its chain does not model (as n "
-    "independent engines it falls well short of their time per token). Simulate a pipeline "
+    "batching engine whose GPUs step together (tensor or expert parallelism): a pipeline's n "
+    "micro-batches in flight wait for each other at its stages, which its chain does not "
+    "model (as n independent engines it falls well short of their time per token). Simulate a "
+    "pipeline "
     "under a stream with ia.continuous.simulate(..., parallel='pipeline'); its batch is timed "
     "by ia.calculate(..., parallel='pipeline') or ia.generation, its batches in waves by "
     "ia.serve(..., parallel='pipeline', engine=a static engine)"
@@ -519,10 +529,18 @@ NO_PIPELINE = (
 
 
 def _tensor(s: Scenario) -> Scenario:
-    """``s``, if it is of one engine with tensor parallelism (``NO_PIPELINE``)."""
-    if s.parallel != "tensor":
+    """``s``, if it is of one engine whose GPUs step together, not a pipeline
+    (``NO_PIPELINE``)."""
+    if s.parallel == "pipeline":
         raise checks.ArgumentError(NO_PIPELINE)
     return s
+
+
+EXPERTS_BY_KERNELS = (
+    "the steady state of expert parallelism is timed kernel by kernel (step='kernels'): the "
+    "roofline's step of a continuous engine is tensor-parallel"
+)
+"""The message for a steady state of expert parallelism asked of the single roofline."""
 
 
 ONE_TOKEN = (
@@ -619,7 +637,10 @@ def steady_state(
     request_time and saturation_rate, the range in which eight of ten held-out measurements
     fell (``serving.bands``; None with ``step="roofline"``). ``ValueError`` past saturation,
     and for requests of one output token, which never decode (``ONE_TOKEN``), and for a
-    pipeline (``NO_PIPELINE``; ``simulate`` runs one).
+    pipeline (``NO_PIPELINE``; ``simulate`` runs one). Expert parallelism is one engine too,
+    its ranks stepping together, each step timed by the kernels' step of the busiest GPU (with
+    ``parallel="expert-dp"`` the token budget is the whole deployment's, shared by its
+    data-parallel ranks).
     """
     rate = checks.amount("requests_per_s", requests_per_s, "requests per second", positive=True)
     s = _tensor(_scenario(model, gpu, prompt_len, output_len, n_gpus, dtype, deployment))
@@ -717,7 +738,8 @@ def plan(
     ``"disaggregated"``, pools of each (``ia.disaggregated.fewest_gpus``, targets on means: its
     steady state has no percentiles), the answer with the pools' sizes and ``n_gpus`` and
     ``replicas`` None; or ``"either"``, the cheaper of the two. Every answer names its
-    ``layout``."""
+    ``layout``. An MoE model's experts may be spread over each replica's GPUs
+    (``parallel="expert"`` or ``"expert-dp"``), its degrees those of tensor parallelism."""
     from inference_arithmetic.hardware.gpus import gpu as registry_gpu
     from inference_arithmetic.models.config import model as registry_model
     from inference_arithmetic.serving.scenario import (
@@ -732,7 +754,7 @@ def plan(
         own += "percentile, layout, most_gpus, price_per_hour, "
         valid = own + ", ".join(x for x in DEPLOYMENT if x not in chosen)
         raise TypeError(UNEXPECTED.format(function="plan", names=", ".join(unknown), valid=valid))
-    if options.get("parallel", "tensor") != "tensor":  # else every deployment would be skipped
+    if options.get("parallel", "tensor") == "pipeline":  # else every deployment would be skipped
         raise checks.ArgumentError(NO_PIPELINE)
     rate = checks.amount("requests_per_s", requests_per_s, "requests per second", positive=True)
     _decoding(output_len)  # else every deployment would be skipped as if it saturated
@@ -963,7 +985,8 @@ def burst(s: Scenario, **figures) -> dict:
     if s.output_len == 1:  # no decode step runs: one is timed, at the batch and the prompt
         one = {**values, "decoding": min(s.batch, _capacity(s)), "context_len": s.prompt_len,
                "prefill_tokens": 0}  # fmt: skip
-        tpot = _step(s.model, s.step, **s.formula_options).from_values(one) + 0 * elapsed
+        tpot = _step(s.model, s.step, s.parallel, **s.formula_options).from_values(one)
+        tpot = tpot + 0 * elapsed
     return {
         "elapsed": elapsed,
         "throughput": s.batch * s.output_len / elapsed,
@@ -1011,7 +1034,7 @@ def _step_ends(s: Scenario, plan, figures):
     columns = np.asarray(plan, dtype=float).reshape(len(plan), 3, *[1] * len(shape))
     point = {**values, "decoding": columns[:, 0], "context_len": columns[:, 1],
              "prefill_tokens": columns[:, 2]}  # fmt: skip
-    times = _step(s.model, s.step, **s.formula_options).from_values(point)
+    times = _step(s.model, s.step, s.parallel, **s.formula_options).from_values(point)
     return np.cumsum(np.broadcast_to(times, (len(plan), *shape)), axis=0)
 
 

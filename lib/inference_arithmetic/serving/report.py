@@ -57,6 +57,8 @@ __all__ = [
     "report_values",
     "bound_text",
     "NETWORK_NOTE",
+    "EXPERT_NETWORK_NOTE",
+    "NETWORK_NOTES",
     "notes",
     "calculate",
     "report",
@@ -74,6 +76,17 @@ NETWORK_NOTE = (
     "(parallel='pipeline') sends one hand-off per stage instead"
 )
 """``calculate``'s note for tensor parallelism past the GPU's link domain."""
+EXPERT_NETWORK_NOTE = (
+    "expert parallelism over {n_gpus} GPUs spans more than one {gpu} link domain ({domain} "
+    "GPUs): the all-to-alls of its MoE layers cross the network, at {network} per GPU, which "
+    "adds {seconds} to each decode step ({share} of it)"
+)
+"""``calculate``'s note for expert parallelism past the GPU's link domain."""
+NETWORK_NOTES = {
+    "tensor": NETWORK_NOTE,
+    **dict.fromkeys(latency.EXPERT_PARALLEL, EXPERT_NETWORK_NOTE),
+}
+"""The note past one link domain, by parallelism (a pipeline hands off once a stage: none)."""
 BANDED = {**bands.PER_TOKEN, "total": ("request", False), "throughput": ("request", True)}
 """The predictions of ``calculate`` that carry a band (``serving.bands``): key -> (the kind of
 prediction, whether it is a speed)."""
@@ -85,7 +98,7 @@ def _flag(condition):
 
 
 def report_formulas(arch, step=DEFAULT_STEP, parallel="tensor", **options) -> dict[str, sympy.Expr]:
-    """The formulas of ``calculate`` for ``arch`` with ``parallel`` ("tensor" or "pipeline"),
+    """The formulas of ``calculate`` for ``arch`` with ``parallel`` (``latency.PARALLEL``),
     in T, O, B and the deployment's symbols (S is put in: T + O for memory, the mean context
     for the time per output token), its steps timed by ``STEPS[step]``: the same formulas
     ``ia.generation`` evaluates step by step. Costs are those of ``formulas.economics`` at
@@ -180,7 +193,11 @@ def calculate(
     with ``parallel="pipeline"`` as a pipeline of ``n_gpus`` stages: each GPU holds its
     stage's layers (of the fullest stage), a request passes the stages in turn (the same time
     to first token and per output token as ``ia.generation``'s where ``exact``), and n batches
-    in flight make the throughput.
+    in flight make the throughput. An MoE model's routed experts may be spread over the GPUs,
+    E/n each, its attention split by heads (``parallel="expert"``) or data-parallel, each GPU
+    with the whole attention and the cache of its own 1/n of the requests
+    (``parallel="expert-dp"``); the busiest GPU takes ``expert_imbalance`` times the mean
+    GPU's tokens.
 
     The arguments make a ``Scenario``, which checks them (``KeyError`` for an unknown model,
     GPU or a compute format without a FLOP rate; ``ArgumentError``, a ``ValueError``, naming
@@ -205,10 +222,11 @@ def calculate(
     (``compute_efficiency``, ``bandwidth_efficiency``, ``attention_efficiency``,
     ``decode_attention_efficiency``, ``kernel_overhead``, ``step_overhead``,
     ``request_overhead``, ``allreduce_latency``), ``link_latency``, ``memory_utilization``,
-    ``replicas``, ``prefix_hit_rate`` and ``speculative`` (``Speculative.describe``, or None).
-    With a prefix cache the time to first token prefills only the uncached tokens, and the
-    cost per million input tokens spreads it over all of them; speculating, the time per
-    output token is a verification step over the tokens it yields.
+    ``replicas``, ``expert_imbalance``, ``prefix_hit_rate`` and ``speculative``
+    (``Speculative.describe``, or None). With a prefix cache the time to first token prefills
+    only the uncached tokens, and the cost per million input tokens spreads it over all of
+    them; speculating, the time per output token is a verification step over the tokens it
+    yields.
     """
     workload = dict(batch=batch, prompt_len=prompt_len, output_len=output_len)
     deployment.update(n_gpus=n_gpus, dtype=dtype, cache_dtype=cache_dtype)
@@ -234,19 +252,20 @@ def _link_used() -> CompiledFormulas:
 
 def notes(s: Scenario, r: dict) -> list[str]:
     """What ``calculate`` says of a scenario beyond its numbers, from ``report_values`` ``r``:
-    tensor parallelism past one link domain (``NETWORK_NOTE``), with what the network adds to
-    a decode step at the mean context: the step less the same formula's step were the n GPUs
-    one link domain. A GPU whose link joins no others (a domain of one: PCIe cards) has no
-    domain to leave: every group of them pays its slow link, and the formulas say so."""
+    tensor or expert parallelism past one link domain (``NETWORK_NOTES``), with what the
+    network adds to a decode step at the mean context: the step less the same formula's step
+    were the n GPUs one link domain. A GPU whose link joins no others (a domain of one: PCIe
+    cards) has no domain to leave: every group of them pays its slow link, and the formulas
+    say so."""
     domain = s.gpu.link_domain or 1
-    if s.parallel != "tensor" or s.n_gpus <= domain or domain == 1:
+    if s.parallel not in NETWORK_NOTES or s.n_gpus <= domain or domain == 1:
         return []
     one_domain = {**s.values(), "link_domain": s.n_gpus, "price_per_hour": 1.0}
     compiled = _compiled(s.model, s.step, s.parallel, **s.formula_options)
     extra = r["tpot"] - compiled.from_values(one_domain)["tpot"]
     network = _link_used().from_values(s.values())["link"]  # the formulas' own rule
     return [
-        NETWORK_NOTE.format(
+        NETWORK_NOTES[s.parallel].format(
             n_gpus=s.n_gpus,
             gpu=s.gpu.name,
             domain=domain,
@@ -306,6 +325,7 @@ def report(s: Scenario, price_per_hour: float | None = None) -> dict:
         **{name: getattr(s, name) for name in ("link_latency", "memory_utilization", "replicas")},
         "prefix_hit_rate": s.prefix_hit_rate,
         "speculative": s.speculative.describe() if s.speculative else None,
+        "expert_imbalance": s.expert_imbalance,
     }
 
 

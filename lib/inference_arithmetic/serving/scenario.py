@@ -34,7 +34,7 @@ from inference_arithmetic.core.dtypes import (
     dtype_name,
 )
 from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas, UnknownName, numeric
-from inference_arithmetic.core.symbols import H, H_kv, L, M, O, S, S_max, T, n_gpus
+from inference_arithmetic.core.symbols import E, H, H_kv, L, M, O, S, S_max, T, n_gpus
 from inference_arithmetic.formulas import kernels, latency
 from inference_arithmetic.hardware.engines import Engine
 from inference_arithmetic.hardware.engines import engine as registry_engine
@@ -64,6 +64,7 @@ __all__ = [
     "DEFAULT_NETWORK_BANDWIDTH",
     "DEFAULT_MEMORY_UTILIZATION",
     "DEFAULT_TOKEN_BUDGET",
+    "DEFAULT_EXPERT_IMBALANCE",
     "default_budget",
     "MAX_TOKENS",
     "Check",
@@ -75,6 +76,7 @@ __all__ = [
     "DEPLOYMENT",
     "deployment_keywords",
     "tensor_parallel_degrees",
+    "expert_parallel_degrees",
     "one_step",
     "NOT_KERNELS",
 ]
@@ -109,6 +111,15 @@ DEFAULT_TOKEN_BUDGET = 8192
 """Tokens one step may put through the model where an engine states no budget of its own (a
 static engine): the step the activation reserve is sized for. A continuous engine has its own
 (``Engine.token_budget``; vLLM's is fitted in chapter 11)."""
+DEFAULT_EXPERT_IMBALANCE = round(59_337 / 50_302, 2)
+"""The busiest GPU's tokens over the mean GPU's in an MoE layer with expert parallelism
+(``expert_imbalance``, lambda_e), unless given: SGLang's DeepSeek-V3 prefill on 4 x 8 H100s
+(EP32, 4,096-token prompts) ran at 50,302 tokens per second per node with the experts' loads
+as served, 59,337 with a simulated perfect balance (LMSYS blog, "Deploying DeepSeek with PD
+Disaggregation and Large-scale Expert Parallelism on 96 H100 GPUs", 2025-05-05, "Overall
+Throughput"). The whole step slowed by their ratio, and only its MoE part waits for the
+busiest GPU, so the layer's own ratio is at least this: a lower bound, read from a source,
+never fitted. DeepSeek-V3's EPLB (redundant experts) exists to bring it towards 1."""
 DEFAULT_LINK_LATENCY = 1e-6
 """Seconds per message between GPUs (a ring all-reduce sends 2(n - 1) of them; chapter 10)."""
 DEFAULT_MEMORY_UTILIZATION = 0.9
@@ -179,7 +190,15 @@ CHECKS = (
             "n_heads": (lambda arch, parallel: H, "integer"),
             "n_kv_heads": (lambda arch, parallel: H_kv, "integer"),
         },
-        applies=lambda arch, parallel: parallel == "tensor",
+        applies=lambda arch, parallel: parallel in ("tensor", "expert"),
+    ),
+    Check(
+        "experts",
+        lambda arch, parallel: sympy.Eq(sympy.Mod(E, n_gpus), 0),
+        "{model}'s {n_experts} experts cannot be spread evenly over {n_gpus} GPUs with expert "
+        "parallelism: n_gpus must divide them; it may be {expert_degrees}",
+        {"n_experts": (lambda arch, parallel: E, "integer")},
+        applies=lambda arch, parallel: parallel in latency.EXPERT_PARALLEL and arch.is_moe,
     ),
     Check(
         "layers",
@@ -255,14 +274,26 @@ def default_budget() -> int:
 
 def tensor_parallel_degrees(arch: ModelConfig, most: int = 64) -> list[int]:
     """The tensor-parallel degrees up to ``most`` that split ``arch``'s heads (``CHECKS``)."""
-    (heads,) = [c for c in CHECKS if c.name == "heads"]
-    holds = _compiled_check(heads, arch, "tensor")
+    return _degrees("heads", arch, "tensor", most)
+
+
+def expert_parallel_degrees(arch: ModelConfig, most: int = 512) -> list[int]:
+    """The expert-parallel degrees up to ``most`` that spread ``arch``'s experts evenly
+    (``CHECKS``); none for a dense model."""
+    return _degrees("experts", arch, "expert-dp", most) if arch.is_moe else []
+
+
+def _degrees(name, arch, parallel, most):
+    (check,) = [c for c in CHECKS if c.name == name]
+    holds = _compiled_check(check, arch, parallel)
     return [n for n in range(1, most + 1) if holds.from_values({**arch.sizes(), "n_gpus": n})]
 
 
 @dataclass(frozen=True)
 class Scenario:
-    """A model served on ``n_gpus`` GPUs (``parallel``: "tensor" or "pipeline") in given
+    """A model served on ``n_gpus`` GPUs (``parallel``: "tensor", "pipeline", or for an MoE
+    model "expert" or "expert-dp", its experts spread over the GPUs with ``expert_imbalance``
+    the busiest GPU's load over the mean, its attention split by heads or data-parallel) in given
     formats and efficiencies, and its workload: ``batch`` requests of ``prompt_len`` prompt and
     ``output_len`` output tokens, all at once, or with ``in_waves`` as many at a time as fit.
 
@@ -308,6 +339,7 @@ class Scenario:
     network_bandwidth: float = DEFAULT_NETWORK_BANDWIDTH
     memory_utilization: float = DEFAULT_MEMORY_UTILIZATION
     token_budget: int | None = None
+    expert_imbalance: float = DEFAULT_EXPERT_IMBALANCE
     replicas: int = 1
     batch: int = 1
     prompt_len: int = 2048
@@ -342,6 +374,7 @@ class Scenario:
             "replicas": checks.count("replicas", self.replicas),
             "prefix_hit_rate": checks.share("prefix_hit_rate", self.prefix_hit_rate),
             "speculative": speculation(self.speculative),
+            "expert_imbalance": check_imbalance(self.expert_imbalance),
         }
         for name in (*_EFFICIENCIES, "memory_utilization"):
             if name == "memory_utilization" or getattr(self, name) is not None:
@@ -369,6 +402,10 @@ class Scenario:
         object.__setattr__(self, "weight_formats", formats)
         object.__setattr__(self, "_figures", self._resolve())
         arch = self.model
+        if self.parallel in latency.EXPERT_PARALLEL and not arch.is_moe:
+            error = ArgumentError(latency.NO_EXPERTS.format(model=arch.name))
+            error.check = "experts"
+            raise error
         tokens = self.prompt_len + self.output_len
         if arch.context_window is None and tokens > MAX_TOKENS and "window" not in self._unchecked:
             raise ArgumentError(NO_WINDOW.format(model=arch.name, tokens=tokens))
@@ -433,6 +470,7 @@ class Scenario:
             "gpu": self.gpu.name,
             "rates": ", ".join(self.gpu.peak_flop_rate),
             "degrees": ", ".join(map(str, tensor_parallel_degrees(self.model))),
+            "expert_degrees": ", ".join(map(str, expert_parallel_degrees(self.model))),
             **{f.name: getattr(self, f.name) for f in dataclasses.fields(self)
                if f.name not in ("model", "gpu")},
         }  # fmt: skip
@@ -465,6 +503,7 @@ class Scenario:
             "network_bandwidth": self.network_bandwidth,
             "memory_utilization": self.memory_utilization,
             "token_budget": self.token_budget,
+            "expert_imbalance": self.expert_imbalance,
             "replicas": self.replicas,
             "batch": self.batch,
             "seq_len": self.prompt_len,
@@ -588,6 +627,16 @@ def _found_figures(g, e, compute_dtype: str, dtype: str, step: str) -> dict:
     return found
 
 
+def check_imbalance(value) -> float:
+    """``expert_imbalance``: the busiest GPU's load over the mean, from 1 (balanced) up."""
+    if not checks._real(value) or not 1 <= value <= 1e3:
+        raise ArgumentError(
+            "expert_imbalance must be a number from 1 (every GPU's experts equally busy) to "
+            f"1000, the busiest GPU's tokens over the mean GPU's, got {value!r}"
+        )
+    return float(value)
+
+
 def _stream(dtype):
     """The achieved figure weights of ``dtype`` stream at (``GPU.achieved``)."""
     name = dtype_name(dtype)
@@ -618,6 +667,7 @@ DEPLOYMENT = (
     "network_bandwidth",
     "memory_utilization",
     "token_budget",
+    "expert_imbalance",
     "replicas",
     "prefix_hit_rate",
     "speculative",

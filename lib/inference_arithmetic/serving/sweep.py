@@ -17,9 +17,10 @@ given), the last varying fastest. A row that ``calculate`` would
 refuse has ``fits`` False, the refusal's message as its ``reason`` and NaN for its numbers: an
 input out of range, a format the GPU has no FLOP rate for, heads that do not split, a request
 past the context window, memory past the budget. A name that is no model, GPU, engine or format
-is refused at once, as a typo, not as a row. ``parallel`` ("tensor" or "pipeline", as
-``calculate`` takes it) is a name too. The rows of one model, GPU, parallelism, format, engine and
-step are evaluated together, as arrays, by the formulas ``calculate`` evaluates one at a time.
+is refused at once, as a typo, not as a row. ``parallel`` ("tensor", "pipeline", "expert"
+or "expert-dp", as ``calculate`` takes it) is a name too. The rows of one model, GPU,
+parallelism, format, engine and step are evaluated together, as arrays, by the formulas
+``calculate`` evaluates one at a time.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ from inference_arithmetic.serving.scenario import (
     NO_WINDOW,
     Scenario,
     _rules,
+    check_imbalance,
 )
 
 __all__ = ["sweep", "NAMES", "COLUMNS"]
@@ -67,6 +69,7 @@ AMOUNTS = {  # argument -> (unit, positive, highest): as the Scenario checks eac
     "network_bandwidth": ("bytes per second", True, 1e15),
     "price_per_hour": ("dollars", True, 1e6),
 }
+RATIOS = {"expert_imbalance": check_imbalance}  # argument -> the Scenario's own check
 CHECKED = (
     "n_gpus",
     "batch",
@@ -76,6 +79,7 @@ CHECKED = (
     "network_bandwidth",
     "replicas",
     "prefix_hit_rate",
+    "expert_imbalance",
     *FRACTIONS,
     *_OVERHEADS,
     "token_budget",
@@ -142,6 +146,8 @@ def _refusals(name: str, values: list) -> np.ndarray:
         check = functools.partial(checks.fraction, name)
     elif name in SHARES:
         check = functools.partial(checks.share, name)
+    elif name in RATIOS:
+        check = RATIOS[name]
     else:
         unit, positive, high = AMOUNTS[name]
         check = functools.partial(checks.amount, name, unit=unit, positive=positive, high=high)
@@ -199,9 +205,10 @@ def sweep(
         price_per_hour=price_per_hour,
         **deployment,
     )
-    unknown = [k for k in given if k not in (*NAMES, *COUNTS, *FRACTIONS, *SHARES, *AMOUNTS)]
+    taken = (*NAMES, *COUNTS, *FRACTIONS, *SHARES, *AMOUNTS, *RATIOS)
+    unknown = [k for k in given if k not in taken]
     if unknown:
-        valid = ", ".join((*NAMES, *COUNTS, *FRACTIONS, *SHARES, *AMOUNTS))
+        valid = ", ".join(taken)
         raise ArgumentError(f"sweep takes no argument {unknown[0]!r}; it takes {valid}")
     given.setdefault("step", DEFAULT_STEP)
     given.setdefault("parallel", "tensor")

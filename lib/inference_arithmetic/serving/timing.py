@@ -42,6 +42,7 @@ from inference_arithmetic.serving.scenario import (  # noqa: F401  (DEFAULT_*: i
     DEFAULT_ATTENTION_EFFICIENCY,
     DEFAULT_BANDWIDTH_EFFICIENCY,
     DEFAULT_COMPUTE_EFFICIENCY,
+    DEFAULT_EXPERT_IMBALANCE,
     DEFAULT_LINK_LATENCY,
     DEFAULT_MEMORY_UTILIZATION,
     DEFAULT_NETWORK_BANDWIDTH,
@@ -317,6 +318,7 @@ def _kernel_rows(arch, parallel, mla, options=(), draft=None):
         for name in ("flops", "nbytes", "compute", "memory", "time"):
             fields[f"{i} {name}"] = kr.count * getattr(kr, name)
         fields[f"{i} bound"] = kr.bound
+    fields["fixed"] = kernels.fixed_cost(parallel)
     return step, CompiledFormulas({k: sympy.sympify(v) for k, v in fields.items()})
 
 
@@ -385,7 +387,7 @@ def kernels(
         rows.append({"kernel": "draft", "kind": "draft", "count": s.speculative.draft_len,
                      **zero, "bound": "draft", "time": got["draft"]})  # fmt: skip
     # The engine's own time: tau_s a step, tau_r for each request it schedules.
-    step = s.figure("step_overhead") + s.figure("request_overhead") * batch
+    step = got["fixed"]
     rows.append(
         {
             "kernel": "step",
