@@ -495,7 +495,10 @@ def _calculator_agrees(page, root):
         "r => { const v = {}; r.querySelectorAll('[name]').forEach(e => { v[e.name] = e.value; });"
         " return v; }"
     )
-    for name in (*ia.calculator.ranges(), "requests_per_s"):  # the form's numbers
+    for name in (*ia.calculator.ranges(), *ia.calculator.AMOUNTS):  # the form's numbers
+        if name == ia.calculator.PRICE and not state[name].strip():
+            state[name] = None  # blank: the GPU's example price
+            continue
         number = float(state[name])
         state[name] = int(number) if number.is_integer() else number
     library = Calculator(**state)
@@ -510,7 +513,7 @@ def _calculator_agrees(page, root):
         "r => [...r.querySelectorAll('.ia-calc-value')].map(c => "
         "[c.dataset.key, c.dataset.value ?? null, c.dataset.text ?? null, c.textContent])"
     )
-    assert len(cells) >= 7  # the continuous mode has 7 rows, the static more
+    assert len(cells) >= 6  # the plan has 6 rows, the other modes more
     shown = library.text()
     for key, value, text, words in cells:
         assert words in shown, (key, words)  # the same text as format.show gives
@@ -519,8 +522,8 @@ def _calculator_agrees(page, root):
         elif value is None:
             assert library.values[key] is None, key
         else:
-            # The continuous mode's steady state is a fixed point the page solves itself.
-            tolerance = 1e-6 if "saturation_rate" in library.values else 1e-9
+            # The steady state (and the plan over it) is a fixed point the page solves itself.
+            tolerance = 1e-9 if library.state["mode"] == ia.calculator.STATIC else 1e-6
             assert math.isclose(float(value), library.values[key], rel_tol=tolerance), key
     return state, library.result
 

@@ -54,7 +54,8 @@ from inference_arithmetic.serving.scenario import (
 
 __all__ = ["DEFAULT_TOKEN_BUDGET", "PROMPT_COUNTS", "PERCENTILES", "SPREAD_POINTS"]
 __all__ += ["STEADY", "REPLICAS"]
-__all__ += ["SATURATED", "ONE_TOKEN", "NO_PIPELINE"]
+__all__ += ["SATURATED", "ONE_TOKEN", "NO_PIPELINE", "NO_DEPLOYMENT", "PLAN_DEGREE"]
+__all__ += ["NO_DEPLOYMENT_KINDS"]
 __all__ += ["steady_state"]
 __all__ += ["steady_state_of", "saturation_rate", "saturated_message", "plan", "simulate"]
 __all__ += ["highest_rate", "output_cost"]
@@ -113,6 +114,15 @@ SATURATED_KINDS = {"rate": "number", "saturation": "number"}
 """How ``SATURATED`` prints its two rates (``format.show``'s kinds; the page's ``iaShow``)."""
 REPLICATED = "{replicas} replicas of {n_gpus}"
 """How ``SATURATED`` names the GPUs of more than one replica."""
+NO_DEPLOYMENT = (
+    "no deployment of up to {most_gpus} x {gpu} serves {rate} requests per second within "
+    "ttft {ttft_target} and tpot {tpot_target}"
+)
+"""``plan``'s message when no deployment meets the targets (the calculator's page fills the
+same template), its numbers printed as ``NO_DEPLOYMENT_KINDS`` says."""
+NO_DEPLOYMENT_KINDS = {"rate": "number", "ttft_target": "seconds", "tpot_target": "seconds"}
+PLAN_DEGREE = 8
+"""The largest tensor-parallel degree ``plan`` tries: one NVLink domain of eight GPUs."""
 
 
 BANDED = {
@@ -533,7 +543,7 @@ def plan(
     model, device = registry_model(model), registry_gpu(gpu)
     price, date, _ = device.price(price_per_hour, required=True)
     best = None
-    for degree in tensor_parallel_degrees(model, 8):
+    for degree in tensor_parallel_degrees(model, PLAN_DEGREE):
         for replicas in range(1, most_gpus // degree + 1):
             try:
                 state = steady_state(model, device, rate, prompt_len, output_len,
@@ -550,9 +560,10 @@ def plan(
                                      "price_date": date}}  # fmt: skip
                 break  # more replicas of this degree only cost more
     if best is None:
+        numbers = {"rate": rate, "ttft_target": ttft_target, "tpot_target": tpot_target}
+        shown = {k: fmt.show(x, NO_DEPLOYMENT_KINDS[k]) for k, x in numbers.items()}
         raise checks.ArgumentError(
-            f"no deployment of up to {most_gpus} x {device.name} serves {rate:g} requests "
-            f"per second within ttft {ttft_target:g} s and tpot {tpot_target:g} s"
+            NO_DEPLOYMENT.format(most_gpus=most_gpus, gpu=device.name, **shown)
         )
     return best
 
