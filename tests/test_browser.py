@@ -613,6 +613,90 @@ def test_the_calculator_recomputes_what_calculate_gives(browser):
     page.close()
 
 
+def _readout(root):
+    return root.locator(".ia-calc-readout").inner_text()
+
+
+def _check_new_controls(page, root):
+    """The calculator's modes and assumptions on the page: each control moves the readout as
+    the library does (``_calculator_agrees`` after every change), and a value out of its range
+    shows the library's message naming the range, never a clamp."""
+
+    def choose(name, value):
+        root.locator(f'select[name="{name}"]').select_option(str(value))
+        return _calculator_agrees(page, root)[1]
+
+    def enter(name, value):
+        field = root.locator(f'input[name="{name}"]')
+        field.fill(str(value))
+        field.dispatch_event("change")
+        return _calculator_agrees(page, root)[1]
+
+    for name, value in (("gpu", "h100-sxm"), ("model", "llama-3.1-70b"), ("n_gpus", 4)):
+        choose(name, value)
+    steady = choose("mode", "continuous serving")
+    assert 0.4 < steady["utilization"] < 0.6  # the default rate: half the saturation rate
+    keys = root.evaluate("r => [...r.querySelectorAll('.ia-calc-value')].map(c => c.dataset.key)")
+    assert {"weights", "kv_cache", "memory", "budget", "cost_output", "cost_request"} <= set(keys)
+    # Each assumption: a value in range changes the readout; one out of range names its range.
+    controls = [
+        ("memory_utilization", 0.85, 1.5, "memory_utilization must be a number from 0.001 to 1"),
+        ("token_budget", 2048, 0, "token_budget must be a whole number from 1 to "),
+        ("price_per_hour", 2.5, -1, "price_per_hour must be a positive number of dollars"),
+        ("requests_per_s", 1.5, 0, "requests_per_s must be a positive number of requests"),
+    ]
+    for name, value, bad, words in controls:
+        before = _readout(root)
+        assert enter(name, value) is not None and _readout(root) != before, name
+        assert enter(name, bad) is None and f"{words}" in _readout(root), name
+        assert root.locator(f'input[name="{name}"]').input_value() == str(bad)  # kept
+        enter(name, value)
+    before = _readout(root)
+    assert not root.locator('input[name="compute_efficiency"]').is_visible()  # the kernels'
+    assert choose("step", "roofline") is not None and _readout(root) != before
+    for name, value, bad in (("compute_efficiency", 0.7, 1.2), ("bandwidth_efficiency", 0.8, 0)):
+        before = _readout(root)
+        assert enter(name, value) is not None and _readout(root) != before, name
+        assert enter(name, bad) is None, name
+        assert f"{name} must be a number from 0.001 to 1, got {bad}" in _readout(root)
+        enter(name, value)
+    choose("step", "kernels")
+    enter("price_per_hour", "")  # blank: the GPU's example price again
+    # Sizing from targets: the plan, and its refusal when no deployment meets them.
+    plan = choose("mode", "sizing from targets")
+    assert plan is not None and plan["gpus"] == plan["replicas"] * plan["n_gpus"]
+    assert not root.locator('select[name="n_gpus"]').is_visible()  # the plan chooses them
+    tighter = enter("tpot_target", 0.03)
+    assert tighter is None or tighter["gpus"] >= plan["gpus"]
+    assert enter("ttft_target", 0.001) is None and "no deployment of up to" in _readout(root)
+    assert enter("ttft_target", -1) is None and "ttft_target must be a positive" in _readout(root)
+    enter("ttft_target", 0.5)
+    enter("tpot_target", 0.05)
+    # A pipeline (the static mode's): any number of stages up to the layers.
+    static = choose("mode", "static batch")
+    choose("parallel", "pipeline")
+    offered = root.locator('select[name="n_gpus"] option').all_text_contents()
+    assert offered == [str(n) for n in range(1, 65)]
+    piped = choose("n_gpus", 5)  # 5 stages: not a tensor-parallel degree of 70B
+    assert piped is not None and piped["parallel"] == "pipeline" and piped != static
+    choose("n_gpus", 4)
+    choose("parallel", "tensor")
+    # FP4 where the GPU has an fp4 rate.
+    choose("gpu", "b200")
+    for dtype in ("nvfp4", "mxfp4"):
+        fp4 = choose("dtype", dtype)
+        assert fp4 is not None and fp4["compute_dtype"] == "fp4", dtype
+    assert choose("gpu", "h100-sxm") is None and "no peak FLOP rate for fp4" in _readout(root)
+    choose("dtype", "bf16")
+
+
+def test_the_calculators_modes_and_assumptions_move_its_readout(browser):
+    page, errors = _open(browser, CALCULATOR)
+    _check_new_controls(page, page.locator(".ia-calc").first)
+    assert not errors, f"console errors: {errors}"
+    page.close()
+
+
 # --- The appendices: the formula reference and the glossary -----------------------------------
 
 APPENDICES = ["book/appendix-formulas", "book/appendix-glossary"]  # the pages with math
