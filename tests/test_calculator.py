@@ -325,3 +325,21 @@ def test_the_plan_is_a_mode_of_the_form():
                                price_per_hour=5.0)  # fmt: skip
     w.update(ttft_target=-1)
     assert w.message == calculator.amount_message("ttft_target").format(value=-1)
+
+
+def test_jupyters_form_shows_the_controls_each_mode_uses_and_reads_a_typed_price():
+    w = calculator.widget(model="llama-3.1-70b", n_gpus=4, batch=8)
+    w.widget()
+    shown = {name for name, c in w._widgets.items() if c.layout.display != "none"}
+    assert "batch" in shown and "requests_per_s" not in shown and "ttft_target" not in shown
+    assert "compute_efficiency" not in shown  # the kernel model's: the GPU's measured kernels
+    w._widgets["step"].value = "roofline"  # what a reader's click does
+    assert w._widgets["compute_efficiency"].layout.display != "none"
+    w._widgets["price_per_hour"].value = "2.5"
+    assert w.state["price_per_hour"] == 2.5 and w.result["cost"]["price_per_hour"] == 2.5
+    w._widgets["price_per_hour"].value = " "  # blank: the GPU's example price
+    assert w.state["price_per_hour"] is None
+    assert w.result["cost"]["price_per_hour"] == ia.gpu("h100-sxm").price_per_hour
+    w._widgets["mode"].value = calculator.PLAN
+    assert w._widgets["n_gpus"].layout.display == "none" and w.result["replicas"] >= 1
+    assert "GPUs per replica" in w._readout.value
