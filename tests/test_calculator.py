@@ -343,3 +343,11 @@ def test_jupyters_form_shows_the_controls_each_mode_uses_and_reads_a_typed_price
     w._widgets["mode"].value = calculator.PLAN
     assert w._widgets["n_gpus"].layout.display == "none" and w.result["replicas"] >= 1
     assert "GPUs per replica" in w._readout.value
+
+
+def test_the_single_rooflines_readout_carries_no_band():
+    # The bands are the kernel model's held-out errors: the roofline's readout drops them.
+    kernels, roofline = calculator.widget(batch=8), calculator.widget(batch=8, step="roofline")
+    assert ia.bands.describe() in kernels.text() and ia.bands.describe() not in roofline.text()
+    assert " to " in calculator.cell(calculator.ROWS[5], kernels.values)  # time to first token
+    assert " to " not in calculator.cell(calculator.ROWS[5], roofline.values, banded=False)
