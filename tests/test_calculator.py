@@ -351,3 +351,18 @@ def test_the_single_rooflines_readout_carries_no_band():
     assert ia.bands.describe() in kernels.text() and ia.bands.describe() not in roofline.text()
     assert " to " in calculator.cell(calculator.ROWS[5], kernels.values)  # time to first token
     assert " to " not in calculator.cell(calculator.ROWS[5], roofline.values, banded=False)
+
+
+def test_a_pasted_config_is_read_by_the_librarys_parser():
+    own = calculator.own_config
+    config = own._verbatim("llama-3.1-8b") | {"hidden_size": 3072, "num_hidden_layers": 28,
+                                               "num_attention_heads": 24}  # fmt: skip
+    w = calculator.widget(model=own.OWN, config=json.dumps(config), batch=8)
+    arch = ia.ModelConfig.from_hf_config(config, name=own.OWN)
+    assert w.result == calculate(arch, "h100-sxm", batch=8) and w.result["model"] == own.OWN
+    w.update(config="not json")
+    assert w.result is None and w.message == own.MESSAGES["json"]
+    w.update(config=json.dumps({**config, "num_attention_heads": 0}))  # the parser's words
+    assert w.message.startswith("config of model_type 'llama': num_attention_heads must be")
+    with pytest.raises(ia.ArgumentError, match="config must be the text of a config.json"):
+        w.update(config={"model_type": "llama"})

@@ -79,6 +79,67 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     }
     return {values: v};
   }
+  var owned = {};
+  function model() {  // the registry model chosen, or the pasted config.json read (own_config)
+    if (state.model !== spec.own.name) return spec.models[state.model];
+    if (!(state.config in owned)) owned[state.config] = readOwn(state.config);
+    return owned[state.config];
+  }
+  function readOwn(text) {  // own_config.reading's rules: fields by size, fixed fields
+    var o = spec.own, config = null, best = null;
+    try { config = JSON.parse(text); } catch (error) { config = null; }
+    if (config === null || typeof config !== "object" || Array.isArray(config)) {
+      return {error: o.messages.json};
+    }
+    var type = config.model_type === undefined ? null : config.model_type;
+    var rules = typeof type === "string" && o.rules.hasOwnProperty(type) ? o.rules[type] : null;
+    if (rules === null) {
+      return {error: fill(o.messages.type, {types: Object.keys(o.rules).sort().join(", "),
+                                            model_type: JSON.stringify(type)})};
+    }
+    for (var i = 0; i < rules.length; i++) {
+      var t = rules[i], missing = [], other = [], key, x;
+      for (var size in t.sizes) {
+        key = t.sizes[size]; x = config[key];
+        if (x === undefined || x === null) {
+          if (missing.indexOf(key) < 0) missing.push(key);
+        } else if (!(Number.isInteger(x) && x > 0)) {
+          return {error: fill(o.messages.size, {field: key, value: JSON.stringify(x)})};
+        }
+      }
+      for (key in t.fixed) {
+        x = config[key];
+        var absent = x === undefined || x === null;
+        if (absent ? !t.fixed[key].absent : JSON.stringify(x) !== JSON.stringify(t.fixed[key].value)) {
+          other.push(key);
+        }
+      }
+      if (!missing.length && !other.length) return ownModel(t, config);
+      // Else the registry model it is closest to says what the page cannot read.
+      if (best === null || missing.length + other.length < best.missing.length + best.other.length) {
+        best = {missing: missing, other: other};
+      }
+    }
+    if (best.missing.length) return {error: fill(o.messages.missing, {fields: best.missing.join(", ")})};
+    key = best.other[0];
+    return {error: fill(o.messages.other, {field: key, model_type: type,
+      value: JSON.stringify(config[key] === undefined ? null : config[key])})};
+  }
+  function ownModel(t, config) {  // the registry model's formulas at the pasted sizes
+    var base = spec.models[t.name], sizes = Object.assign({}, base.sizes), m = {};
+    for (var size in t.sizes) sizes[size] = config[t.sizes[size]];
+    var span = "context_window" in sizes ? sizes.context_window : base.context_window;
+    delete sizes.context_window;
+    var heads = base.checks.tensor.filter(function (c) { return c.name === "heads"; })[0];
+    var most = spec.controls.filter(function (c) { return c.name === "n_gpus"; })[0].max, list = [];
+    for (var n = 1; n <= most; n++) {
+      if (call(heads.holds, Object.assign({}, sizes, {n_gpus: n}))) list.push(n);
+    }
+    m = Object.assign(m, base, {sizes: sizes, context_window: span, degree_list: list,
+      degrees: list.join(", "),
+      plan_degrees: list.filter(function (n) { return n <= spec.plan.degree; })});
+    return m;
+  }
   function price(g) { return state.price_per_hour === null ? g.price_per_hour : state.price_per_hour; }
   function note(g, mode, exact) {  // calculator._note
     var parts = [state.price_per_hour !== null ?
@@ -92,7 +153,8 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
   function calculate() {
     var bad = checkNumbers();
     if (bad) return {error: bad};
-    var m = spec.models[state.model], g = spec.gpus[state.gpu], mode = state.mode;
+    var m = model(), g = spec.gpus[state.gpu], mode = state.mode;
+    if (m.error) return {error: m.error};
     var names = Object.assign({}, spec.options, state);
     if (mode === spec.modes.plan) return plan(m, g, names);
     var streaming = mode === spec.modes.continuous;
@@ -110,7 +172,7 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     var e = iaSteady({prompt_counts: spec.prompt_counts, context: spec.context,
       capacity: m.continuous.capacity, step: m.continuous.step[state.step],
       steady: spec.steady, spread: spec.spread}, call, v);
-    var key = JSON.stringify([state.model, state.gpu, state.step, v]);
+    var key = JSON.stringify([state.model, state.gpu, state.step, v]);  // v: the sizes too
     if (!(key in saturations)) saturations[key] = e.saturation();
     e.replica_saturation = saturations[key];
     return e;
@@ -235,7 +297,7 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
   }
   function offerDegrees() {  // the model's degrees (a pipeline: any count), and the one chosen
     var c = spec.controls.filter(function (x) { return x.name === "n_gpus"; })[0], list = [];
-    if (state.parallel === "tensor") list = spec.models[state.model].degree_list.slice();
+    if (state.parallel === "tensor") list = (model().degree_list || []).slice();
     else for (var n = c.min; n <= c.max; n++) list.push(n);
     if (list.indexOf(state.n_gpus) < 0) list.push(state.n_gpus);
     options(degrees, list.sort(function (a, b) { return a - b; }));
@@ -257,6 +319,12 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
         typed[c.name] = input.value;
         var blank = input.value.trim() === "";
         state[c.name] = blank ? (c.blank ? null : NaN) : Number(input.value); draw();
+      });
+    } else if (c.kind === "text") {  // a config.json, read as it changes
+      input = document.createElement("textarea");
+      input.rows = 6; input.value = state[c.name];
+      input.addEventListener("change", function () {
+        state[c.name] = input.value; offerDegrees(); draw();
       });
     } else if (c.kind === "degrees") {  // the tensor-parallel degrees that split the heads
       input = degrees = document.createElement("select");

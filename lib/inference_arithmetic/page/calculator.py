@@ -48,6 +48,7 @@ from inference_arithmetic.models.config import (
     weight_number_values,
 )
 from inference_arithmetic.models.config import model as registry_model
+from inference_arithmetic.page import own_config
 from inference_arithmetic.page.live import FORMAT_RUNTIME, embed_json
 from inference_arithmetic.serving import bands, cache, continuous, scenario
 
@@ -121,6 +122,7 @@ ONLY = {
     "tpot_target": {"mode": [PLAN]},
     "compute_efficiency": {"step": ["roofline"]},
     "bandwidth_efficiency": {"step": ["roofline"]},
+    "config": {"model": [own_config.OWN]},
 }
 """The controls that only some settings use, and those settings (every other control is used
 everywhere): the batch in the static mode, the rate and targets where the steady state is
@@ -269,6 +271,7 @@ _WORDS = {
     "ttft_target": "time to first token target (s)",
     "tpot_target": "time per output token target (s)",
     "price_per_hour": "price per GPU-hour ($; blank: the GPU's example)",
+    "config": "config.json (paste it)",
 }
 
 
@@ -350,6 +353,8 @@ def _number(name: str, value) -> None:
     real = isinstance(value, numbers.Real) and not isinstance(value, bool)
     if name in ranges() and not (real and math.isfinite(value) and value == int(value)):
         checks.count(name, value, *ranges()[name])  # raises: not a whole number
+    if name == "config" and not isinstance(value, str):
+        raise ArgumentError(f"config must be the text of a config.json, got {value!r}")
     if name == "price_per_hour" and value is None:
         return
     if name in AMOUNTS and not (real and math.isfinite(value)):
@@ -391,6 +396,7 @@ class Calculator:
             "memory_utilization": scenario.DEFAULT_MEMORY_UTILIZATION,
             "token_budget": scenario.default_budget(),
             "price_per_hour": None,
+            "config": "",
         }
         self._widgets = None
         self._syncing = False
@@ -413,7 +419,7 @@ class Calculator:
     def choices(self) -> dict[str, list[str]]:
         return {
             "mode": MODES,
-            "model": model_names(),
+            "model": [*model_names(), own_config.OWN],
             "gpu": gpu_names(),
             "parallel": list(latency.PARALLEL),
             "step": list(scenario.STEPS),
@@ -434,6 +440,9 @@ class Calculator:
         arguments = {**self.state, "compute_dtype": compute, "cache_dtype": cache}
         for name in ("mode", "requests_per_s", "ttft_target", "tpot_target", "price_per_hour"):
             del arguments[name]
+        del arguments["config"]
+        if self.state["model"] == own_config.OWN:  # read by the library's own parser
+            arguments["model"] = own_config.model_of(self.state["config"])
         for name in ("compute_efficiency", "bandwidth_efficiency"):
             if not used(name, self.state):  # the kernel model's are the GPU's measured ones
                 del arguments[name]
@@ -486,7 +495,7 @@ class Calculator:
             for name in ("n_gpus", "replicas", "parallel"):  # the plan chooses them
                 del options[name]
             r = continuous.plan(
-                state["model"], state["gpu"], state["requests_per_s"], state["prompt_len"],
+                arguments["model"], state["gpu"], state["requests_per_s"], state["prompt_len"],
                 state["output_len"], state["ttft_target"], state["tpot_target"],
                 price_per_hour=price, **options,
             )  # fmt: skip
@@ -520,6 +529,8 @@ class Calculator:
                     control = w.Text(value="" if value is None else str(value))
                 elif name in AMOUNTS:
                     control = w.FloatText(value=self.state[name])
+                elif name == "config":
+                    control = w.Textarea(value=self.state[name])
                 else:
                     control = w.Dropdown(options=self.choices[name], value=self.state[name])
                 control.description = label(name)
@@ -664,6 +675,7 @@ def _model_data(arch) -> dict:
 def _print_checks(arch, parallel) -> list:
     return [
         {
+            "name": check.name,
             "holds": _js(check.holds(arch, parallel)),
             "message": check.message,
             "fields": {
@@ -748,13 +760,14 @@ def _controls() -> list[dict]:
         controls.append({**control, **amount_range(name), "blank": name == "price_per_hour"})
     choices = Calculator.__new__(Calculator).choices
     controls += [{"name": n, "kind": "choice", "options": o} for n, o in choices.items()]
+    controls += [{"name": "config", "kind": "text"}]
     for control in controls:
         control["label"] = label(control["name"])
         control["only"] = ONLY.get(control["name"], {})
     order = ["mode", "model", "gpu", "parallel", "n_gpus", "replicas", "dtype", "compute_dtype"]
     order += ["cache_dtype", "batch", "requests_per_s", "ttft_target", "tpot_target"]
     order += ["prompt_len", "output_len", "step", "compute_efficiency", "bandwidth_efficiency"]
-    order += ["memory_utilization", "token_budget", "price_per_hour"]
+    order += ["memory_utilization", "token_budget", "price_per_hour", "config"]
     return sorted(controls, key=lambda c: order.index(c["name"]))
 
 
@@ -812,7 +825,13 @@ def _page_data() -> dict:
         "saturated": continuous.SATURATED,
         "saturated_kinds": continuous.SATURATED_KINDS,
         "replicated": continuous.REPLICATED,
+        "own": {
+            "name": own_config.OWN,
+            "rules": own_config.reading(),
+            "messages": own_config.MESSAGES,
+        },
         "plan": {
+            "degree": continuous.PLAN_DEGREE,
             "most_gpus": plan_signature["most_gpus"].default,
             "message": continuous.NO_DEPLOYMENT,
             "kinds": continuous.NO_DEPLOYMENT_KINDS,
