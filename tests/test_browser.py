@@ -7,6 +7,7 @@ it; IA_SKIP_BROWSER=1 opts out explicitly (they are then reported as skipped, ne
 """
 
 import inspect
+import json
 import math
 import os
 import shutil
@@ -495,13 +496,23 @@ def _calculator_agrees(page, root):
         "r => { const v = {}; r.querySelectorAll('[name]').forEach(e => { v[e.name] = e.value; });"
         " return v; }"
     )
-    for name in (*ia.calculator.ranges(), "requests_per_s"):  # the form's numbers
+    for name in (*ia.calculator.ranges(), *ia.calculator.AMOUNTS):  # the form's numbers
+        if name == ia.calculator.PRICE and not state[name].strip():
+            state[name] = None  # blank: the GPU's example price
+            continue
         number = float(state[name])
         state[name] = int(number) if number.is_integer() else number
     library = Calculator(**state)
     message = root.evaluate(
         "r => { const m = r.querySelector('.ia-calc-message'); return m && m.textContent; }"
     )
+    own = ia.calculator.own_config
+    if state["model"] == own.OWN and message is not None and message != library.message:
+        # The page reads a pasted config.json by fewer rules than the library's parser: a
+        # config it cannot read gets one of its own messages, naming what it cannot read.
+        starts = [template.split("{")[0] for template in own.MESSAGES.values()]
+        assert any(message.startswith(start) for start in starts), (state, message)
+        return state, None
     if library.values is None:
         assert message == library.message, state
         return state, None
@@ -510,7 +521,7 @@ def _calculator_agrees(page, root):
         "r => [...r.querySelectorAll('.ia-calc-value')].map(c => "
         "[c.dataset.key, c.dataset.value ?? null, c.dataset.text ?? null, c.textContent])"
     )
-    assert len(cells) >= 7  # the continuous mode has 7 rows, the static more
+    assert len(cells) >= 6  # the plan has 6 rows, the other modes more
     shown = library.text()
     for key, value, text, words in cells:
         assert words in shown, (key, words)  # the same text as format.show gives
@@ -519,8 +530,8 @@ def _calculator_agrees(page, root):
         elif value is None:
             assert library.values[key] is None, key
         else:
-            # The continuous mode's steady state is a fixed point the page solves itself.
-            tolerance = 1e-6 if "saturation_rate" in library.values else 1e-9
+            # The steady state (and the plan over it) is a fixed point the page solves itself.
+            tolerance = 1e-9 if library.state["mode"] == ia.calculator.STATIC else 1e-6
             assert math.isclose(float(value), library.values[key], rel_tol=tolerance), key
     return state, library.result
 
@@ -606,6 +617,118 @@ def test_the_calculator_recomputes_what_calculate_gives(browser):
         assert after is not None and after["ttft"] != steady["ttft"]
     _, static = choose("mode", "static batch")
     assert static is not None and "saturation_rate" not in static
+    assert not errors, f"console errors: {errors}"
+    page.close()
+
+
+def _readout(root):
+    return root.locator(".ia-calc-readout").inner_text()
+
+
+def _check_new_controls(page, root):
+    """The calculator's modes and assumptions on the page: each control moves the readout as
+    the library does (``_calculator_agrees`` after every change), and a value out of its range
+    shows the library's message naming the range, never a clamp."""
+
+    def choose(name, value):
+        root.locator(f'select[name="{name}"]').select_option(str(value))
+        return _calculator_agrees(page, root)[1]
+
+    def enter(name, value):
+        field = root.locator(f'input[name="{name}"]')
+        field.fill(str(value))
+        field.dispatch_event("change")
+        return _calculator_agrees(page, root)[1]
+
+    for name, value in (("gpu", "h100-sxm"), ("model", "llama-3.1-70b"), ("n_gpus", 4)):
+        choose(name, value)
+    steady = choose("mode", "continuous serving")
+    assert 0.4 < steady["utilization"] < 0.6  # the default rate: half the saturation rate
+    keys = root.evaluate("r => [...r.querySelectorAll('.ia-calc-value')].map(c => c.dataset.key)")
+    assert {"weights", "kv_cache", "memory", "budget", "cost_output", "cost_request"} <= set(keys)
+    # Each assumption: a value in range changes the readout; one out of range names its range.
+    controls = [
+        ("memory_utilization", 0.85, 1.5, "memory_utilization must be a number from 0.001 to 1"),
+        ("token_budget", 2048, 0, "token_budget must be a whole number from 1 to "),
+        ("price_per_hour", 2.5, -1, "price_per_hour must be a positive number of dollars"),
+        ("requests_per_s", 1.5, 0, "requests_per_s must be a positive number of requests"),
+    ]
+    for name, value, bad, words in controls:
+        before = _readout(root)
+        assert enter(name, value) is not None and _readout(root) != before, name
+        assert enter(name, bad) is None and f"{words}" in _readout(root), name
+        assert root.locator(f'input[name="{name}"]').input_value() == str(bad)  # kept
+        enter(name, value)
+    before = _readout(root)
+    assert not root.locator('input[name="compute_efficiency"]').is_visible()  # the kernels'
+    assert choose("step", "roofline") is not None and _readout(root) != before
+    for name, value, bad in (("compute_efficiency", 0.7, 1.2), ("bandwidth_efficiency", 0.8, 0)):
+        before = _readout(root)
+        assert enter(name, value) is not None and _readout(root) != before, name
+        assert enter(name, bad) is None, name
+        assert f"{name} must be a number from 0.001 to 1, got {bad}" in _readout(root)
+        enter(name, value)
+    choose("step", "kernels")
+    enter("price_per_hour", "")  # blank: the GPU's example price again
+    # Sizing from targets: the plan, and its refusal when no deployment meets them.
+    plan = choose("mode", "sizing from targets")
+    assert plan is not None and plan["gpus"] == plan["replicas"] * plan["n_gpus"]
+    assert not root.locator('select[name="n_gpus"]').is_visible()  # the plan chooses them
+    tighter = enter("tpot_target", 0.03)
+    assert tighter is None or tighter["gpus"] >= plan["gpus"]
+    assert enter("ttft_target", 0.001) is None and "no deployment of up to" in _readout(root)
+    assert enter("ttft_target", -1) is None and "ttft_target must be a positive" in _readout(root)
+    enter("ttft_target", 0.5)
+    enter("tpot_target", 0.05)
+    # A pipeline (the static mode's): any number of stages up to the layers.
+    static = choose("mode", "static batch")
+    choose("parallel", "pipeline")
+    offered = root.locator('select[name="n_gpus"] option').all_text_contents()
+    assert offered == [str(n) for n in range(1, 65)]
+    piped = choose("n_gpus", 5)  # 5 stages: not a tensor-parallel degree of 70B
+    assert piped is not None and piped["parallel"] == "pipeline" and piped != static
+    choose("n_gpus", 4)
+    choose("parallel", "tensor")
+    # FP4 where the GPU has an fp4 rate.
+    choose("gpu", "b200")
+    for dtype in ("nvfp4", "mxfp4"):
+        fp4 = choose("dtype", dtype)
+        assert fp4 is not None and fp4["compute_dtype"] == "fp4", dtype
+    assert choose("gpu", "h100-sxm") is None and "no peak FLOP rate for fp4" in _readout(root)
+    choose("dtype", "auto")
+    # A config.json pasted in: read by the page's rules, computed as the library's parser reads
+    # it; what the page cannot read is named.
+    own = ia.calculator.own_config
+    assert not root.locator('textarea[name="config"]').is_visible()
+    assert choose("model", own.OWN) is None and own.MESSAGES["json"] in _readout(root)
+
+    def paste(config):
+        field = root.locator('textarea[name="config"]')
+        field.fill(config if isinstance(config, str) else json.dumps(config))
+        field.dispatch_event("change")
+        return _calculator_agrees(page, root)[1]
+
+    config = own._verbatim("llama-3.1-8b")  # no head_dim: the parser derives it, the page not
+    assert paste(config) is None and "it lacks head_dim" in _readout(root)
+    config |= {"head_dim": 128, "hidden_size": 3072, "num_attention_heads": 24}
+    mine = paste(config)
+    assert mine is not None and mine["model"] == own.OWN
+    offered = root.locator('select[name="n_gpus"] option').all_text_contents()
+    assert "24" in offered and "16" not in offered  # the degrees that split 24 heads
+    assert paste({**config, "tie_word_embeddings": True}) is None
+    assert "it sets tie_word_embeddings to true" in _readout(root)
+    assert paste({**config, "hidden_size": -1}) is None
+    assert "config.json's hidden_size must be a positive whole number, got -1" in _readout(root)
+    assert paste({"model_type": "t5"}) is None and 'this one is "t5"' in _readout(root)
+    paste(config)
+    assert choose("mode", "continuous serving") is not None
+    choose("mode", "static batch")
+    choose("model", "llama-3.1-70b")
+
+
+def test_the_calculators_modes_and_assumptions_move_its_readout(browser):
+    page, errors = _open(browser, CALCULATOR)
+    _check_new_controls(page, page.locator(".ia-calc").first)
     assert not errors, f"console errors: {errors}"
     page.close()
 

@@ -1,7 +1,9 @@
 """The calculator's form: the ipywidgets view and the page, whose data carries the library's
 formulas, checks and messages (the page itself is checked in test_browser.py)."""
 
+import itertools
 import json
+import math
 import re
 
 import pytest
@@ -66,15 +68,22 @@ def test_the_page_carries_the_librarys_formulas_checks_and_messages():
     assert set(spec["gpus"]) == set(ia.gpu_names())
     page = spec["models"]["llama-3.1-8b"]
     # The report's formulas, their common parts computed once: the library's formulas printed.
-    formulas = serving.report_formulas(M)
-    assert page["report"] == calculator._js_block(formulas)
-    assert set(page["report"]["args"]) == {a for e in formulas.values() for a in ia.numeric(e).args}
-    for key in formulas:
-        assert f'"{key}":(' in page["report"]["body"], key
-    rules = [c for c in scenario.CHECKS if c.applies(M, "tensor")]
-    assert [c["message"] for c in page["checks"]] == [c.message for c in rules]
-    for shown, rule in zip(page["checks"], rules, strict=True):
-        assert shown["holds"] == calculator._js(rule.holds(M, "tensor"))
+    # One set per step model and parallelism, each the report's.
+    assert set(page["report"]) == set(scenario.STEPS)
+    for step, parallel in itertools.product(scenario.STEPS, calculator.PAGE_PARALLEL):
+        formulas = serving.report_formulas(M, step, parallel)
+        printed = page["report"][step][parallel]
+        assert printed == calculator._js_block(formulas)
+        assert set(printed["args"]) == {a for e in formulas.values() for a in ia.numeric(e).args}
+        for key in formulas:
+            assert f'"{key}":(' in printed["body"], key
+    assert page["report"]["kernels"]["tensor"] != page["report"]["roofline"]["tensor"]
+    for parallel in calculator.PAGE_PARALLEL:  # a pipeline checks its layers, not its heads
+        rules = [c for c in scenario.CHECKS if c.applies(M, parallel)]
+        assert [c["message"] for c in page["checks"][parallel]] == [c.message for c in rules]
+        for shown, rule in zip(page["checks"][parallel], rules, strict=True):
+            assert shown["holds"] == calculator._js(rule.holds(M, parallel))
+    assert "layers" in str(page["checks"]["pipeline"]) and "heads" in str(page["checks"]["tensor"])
     assert page["degrees"] == "1, 2, 4, 8, 16, 32"  # 32 heads; 8 KV heads, replicated past 8
     assert spec["no_rate"] == scenario.NO_RATE and spec["count_message"] == ia.checks.COUNT
     assert spec["options"]["link_latency"] == timing.DEFAULT_LINK_LATENCY
@@ -118,12 +127,14 @@ def test_the_page_carries_the_steady_states_formulas_and_messages():
     for key, expr in ia.continuous.STEADY.items():
         assert spec["steady"][key] == calculator._js(expr), key
     page = spec["models"]["llama-3.1-70b"]
-    step = ia.continuous.STEP_FORMULAS[scenario.DEFAULT_STEP](ia.model("llama-3.1-70b"))
-    assert page["continuous"]["step"] == calculator._js(step)
+    for name in scenario.STEPS:
+        step = ia.continuous.STEP_FORMULAS[name](ia.model("llama-3.1-70b"))
+        assert page["continuous"]["step"][name] == calculator._js(step)
     assert page["degree_list"] == scenario.tensor_parallel_degrees(ia.model("llama-3.1-70b"))
     assert spec["models"]["gpt2"]["degree_list"] == [1, 2, 3, 4, 6, 12]  # 12 heads
     assert spec["saturated"] == ia.continuous.SATURATED
-    assert spec["modes"] == {"static": calculator.STATIC, "continuous": calculator.CONTINUOUS}
+    modes = {"static": calculator.STATIC, "continuous": calculator.CONTINUOUS}
+    assert spec["modes"] == {**modes, "plan": calculator.PLAN}
     script = calculator._steady_runtime() + calculator._RUNTIME
     for text in ("saturate ", "keeps up", "positive number", "requests per second"):
         assert text not in script
@@ -160,22 +171,22 @@ def test_the_pages_figures_are_the_scenarios_for_every_gpu_and_format():
     # and the spec's options; for every registry GPU and format they are the Scenario's.
     spec = calculator.Calculator().spec()
     checked = 0
-    for name in ia.gpu_names():
+    for name, step in itertools.product(ia.gpu_names(), scenario.STEPS):
         g = spec["gpus"][name]
-        for compute in g["compute"]:
+        for compute in g["compute"][step]:
             for dtype in ("bf16", "int4", compute):
                 try:
                     s = ia.Scenario(
-                        "gpt2", name, prompt_len=512, dtype=dtype, compute_dtype=compute
+                        "gpt2", name, prompt_len=512, dtype=dtype, compute_dtype=compute, step=step
                     )
                 except (KeyError, ValueError):
                     continue  # a format the GPU cannot compute, or a model that does not fit
-                page = {**g["figures"], **spec["options"], **g["compute"][compute]}
-                page |= g["weights"][ia.dtypes.dtype_name(dtype)]  # fp4: nvfp4
+                page = {**g["figures"], **spec["options"], **g["compute"][step][compute]}
+                page |= g["weights"][step][ia.dtypes.dtype_name(dtype)]  # fp4: nvfp4
                 expected = s.values()
-                assert {k: expected[k] for k in page} == page, (name, compute, dtype)
+                assert {k: expected[k] for k in page} == page, (name, step, compute, dtype)
                 checked += 1
-    assert checked > 2 * len(ia.gpu_names())
+    assert checked > 4 * len(ia.gpu_names())
 
 
 @pytest.mark.parametrize(
@@ -202,3 +213,155 @@ def test_a_value_no_field_can_hold_is_refused_by_name(name, bad, words):
     with pytest.raises(ia.ArgumentError, match=name):
         w.update(**{name: bad})
     assert w.state["batch"] == 8 and w.result["batch"] == 8  # unchanged
+
+
+def test_the_default_rate_is_half_the_saturation_rate():
+    w = calculator.widget(model="llama-3.1-70b", n_gpus=4, mode=calculator.CONTINUOUS)
+    top = ia.steady_state("llama-3.1-70b", "h100-sxm", 1.0, n_gpus=4)["saturation_rate"]
+    assert w.state["requests_per_s"] == float(f"{top / 2:.2g}")
+    assert 0.45 < w.values["utilization"] < 0.55  # not at the saturation rate's edge
+    given = calculator.widget(model="llama-3.1-70b", n_gpus=4, requests_per_s=3.0)
+    assert given.state["requests_per_s"] == 3.0  # a rate given is kept
+    # A deployment that does not fit has no saturation rate: the rate stays the form's.
+    assert calculator.widget(model="llama-3.1-405b").state["requests_per_s"] == 1.0
+
+
+def test_the_continuous_mode_shows_memory_and_cost_at_the_rate():
+    w = calculator.widget(model="llama-3.1-70b", n_gpus=4, replicas=2, requests_per_s=3.0)
+    w.update(mode=calculator.CONTINUOUS)
+    v, s = w.values, ia.Scenario("llama-3.1-70b", "h100-sxm", n_gpus=4, replicas=2)
+    in_engine = math.ceil(v["concurrency"] / 2)  # one replica's requests, whole
+    static = calculate("llama-3.1-70b", "h100-sxm", n_gpus=4, batch=in_engine)["memory"]
+    assert (v["weights"], v["kv_cache"], v["budget"]) == (
+        static["weights"], static["kv_cache"], static["budget"]
+    )  # fmt: skip
+    assert v["memory"] == pytest.approx(v["weights"] + v["kv_cache"] + static["activations"])
+    assert v["cost_output"] == pytest.approx(ia.continuous.output_cost(s, 3.0))
+    gpu_seconds = 8 / 3.0  # 8 GPUs paid for each second, which serves 3 requests
+    assert v["cost_request"] == pytest.approx(
+        gpu_seconds * ia.gpu("h100-sxm").price_per_hour / 3600
+    )
+    assert "KV cache per GPU (requests in the engine" in w.html() and "$" in w.text()
+    w.update(gpu="b300")  # no example price: the costs are unavailable, the rest stands
+    assert w.values["cost_output"] is None and w.values["ttft"] > 0
+    w.update(price_per_hour=4.0)  # a price typed in: every cost at it
+    rent = calculator.STREAM["cost_output"]
+    at_four = ia.numeric(rent).from_values(
+        {"price_per_hour": 4.0, "n_gpus": 8, "requests_per_s": 3.0, "output_len": 256}
+    )
+    assert w.values["cost_output"] == pytest.approx(at_four)
+    assert f"price {ia.format.usd(4.0)} per GPU-hour, as given" in w.text()
+
+
+@pytest.mark.parametrize(
+    "name, bad, words",
+    [
+        ("memory_utilization", 1.5, "memory_utilization must be a number from 0.001 to 1, got 1.5"),
+        ("price_per_hour", -2.0, "price_per_hour must be a positive number of dollars up to "),
+        ("token_budget", 0, "token_budget must be a whole number from 1 to "),
+        ("compute_efficiency", 0.0, "compute_efficiency must be a number from 0.001 to 1, got 0.0"),
+        ("bandwidth_efficiency", 2, "bandwidth_efficiency must be a number from 0.001 to 1, got 2"),
+    ],
+)
+def test_the_assumptions_are_controls_with_their_ranges(name, bad, words):
+    w = calculator.widget(batch=8, step="roofline")
+    w.update(**{name: bad})  # never clamped: the message names the range
+    assert w.state[name] == bad and w.result is None and w.message.startswith(words)
+    if name in calculator.AMOUNTS:  # the page fills the same template
+        assert w.message == calculator.amount_message(name).format(value=bad)
+
+
+def test_each_assumption_moves_the_readout_as_the_library_does():
+    w = calculator.widget(model="llama-3.1-70b", n_gpus=4, batch=8)
+    base = dict(n_gpus=4, batch=8)
+    for change in (
+        {"memory_utilization": 0.6},
+        {"token_budget": 2048},
+        {"price_per_hour": 2.0},
+        {"step": "roofline"},
+        {"step": "roofline", "compute_efficiency": 0.7, "bandwidth_efficiency": 0.8},
+        {"parallel": "pipeline"},
+        {"parallel": "pipeline", "n_gpus": 5},  # any count of stages up to the layers
+    ):
+        w.update(**calculator.widget().state | {"model": "llama-3.1-70b", **base, **change})
+        price = change.pop("price_per_hour", None)
+        expected = calculate("llama-3.1-70b", "h100-sxm", **{**base, **change},
+                             price_per_hour=price)  # fmt: skip
+        assert w.result == expected, change
+    # The efficiencies are the single roofline's: the kernel model takes the GPU's kernels.
+    assert not calculator.used("compute_efficiency", {**w.state, "step": "kernels"})
+    w.update(step="kernels", compute_efficiency=0.7)
+    assert w.result == calculate("llama-3.1-70b", "h100-sxm", n_gpus=5, batch=8,
+                                 parallel="pipeline")  # fmt: skip
+    w.update(model="gpt2", parallel="pipeline", n_gpus=13)  # more stages than layers
+    assert w.message.startswith("gpt2 has 12 layers, too few for 13 pipeline stages")
+
+
+def test_fp4_formats_are_choices_where_the_gpu_has_an_fp4_rate():
+    w = calculator.widget(model="llama-3.1-70b", gpu="b200", dtype="nvfp4", batch=8)
+    assert w.result == calculate("llama-3.1-70b", "b200", dtype="nvfp4", batch=8)
+    assert w.result["compute_dtype"] == "fp4"
+    w.update(dtype="mxfp4")  # a scale per 32 numbers, not per 16: fewer bytes
+    nvfp4 = calculate("llama-3.1-70b", "b200", dtype="nvfp4", batch=8)["memory"]["weights"]
+    assert w.result["memory"]["weights"] < nvfp4
+    w.update(gpu="h100-sxm")  # no fp4 rate: the library's refusal
+    assert "no peak FLOP rate for fp4" in w.message
+
+
+def test_the_plan_is_a_mode_of_the_form():
+    w = calculator.widget(model="llama-3.1-70b", mode=calculator.PLAN, requests_per_s=10.0)
+    expected = ia.plan("llama-3.1-70b", "h100-sxm", 10.0, 2048, 256, 0.5, 0.05)
+    assert w.result == expected and w.values["cost_output"] == expected["cost"]["output"]
+    assert "GPUs per replica (tensor-parallel degree)" in w.html()
+    w.update(ttft_target=0.001)  # no deployment meets it: the library's message
+    assert w.result is None and w.message.startswith("no deployment of up to 64 x h100-sxm")
+    assert "within ttft 1 ms and tpot 50 ms" in w.message
+    w.update(ttft_target=0.5, gpu="b300")  # no example price: the plan asks for one
+    assert w.message == "'b300' has no example price per hour: pass price_per_hour (USD per " \
+        "GPU-hour)"  # fmt: skip
+    w.update(price_per_hour=5.0)
+    assert w.result == ia.plan("llama-3.1-70b", "b300", 10.0, 2048, 256, 0.5, 0.05,
+                               price_per_hour=5.0)  # fmt: skip
+    w.update(ttft_target=-1)
+    assert w.message == calculator.amount_message("ttft_target").format(value=-1)
+
+
+def test_jupyters_form_shows_the_controls_each_mode_uses_and_reads_a_typed_price():
+    w = calculator.widget(model="llama-3.1-70b", n_gpus=4, batch=8)
+    w.widget()
+    shown = {name for name, c in w._widgets.items() if c.layout.display != "none"}
+    assert "batch" in shown and "requests_per_s" not in shown and "ttft_target" not in shown
+    assert "compute_efficiency" not in shown  # the kernel model's: the GPU's measured kernels
+    w._widgets["step"].value = "roofline"  # what a reader's click does
+    assert w._widgets["compute_efficiency"].layout.display != "none"
+    w._widgets["price_per_hour"].value = "2.5"
+    assert w.state["price_per_hour"] == 2.5 and w.result["cost"]["price_per_hour"] == 2.5
+    w._widgets["price_per_hour"].value = " "  # blank: the GPU's example price
+    assert w.state["price_per_hour"] is None
+    assert w.result["cost"]["price_per_hour"] == ia.gpu("h100-sxm").price_per_hour
+    w._widgets["mode"].value = calculator.PLAN
+    assert w._widgets["n_gpus"].layout.display == "none" and w.result["replicas"] >= 1
+    assert "GPUs per replica" in w._readout.value
+
+
+def test_the_single_rooflines_readout_carries_no_band():
+    # The bands are the kernel model's held-out errors: the roofline's readout drops them.
+    kernels, roofline = calculator.widget(batch=8), calculator.widget(batch=8, step="roofline")
+    assert ia.bands.describe() in kernels.text() and ia.bands.describe() not in roofline.text()
+    assert " to " in calculator.cell(calculator.ROWS[5], kernels.values)  # time to first token
+    assert " to " not in calculator.cell(calculator.ROWS[5], roofline.values, banded=False)
+
+
+def test_a_pasted_config_is_read_by_the_librarys_parser():
+    own = calculator.own_config
+    config = own._verbatim("llama-3.1-8b") | {"hidden_size": 3072, "num_hidden_layers": 28,
+                                               "num_attention_heads": 24}  # fmt: skip
+    w = calculator.widget(model=own.OWN, config=json.dumps(config), batch=8)
+    arch = ia.ModelConfig.from_hf_config(config, name=own.OWN)
+    assert w.result == calculate(arch, "h100-sxm", batch=8) and w.result["model"] == own.OWN
+    w.update(config="not json")
+    assert w.result is None and w.message == own.MESSAGES["json"]
+    w.update(config=json.dumps({**config, "num_attention_heads": 0}))  # the parser's words
+    assert w.message.startswith("config of model_type 'llama': num_attention_heads must be")
+    with pytest.raises(ia.ArgumentError, match="config must be the text of a config.json"):
+        w.update(config={"model_type": "llama"})

@@ -27,6 +27,7 @@ __all__ = [
     "cost_per_million_input_tokens",
     "cost_per_million_output_tokens",
     "output_cost_at_rate",
+    "request_cost_at_rate",
     "input_cost",
     "output_cost",
     "request_cost",
@@ -74,6 +75,17 @@ def output_cost_at_rate(rate):
     2500*n_gpus*price_per_hour/(9*output_len*requests_per_s)
     """
     return cost_per_million_tokens(1, rate * O).subs(u, 1)
+
+
+def request_cost_at_rate(rate):
+    """Dollars per request of the n GPUs serving ``rate`` requests a second, their rent paid
+    busy or idle: a million output tokens' cost (``output_cost_at_rate``) over the requests
+    that produce them.
+
+    >>> request_cost_at_rate(sympy.Symbol("requests_per_s", positive=True))
+    n_gpus*price_per_hour/(3600*requests_per_s)
+    """
+    return output_cost_at_rate(rate) * O / MILLION
 
 
 def input_cost(arch, parallel="tensor"):

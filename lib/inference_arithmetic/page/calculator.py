@@ -38,7 +38,7 @@ from inference_arithmetic.core.dtypes import (
     compute_format,
 )
 from inference_arithmetic.core.numeric import ArgumentError
-from inference_arithmetic.formulas import latency
+from inference_arithmetic.formulas import economics, latency
 from inference_arithmetic.hardware.gpus import gpu as registry_gpu
 from inference_arithmetic.hardware.gpus import gpu_names
 from inference_arithmetic.models.config import (
@@ -48,6 +48,7 @@ from inference_arithmetic.models.config import (
     weight_number_values,
 )
 from inference_arithmetic.models.config import model as registry_model
+from inference_arithmetic.page import own_config
 from inference_arithmetic.page.live import FORMAT_RUNTIME, embed_json
 from inference_arithmetic.serving import bands, cache, continuous, scenario
 
@@ -63,12 +64,18 @@ __all__ = [
     "COMPUTED",
 ]
 __all__ += ["BANDED_CELL", "NOTES", "MODES", "STATIC", "CONTINUOUS", "CONTINUOUS_ROWS", "label"]
+__all__ += ["PAGE_PARALLEL"]
+__all__ += ["PLAN", "PLAN_ROWS", "AMOUNTS", "ONLY", "used", "amount_message", "amount_range"]
 
-STATIC, CONTINUOUS = "static batch", "continuous serving"
-MODES = [STATIC, CONTINUOUS]
-"""The form's two modes: a batch of ``batch`` requests sent at once (``ia.calculate``), or a
+STATIC, CONTINUOUS, PLAN = "static batch", "continuous serving", "sizing from targets"
+MODES = [STATIC, CONTINUOUS, PLAN]
+PAGE_PARALLEL = ("tensor", "pipeline")
+"""The parallelisms the page offers: expert parallelism (``latency.EXPERT_PARALLEL``) is the
+library's and chapter 10's, not yet a control of the page."""
+"""The form's three modes: a batch of ``batch`` requests sent at once (``ia.calculate``); a
 stream of ``requests_per_s`` requests a second on a continuously batching engine
-(``ia.steady_state``; ``batch`` is not used)."""
+(``ia.steady_state``); or the cheapest deployment whose steady state at that rate meets a time
+to first token and a time per output token (``ia.plan``, which chooses the GPUs)."""
 
 SAME = "as weights"
 """The compute format choice that computes in the weights' format's own (``compute_dtype=None``,
@@ -92,7 +99,70 @@ def ranges() -> dict[str, tuple[int, int]]:
         "batch": (1, 4096),
         "prompt_len": (1, _max_context()),
         "output_len": (1, _max_context()),
+        "token_budget": (1, _max_context()),
     }
+
+
+AMOUNTS = {
+    "requests_per_s": functools.partial(checks.amount, unit="requests per second", positive=True),
+    "ttft_target": functools.partial(checks.amount, unit="seconds", positive=True),
+    "tpot_target": functools.partial(checks.amount, unit="seconds", positive=True),
+    "compute_efficiency": checks.fraction,
+    "bandwidth_efficiency": checks.fraction,
+    "memory_utilization": checks.fraction,
+    "price_per_hour": functools.partial(checks.amount, unit="dollars", positive=True),
+}
+"""The form's other numbers and the library's check of each (``checks``): the check that
+``steady_state``, ``plan``, the ``Scenario`` and ``GPU.price`` make of the same argument. A
+blank price is the GPU's example (None)."""
+
+ONLY = {
+    "batch": {"mode": [STATIC]},
+    "parallel": {"mode": [STATIC]},
+    "n_gpus": {"mode": [STATIC, CONTINUOUS]},
+    "replicas": {"mode": [STATIC, CONTINUOUS]},
+    "requests_per_s": {"mode": [CONTINUOUS, PLAN]},
+    "ttft_target": {"mode": [PLAN]},
+    "tpot_target": {"mode": [PLAN]},
+    "compute_efficiency": {"step": ["roofline"]},
+    "bandwidth_efficiency": {"step": ["roofline"]},
+    "config": {"model": [own_config.OWN]},
+}
+"""The controls that only some settings use, and those settings (every other control is used
+everywhere): the batch in the static mode, the rate and targets where the steady state is
+asked, the GPUs where the form does not choose them (the plan does), the efficiencies of
+chapter 08's single roofline (the kernel model takes the GPU's measured kernels). A steady
+state is of tensor parallelism (``continuous.NO_PIPELINE``): the pipeline is the static mode's."""
+
+
+def used(name: str, state: dict) -> bool:
+    """Whether the control ``name`` counts in ``state`` (``ONLY``); the page shows only these."""
+    return all(state[key] in values for key, values in ONLY.get(name, {}).items())
+
+
+def amount_message(name: str) -> str:
+    """The message for ``name`` (of ``AMOUNTS``) outside its range, as a template of
+    ``{value}``: the library's own, with the value it names cut out."""
+    try:
+        AMOUNTS[name](name, -1.0)
+    except ValueError as error:
+        return str(error).rsplit("got ", 1)[0] + "got {value}"
+    raise AssertionError("unreachable")
+
+
+def rate_message() -> str:
+    """The message for a request rate outside its range (``amount_message``)."""
+    return amount_message("requests_per_s")
+
+
+def amount_range(name: str) -> dict:
+    """The range of ``name`` (of ``AMOUNTS``) as its check holds it: ``min`` and ``max``, and
+    ``above`` where ``min`` itself is refused (a positive amount)."""
+    check = AMOUNTS[name]
+    if check is checks.fraction:
+        return {"min": checks.FRACTION[0], "max": checks.FRACTION[1], "above": False}
+    high = inspect.signature(checks.amount).parameters["high"].default
+    return {"min": 0, "max": check.keywords.get("high", high), "above": check.keywords["positive"]}
 
 
 # The rows of the readout: a formula of serving.report_formulas, its label, its kind of
@@ -116,7 +186,8 @@ decode_compute_bound_first decode_compute_bound_last   | decode is bound by  | b
 """
 
 
-# The readout of the continuous mode: a key of ``ia.steady_state``'s result.
+# The readout of the continuous mode: a key of ``ia.steady_state``'s result, then the memory of
+# the requests in the engine (the report's formulas at that batch) and the cost at the rate.
 _CONTINUOUS_TABLE = """
 ttft            | time to first token                      | seconds
 tpot            | time per output token                    | seconds
@@ -125,6 +196,24 @@ throughput      | throughput (output tokens/s)             | number
 concurrency     | requests in the engine                   | number
 utilization     | utilization (rate / saturation rate)     | percent
 saturation_rate | saturation rate (requests/s)             | number
+weights         | weights per GPU                          | nbytes
+kv_cache | KV cache per GPU (requests in the engine, rounded up; prompt + output tokens) | nbytes
+memory          | memory per GPU                           | nbytes
+budget          | memory budget per GPU (memory utilization) | nbytes
+capacity        | GPU memory                               | nbytes
+gpus            | GPUs in all (replicas x GPUs each)       | integer
+cost_output     | cost per million output tokens (GPUs paid busy or idle) | usd
+cost_request    | cost per request (GPUs paid busy or idle) | usd
+"""
+
+# The plan's readout: a key of ``ia.plan``'s result (its output cost as cost_output).
+_PLAN_TABLE = """
+replicas        | replicas                                 | integer
+n_gpus          | GPUs per replica (tensor-parallel degree) | integer
+gpus            | GPUs in all                              | integer
+ttft            | time to first token                      | seconds
+tpot            | time per output token                    | seconds
+cost_output     | cost per million output tokens (GPUs paid busy or idle) | usd
 """
 
 
@@ -136,20 +225,39 @@ def _row(line: str) -> tuple:
 ROWS = [_row(line) for line in _TABLE.strip().splitlines()]
 """The readout's rows: (formula, label, kind), as ``_TABLE`` lists them."""
 CONTINUOUS_ROWS = [_row(line) for line in _CONTINUOUS_TABLE.strip().splitlines()]
-"""The continuous mode's rows: (key of ``ia.steady_state``'s result, label, kind)."""
+"""The continuous mode's rows: (key of ``ia.steady_state``'s result, or of the memory and cost
+at the rate, label, kind)."""
+PLAN_ROWS = [_row(line) for line in _PLAN_TABLE.strip().splitlines()]
+"""The plan's rows: (key of ``ia.plan``'s result, label, kind)."""
+_MODE_ROWS = {STATIC: ROWS, CONTINUOUS: CONTINUOUS_ROWS, PLAN: PLAN_ROWS}
+
+PRICE = "price_per_hour"  # a number field that may be left blank: the GPU's example price
+_rate = sympy.Symbol("requests_per_s", positive=True)  # continuous.STEADY's rate
+STREAM = {
+    "cost_output": economics.output_cost_at_rate(_rate),
+    "cost_request": economics.request_cost_at_rate(_rate),
+}
+"""The continuous mode's costs: all the GPUs (``n_gpus``: every replica's) paid busy or idle
+while they serve the rate (``formulas.economics``)."""
 
 
 NOTES = {
     "priced": "price ${price_per_hour} per GPU-hour, observed {price_date}",
+    "given": "price {price_per_hour} per GPU-hour, as given",
     "unpriced": "no example price for this GPU",
     "exact": "time per token at the mean context (exact)",
     "approximate": "time per token at the mean context (approximate: the decode bound or "
     "window changes)",
-    "continuous": "the steady state of a continuously batching engine (ia.steady_state), "
-    "at the library's default efficiencies and token budget",
+    "continuous": "the steady state of a continuously batching engine (ia.steady_state); its "
+    "memory is that of the requests in the engine",
+    "plan": "the cheapest replicas x tensor-parallel degree (up to "
+    f"{continuous.PLAN_DEGREE}) whose steady state meets both targets (ia.plan)",
     "band": bands.describe(),
 }
-"""The sentence under the readout: its parts joined by "; ", the band's last."""
+"""The sentence under the readout: its parts joined by "; ", the band's last (the kernel
+model's: chapter 08's single roofline has none)."""
+GIVEN_KIND = "usd"
+"""How ``NOTES["given"]`` prints a price the reader typed (``format.show``'s kind)."""
 
 
 # The form's controls that are not one of the book's symbols, in words (the keyword in code is
@@ -158,10 +266,16 @@ _WORDS = {
     "mode": "mode",
     "model": "model",
     "gpu": "GPU",
+    "parallel": "parallelism",
+    "step": "step model",
     "dtype": "weights' number format",
     "compute_dtype": "compute format",
     "cache_dtype": "KV cache format",
     "requests_per_s": "request rate (requests/s)",
+    "ttft_target": "time to first token target (s)",
+    "tpot_target": "time per output token target (s)",
+    "price_per_hour": "price per GPU-hour ($; blank: the GPU's example)",
+    "config": "config.json (paste it)",
 }
 
 
@@ -179,80 +293,88 @@ BANDED_CELL = "{value} ({low} to {high})"
 """A readout cell with its band (``serving.bands``): the page fills the same template."""
 
 
+def _mode_of(values) -> str:
+    """The mode whose readout ``values`` are: a steady state's, a plan's, or a report's."""
+    if "saturation_rate" in values:
+        return CONTINUOUS
+    return PLAN if "replicas" in values else STATIC
+
+
 def _banded(values) -> dict:
     """The rows of the readout that carry a band, by mode: key -> (kind, whether a speed)."""
-    return continuous.BANDED if "saturation_rate" in values else serving.BANDED
+    return serving.BANDED if _mode_of(values) == STATIC else continuous.BANDED
 
 
-def cell(row, values) -> str:
+def cell(row, values, banded: bool = True) -> str:
     """One row of the readout (of ``ROWS``) as text: a formula's value in its kind, and in
-    brackets its band where it has one (``serving.bands``), or the bounds of a phase
-    (``serving.bound_text``)."""
+    brackets its band where it has one (``serving.bands``; none with ``banded`` false, for
+    chapter 08's single roofline), or the bounds of a phase (``serving.bound_text``)."""
     key, _, kind = row
     if kind == "bound":
         return serving.bound_text(*(values[k] for k in key))
     text, value = fmt.show(values[key], kind), values[key]
-    if key not in _banded(values) or value is None:
+    if not banded or key not in _banded(values) or value is None:
         return text
     band_kind, speed = _banded(values)[key]
     low, high = bands.band(band_kind, value, speed)
     return BANDED_CELL.format(value=text, low=fmt.show(low, kind), high=fmt.show(high, kind))
 
 
-def _note(values, gpu) -> str:
-    if "saturation_rate" in values:
-        return f"{NOTES['continuous']}; {NOTES['band']}."
-    price = gpu.price_per_hour
-    priced = NOTES["priced"].format(price_per_hour=price, price_date=gpu.price_date)
-    first = priced if price is not None else NOTES["unpriced"]
-    return f"{first}; {NOTES['exact' if values['exact'] else 'approximate']}; {NOTES['band']}."
+def _note(values, gpu, price=None, banded=True) -> str:
+    mode = _mode_of(values)
+    if price is not None:
+        parts = [NOTES["given"].format(price_per_hour=fmt.show(price, GIVEN_KIND))]
+    elif gpu.price_per_hour is not None:
+        given = {"price_per_hour": gpu.price_per_hour, "price_date": gpu.price_date}
+        parts = [NOTES["priced"].format(**given)]
+    else:
+        parts = [NOTES["unpriced"]]
+    if mode == STATIC:
+        parts.append(NOTES["exact" if values["exact"] else "approximate"])
+    else:
+        parts.append(NOTES["continuous" if mode == CONTINUOUS else "plan"])
+    return "; ".join(parts + [NOTES["band"]] * banded) + "."
 
 
-def readout_html(values, gpu, message: str | None = None) -> str:
-    """The readout table of ``serving.report_values``, or the message that replaces it."""
+def readout_html(values, gpu, message: str | None = None, price=None, banded=True) -> str:
+    """The readout table of ``serving.report_values`` (or of a steady state or a plan), or the
+    message that replaces it."""
     if values is None:
         return f'<p class="ia-calc-message" role="alert"><b>{html.escape(message)}</b></p>'
     rows = "".join(
-        f"<tr><td>{row[1]}</td><td><b>{html.escape(cell(row, values))}</b></td></tr>"
-        for row in _rows(values)
+        f"<tr><td>{row[1]}</td><td><b>{html.escape(cell(row, values, banded))}</b></td></tr>"
+        for row in _MODE_ROWS[_mode_of(values)]
     )
-    return f"<table>{rows}</table><p>{html.escape(_note(values, gpu))}</p>"
-
-
-def _rows(values) -> list:
-    return CONTINUOUS_ROWS if "saturation_rate" in values else ROWS
-
-
-def rate_message() -> str:
-    """The message for a request rate outside its range, as a template of ``{value}``: the
-    library's own (``checks.amount``), with the value it names cut out."""
-    try:
-        checks.amount("requests_per_s", -1.0, "requests per second", positive=True)
-    except ValueError as error:
-        return str(error).rsplit("got ", 1)[0] + "got {value}"
-    raise AssertionError("unreachable")
+    return f"<table>{rows}</table><p>{html.escape(_note(values, gpu, price, banded))}</p>"
 
 
 def _number(name: str, value) -> None:
     """Refuse a value no number field of the form can hold: a whole number field anything but a
-    whole number, the rate anything but a finite number (NaN, a string, a bool), each with its
-    control's message (``checks``)."""
+    whole number, another number field anything but a finite number (NaN, a string, a bool;
+    a blank price is the GPU's example), each with its control's message (``checks``)."""
     # A number out of its range is the form's to answer (a message, as the page shows); a
     # value that is no number is the caller's mistake, which a message would hide.
     real = isinstance(value, numbers.Real) and not isinstance(value, bool)
     if name in ranges() and not (real and math.isfinite(value) and value == int(value)):
         checks.count(name, value, *ranges()[name])  # raises: not a whole number
-    if name == "requests_per_s" and not (real and math.isfinite(value)):
-        checks.amount(name, value, "requests per second", positive=True)  # raises
+    if name == "config" and not isinstance(value, str):
+        raise ArgumentError(f"config must be the text of a config.json, got {value!r}")
+    if name == "price_per_hour" and value is None:
+        return
+    if name in AMOUNTS and not (real and math.isfinite(value)):
+        AMOUNTS[name](name, value)  # raises
 
 
 class Calculator:
     """The calculator's controls and readout: ipywidgets in Jupyter, a live page in the book.
 
-    ``update(**changes)`` sets controls and recomputes: ``result`` is ``ia.calculate``'s, or
-    None with the reason in ``message`` (an input outside its range, or a scenario the library
-    refuses). Nothing is clamped: the form answers for what was typed, or says why not. A value
-    no field can hold (a string, NaN, 2.5 requests) raises ``ArgumentError`` naming the control.
+    ``update(**changes)`` sets controls and recomputes: ``result`` is ``ia.calculate``'s (or
+    ``ia.steady_state``'s, or ``ia.plan``'s, by the mode), or None with the reason in
+    ``message`` (an input outside its range, or a scenario the library refuses). Nothing is
+    clamped: the form answers for what was typed, or says why not. A value no field can hold
+    (a string, NaN, 2.5 requests) raises ``ArgumentError`` naming the control. Without a
+    ``requests_per_s``, the rate starts at half the saturation rate of the deployment the form
+    starts with (``default_rate``), where the tail of the wait has not yet exploded.
     """
 
     def __init__(self, **state):
@@ -262,41 +384,74 @@ class Calculator:
             "gpu": "h100-sxm",
             "n_gpus": 1,
             "replicas": 1,
+            "parallel": "tensor",
             "dtype": AUTO,
             "compute_dtype": SAME,
             "cache_dtype": COMPUTED,
             "batch": 1,
             "prompt_len": 2048,
             "output_len": 256,
-            "requests_per_s": 4.0,
+            "requests_per_s": 1.0,
+            "ttft_target": 0.5,
+            "tpot_target": 0.05,
+            "step": scenario.DEFAULT_STEP,
+            "compute_efficiency": scenario.DEFAULT_COMPUTE_EFFICIENCY,
+            "bandwidth_efficiency": scenario.DEFAULT_BANDWIDTH_EFFICIENCY,
+            "memory_utilization": scenario.DEFAULT_MEMORY_UTILIZATION,
+            "token_budget": scenario.default_budget(),
+            "price_per_hour": None,
+            "config": "",
         }
         self._widgets = None
         self._syncing = False
         self.result, self.values, self.message = None, None, None
         self.update(**state)
+        if "requests_per_s" not in state:
+            self.update(requests_per_s=self.default_rate())
+
+    def default_rate(self) -> float:
+        """Half the saturation rate of the steady state of the current controls, to two
+        significant digits (the current rate where there is none: a deployment that does not
+        fit, or requests that never decode)."""
+        try:
+            s = scenario.Scenario(**self._scenario_arguments(CONTINUOUS))
+            return float(f"{continuous.saturation_rate(s) / 2:.2g}")
+        except (ValueError, KeyError):
+            return self.state["requests_per_s"]
 
     @property
     def choices(self) -> dict[str, list[str]]:
         return {
             "mode": MODES,
-            "model": model_names(),
+            "model": [*model_names(), own_config.OWN],
             "gpu": gpu_names(),
+            "parallel": list(PAGE_PARALLEL),
+            "step": list(scenario.STEPS),
             "dtype": [AUTO, *DTYPE_BYTES],
             "compute_dtype": [SAME, *COMPUTES],
             "cache_dtype": [COMPUTED, *DTYPE_BYTES],
         }
 
-    def arguments(self) -> dict:
-        """The current controls as ``calculate``'s arguments."""
+    def arguments(self, mode: str | None = None) -> dict:
+        """The current controls as ``calculate``'s arguments (of ``mode``, default the form's):
+        the deployment's and the workload's, without the rate, the targets and the price."""
+        mode = mode or self.state["mode"]
         compute, cache = self.state["compute_dtype"], self.state["cache_dtype"]
         compute, cache = (
             (None if compute == SAME else compute),
             (None if cache == COMPUTED else cache),
         )
         arguments = {**self.state, "compute_dtype": compute, "cache_dtype": cache}
-        del arguments["mode"], arguments["requests_per_s"]
-        if self.state["mode"] == CONTINUOUS:  # one request at a time enters the engine
-            arguments |= {"batch": 1, "in_waves": True}
+        for name in ("mode", "requests_per_s", "ttft_target", "tpot_target", "price_per_hour"):
+            del arguments[name]
+        del arguments["config"]
+        if self.state["model"] == own_config.OWN:  # read by the library's own parser
+            arguments["model"] = own_config.model_of(self.state["config"])
+        for name in ("compute_efficiency", "bandwidth_efficiency"):
+            if not used(name, self.state):  # the kernel model's are the GPU's measured ones
+                del arguments[name]
+        if mode != STATIC:  # one request at a time enters one tensor-parallel engine
+            arguments |= {"batch": 1, "in_waves": True, "parallel": "tensor"}
         return arguments
 
     def update(self, **changes):
@@ -310,21 +465,8 @@ class Calculator:
             _number(name, value)
             self.state[name] = value
         try:
-            for name, (low, high) in ranges().items():
-                checks.count(name, self.state[name], low, high)
-            if self.state["mode"] == CONTINUOUS:
-                rate = self.state["requests_per_s"]
-                checks.amount("requests_per_s", rate, "requests per second", positive=True)
-                s = scenario.Scenario(**self._scenario_arguments())
-                steady = continuous.steady_state_of(s, float(rate))
-                self.result, self.values, self.message = steady, steady, None
-            else:
-                s = scenario.Scenario(**self._scenario_arguments())
-                self.result, self.values, self.message = (
-                    serving.report(s),
-                    serving.report_values(s),
-                    None,
-                )
+            self.result, self.values = self._compute()
+            self.message = None
         except (ValueError, KeyError) as error:
             self.result, self.values = None, None
             self.message = error.args[0] if isinstance(error, KeyError) else str(error)
@@ -332,18 +474,50 @@ class Calculator:
             self._syncing = True
             try:
                 for name, control in self._widgets.items():
-                    control.value = self.state[name]
+                    value = self.state[name]
+                    control.value = "" if value is None else str(value) if name == PRICE else value
+                    control.layout.display = None if used(name, self.state) else "none"
             finally:
                 self._syncing = False
             self._readout.value = self.html()
         return self
 
-    def _scenario_arguments(self):
-        arguments = self.arguments()
+    def _compute(self) -> tuple[dict, dict]:
+        """The mode's result and the readout's values, after the form's own checks (each
+        number used in its range, in the order the page checks them)."""
+        state, mode = self.state, self.state["mode"]
+        for name, (low, high) in ranges().items():
+            if used(name, state):
+                checks.count(name, state[name], low, high)
+        for name, check in AMOUNTS.items():
+            if used(name, state) and state[name] is not None:
+                check(name, state[name])
+        price = state["price_per_hour"]
+        if mode == PLAN:
+            arguments = self.arguments()
+            options = {k: arguments[k] for k in arguments if k in scenario.DEPLOYMENT}
+            for name in ("n_gpus", "replicas", "parallel"):  # the plan chooses them
+                del options[name]
+            r = continuous.plan(
+                arguments["model"], state["gpu"], state["requests_per_s"], state["prompt_len"],
+                state["output_len"], state["ttft_target"], state["tpot_target"],
+                price_per_hour=price, **options,
+            )  # fmt: skip
+            return r, {**r, "cost_output": r["cost"]["output"]}
+        s = scenario.Scenario(**self._scenario_arguments())
+        if mode == STATIC:
+            return serving.report(s, price), serving.report_values(s, price)
+        rate = state["requests_per_s"]
+        steady = continuous.steady_state_of(s, float(rate))
+        return steady, {**steady, **_stream_values(s, steady, rate, price)}
+
+    def _scenario_arguments(self, mode: str | None = None):
+        arguments = self.arguments(mode)
         return {"model": arguments.pop("model"), **arguments}
 
     def html(self) -> str:
-        return readout_html(self.values, registry_gpu(self.state["gpu"]), self.message)
+        gpu, banded = registry_gpu(self.state["gpu"]), self.state["step"] == "kernels"
+        return readout_html(self.values, gpu, self.message, self.state["price_per_hour"], banded)
 
     def widget(self):
         """The ipywidgets form (built once): dropdowns, number fields, and the readout."""
@@ -354,13 +528,19 @@ class Calculator:
             for name in self.state:
                 if name in ranges():
                     control = w.IntText(value=self.state[name])
-                elif name == "requests_per_s":
+                elif name == PRICE:  # blank: the GPU's example price
+                    value = self.state[name]
+                    control = w.Text(value="" if value is None else str(value))
+                elif name in AMOUNTS:
                     control = w.FloatText(value=self.state[name])
+                elif name == "config":
+                    control = w.Textarea(value=self.state[name])
                 else:
                     control = w.Dropdown(options=self.choices[name], value=self.state[name])
                 control.description = label(name)
                 control.style = {"description_width": "initial"}
                 control.observe(self._on_change(name), names="value")
+                control.layout.display = None if used(name, self.state) else "none"
                 self._widgets[name] = control
             self._readout = w.HTML(self.html())
             self._box = w.VBox([w.VBox(list(self._widgets.values())), self._readout])
@@ -369,18 +549,25 @@ class Calculator:
     def _on_change(self, name):
         def handler(change):
             if not self._syncing:
-                self.update(**{name: change["new"]})
+                value = change["new"]
+                if name == PRICE:  # a text field: blank, a number, or what it says
+                    value = _typed_price(value)
+                self.update(**{name: value})
 
         return handler
 
     def text(self) -> str:
         """The readout as plain text, for outputs that show no HTML (the PDF)."""
-        args = ", ".join(f"{k}={v}" for k, v in self.state.items())
+        args = ", ".join(f"{k}={v}" for k, v in self.state.items() if used(k, self.state))
         if self.values is None:
             return f"Calculator ({args}): {self.message}"
+        banded = self.state["step"] == "kernels"
         lines = [f"Calculator ({args}):"]
-        lines += [f"  {row[1]}: {cell(row, self.values)}" for row in _rows(self.values)]
-        return "\n".join(lines + [f"  {_note(self.values, registry_gpu(self.state['gpu']))}"])
+        rows = _MODE_ROWS[_mode_of(self.values)]
+        lines += [f"  {row[1]}: {cell(row, self.values, banded)}" for row in rows]
+        note = _note(self.values, registry_gpu(self.state["gpu"]), self.state["price_per_hour"],
+                     banded)  # fmt: skip
+        return "\n".join([*lines, f"  {note}"])
 
     def spec(self) -> dict:
         """Everything the page needs, as JSON-ready data (module docstring)."""
@@ -395,7 +582,7 @@ class Calculator:
             f'<script type="application/json" class="ia-calc-spec">{embed_json(self.spec())}'
             '</script><div class="ia-calc-controls"></div>'
             '<div class="ia-calc-readout" aria-live="polite"></div></div>'
-            f"<script>{FORMAT_RUNTIME}{_steady_runtime()}{_RUNTIME}\n"
+            f"<script>{FORMAT_RUNTIME}{_runtime('steady.js')}{_runtime('plan.js')}{_RUNTIME}\n"
             f"iaCalc(document.getElementById({json.dumps(element)}));</script>"
         )
 
@@ -406,6 +593,44 @@ class Calculator:
         bundle["text/html"] = self.live_html()
         bundle["text/plain"] = self.text()
         return bundle
+
+
+def _typed_price(text):
+    """A price field's text as the form's value: None for a blank, else the number, else the
+    text itself (which the form refuses by name)."""
+    text = text.strip()
+    if not text:
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        return text
+
+
+@functools.cache
+def _stream():
+    return cache.formulas("calculator stream", lambda: STREAM)
+
+
+def _stream_values(s, steady: dict, rate: float, price) -> dict:
+    """The continuous mode's memory and cost rows: the report's memory formulas at a batch of
+    the requests in one replica's engine, rounded up to whole requests (each holding its whole
+    cache of T + O tokens, as the engine's capacity counts them), and ``STREAM`` at the rate."""
+    price, _, _ = s.gpu.price(price)
+    per_replica = math.ceil(steady["concurrency"] / s.replicas)
+    values = {**s.values(), "batch": per_replica, "price_per_hour": price or 1.0}
+    r = _report_compiled(s).from_values(values)
+    gpus = s.n_gpus * s.replicas
+    costs = _stream().from_values({**values, "n_gpus": gpus, "requests_per_s": rate})
+    memory = {k: r[k] for k in ("weights", "kv_cache", "memory", "budget", "capacity")}
+    return {**memory, "gpus": gpus, **{k: v if price else None for k, v in costs.items()}}
+
+
+def _report_compiled(s):
+    """The compiled formulas of ``serving.report_values`` for ``s``."""
+    from inference_arithmetic.serving.report import _compiled
+
+    return _compiled(s.model, s.step, s.parallel)
 
 
 def widget(**state) -> Calculator:
@@ -447,12 +672,26 @@ def _js_body(exprs: list) -> tuple[str, list[str]]:
 
 def _model_data(arch) -> dict:
     """One model's part of the page's data, printed once and kept in the disk cache (printing
-    a model's kernels and their common parts takes about a second)."""
+    a model's kernels and their common parts takes about a second a parallelism)."""
     return cache.data(f"calculator page {arch!r}", lambda: _print_model(arch))
 
 
+def _print_checks(arch, parallel) -> list:
+    return [
+        {
+            "name": check.name,
+            "holds": _js(check.holds(arch, parallel)),
+            "message": check.message,
+            "fields": {
+                f: {**_js(e(arch, parallel)), "kind": k} for f, (e, k) in check.fields.items()
+            },
+        }
+        for check in scenario.CHECKS
+        if check.applies(arch, parallel)
+    ]
+
+
 def _print_model(arch) -> dict:
-    rules = [c for c in scenario.CHECKS if c.applies(arch, "tensor")]
     return {
         "sizes": arch.sizes(),
         "weights": weight_number_values(arch),  # as the checkpoint ships ("auto")
@@ -460,21 +699,16 @@ def _print_model(arch) -> dict:
         "context_window": arch.context_window,
         "degrees": ", ".join(map(str, scenario.tensor_parallel_degrees(arch))),
         "degree_list": scenario.tensor_parallel_degrees(arch),
-        "continuous": {
-            "step": _js(continuous.STEP_FORMULAS[scenario.DEFAULT_STEP](arch)),
+        "plan_degrees": scenario.tensor_parallel_degrees(arch, continuous.PLAN_DEGREE),
+        "continuous": {  # a steady state is of tensor parallelism (continuous.NO_PIPELINE)
+            "step": {s: _js(continuous.STEP_FORMULAS[s](arch)) for s in scenario.STEPS},
             "capacity": _js(latency.max_concurrency(arch)),
         },
-        "report": _js_block(serving.report_formulas(arch)),
-        "checks": [
-            {
-                "holds": _js(check.holds(arch, "tensor")),
-                "message": check.message,
-                "fields": {
-                    f: {**_js(e(arch, "tensor")), "kind": k} for f, (e, k) in check.fields.items()
-                },
-            }
-            for check in rules
-        ],
+        "report": {
+            s: {p: _js_block(serving.report_formulas(arch, s, p)) for p in PAGE_PARALLEL}
+            for s in scenario.STEPS
+        },
+        "checks": {p: _print_checks(arch, p) for p in PAGE_PARALLEL},
     }
 
 
@@ -484,62 +718,86 @@ def warm() -> int:
     return len(_page_data()["models"])
 
 
+def _gpu_data(g, engine) -> dict:
+    """One GPU's part of the page's data: its figures, and for each step model the figures a
+    step takes by the compute format, and the weights' stream by theirs
+    (``scenario.WEIGHT_FIGURES``): the scenario's, for each format the form offers."""
+    figures = {k: v for k, v in g.figures(next(iter(g.peak_flop_rate))).items() if k != "flop_rate"}
+    by_compute, by_weights = {}, {}
+    for step in scenario.STEPS:
+        by_compute[step] = {}
+        for c in (c for c in g.peak_flop_rate if c in COMPUTES):  # the formats offered
+            found = scenario.found_figures(g, engine, c, c, step)
+            kept = {k: v for k, v in found.items() if k not in scenario.WEIGHT_FIGURES}
+            by_compute[step][c] = {**kept, "activation_bytes_per_number": activation_bytes(c)}
+        some = next(iter(by_compute[step]))
+        by_weights[step] = {
+            d: {k: scenario.found_figures(g, engine, some, d, step)[k]
+                for k in scenario.WEIGHT_FIGURES}
+            for d in DTYPE_BYTES
+        }  # fmt: skip
+    try:  # the plan's refusal of a GPU without a price, the library's own words
+        g.price(required=True)
+        no_price = None
+    except ValueError as error:
+        no_price = str(error)
+    return {
+        "flop_rate": dict(g.peak_flop_rate),
+        "figures": figures,
+        "compute": by_compute,
+        "weights": by_weights,
+        "price_per_hour": g.price_per_hour,
+        "price_date": g.price_date,
+        "no_price": no_price,
+    }
+
+
+def _controls() -> list[dict]:
+    """The form's controls in their order, each with its kind, label, range and where it is
+    used (``ONLY``)."""
+    controls = [
+        {"name": n, "kind": "degrees" if n == "n_gpus" else "range", "min": low, "max": high}
+        for n, (low, high) in ranges().items()
+    ]
+    for name in AMOUNTS:
+        control = {"name": name, "kind": "amount", "message": amount_message(name)}
+        controls.append({**control, **amount_range(name), "blank": name == "price_per_hour"})
+    choices = Calculator.__new__(Calculator).choices
+    controls += [{"name": n, "kind": "choice", "options": o} for n, o in choices.items()]
+    controls += [{"name": "config", "kind": "text"}]
+    for control in controls:
+        control["label"] = label(control["name"])
+        control["only"] = ONLY.get(control["name"], {})
+    order = ["mode", "model", "gpu", "parallel", "n_gpus", "replicas", "dtype", "compute_dtype"]
+    order += ["cache_dtype", "batch", "requests_per_s", "ttft_target", "tpot_target"]
+    order += ["prompt_len", "output_len", "step", "compute_efficiency", "bandwidth_efficiency"]
+    order += ["memory_utilization", "token_budget", "price_per_hour", "config"]
+    return sorted(controls, key=lambda c: order.index(c["name"]))
+
+
+def _rows_data(rows, banded) -> list[dict]:
+    return [
+        {"key": k, "label": text, "kind": kind, "band": banded.get(k)} for k, text, kind in rows
+    ]
+
+
 @functools.cache
 def _page_data() -> dict:
     """The page's data, the same for every calculator (module docstring)."""
     models = {name: _model_data(registry_model(name)) for name in model_names()}
     default = scenario.Scenario("llama-3.1-8b", "h100-sxm")
-    engine, step = default.engine, default.step
-    gpus = {}
-    for name in gpu_names():
-        g = registry_gpu(name)
-        figures = {
-            k: v for k, v in g.figures(next(iter(g.peak_flop_rate))).items() if k != "flop_rate"
-        }
-        # The measured figures a step takes, by the compute format, and the weights' stream by
-        # theirs (scenario.WEIGHT_FIGURES): the scenario's, for each format the form offers.
-        by_compute = {}
-        for c in (c for c in g.peak_flop_rate if c in COMPUTES):  # the formats offered
-            found = scenario.found_figures(g, engine, c, c, step)
-            by_compute[c] = {k: v for k, v in found.items() if k not in scenario.WEIGHT_FIGURES}
-            by_compute[c]["activation_bytes_per_number"] = activation_bytes(c)
-        some = next(iter(by_compute))
-        by_weights = {
-            d: {k: scenario.found_figures(g, engine, some, d, step)[k]
-                for k in scenario.WEIGHT_FIGURES}
-            for d in DTYPE_BYTES
-        }  # fmt: skip
-        gpus[name] = {
-            "flop_rate": dict(g.peak_flop_rate),
-            "figures": figures,
-            "compute": by_compute,
-            "weights": by_weights,
-            "price_per_hour": g.price_per_hour,
-            "price_date": g.price_date,
-        }
-    # The numeric settings the form does not offer (the engine's, the link, budgets): the
-    # default scenario's values less the model's, the GPU's and the form's own.
+    gpus = {name: _gpu_data(registry_gpu(name), default.engine) for name in gpu_names()}
+    # The numeric settings the form does not offer (the engine's, the link): the default
+    # scenario's values less the model's, the GPU's and the form's own.
     own = set(default.model.sizes()) | set(default.gpu.figures(default.compute_dtype))
-    own |= set(gpus[default.gpu.name]["compute"][default.compute_dtype])
+    own |= set(gpus[default.gpu.name]["compute"][default.step][default.compute_dtype])
     own |= set(scenario.WEIGHT_FIGURES) | set(_FORM_VALUES)
     options = {k: v for k, v in default.values().items() if k not in own}
-    controls = [
-        {"name": n, "kind": "degrees" if n == "n_gpus" else "range", "min": low, "max": high}
-        for n, (low, high) in ranges().items()
-    ]
-    controls += [{"name": "requests_per_s", "kind": "rate"}]
-    choices = Calculator.__new__(Calculator).choices
-    controls += [{"name": n, "kind": "choice", "options": o} for n, o in choices.items()]
-    for control in controls:
-        control["label"] = label(control["name"])
-    order = ["mode", "model", "gpu", "n_gpus", "replicas", "dtype", "compute_dtype", "cache_dtype"]
-    order += ["batch"]
-    order += ["requests_per_s", "prompt_len", "output_len"]
-    controls.sort(key=lambda c: order.index(c["name"]))
+    plan_signature = inspect.signature(continuous.plan).parameters
     return {
         "same": SAME,
         "computed": COMPUTED,
-        "controls": controls,
+        "controls": _controls(),
         "models": models,
         "gpus": gpus,
         "dtypes": DTYPE_BYTES,
@@ -549,52 +807,65 @@ def _page_data() -> dict:
         "options": options,
         "count_message": checks.COUNT,
         "no_rate": scenario.NO_RATE,
-        "rows": [
-            {"key": k, "label": label, "kind": kind, "band": serving.BANDED.get(k)}
-            for k, label, kind in ROWS
-        ],
+        "no_link": scenario.NO_LINK,
+        "one_token": continuous.ONE_TOKEN,
+        "rows": _rows_data(ROWS, serving.BANDED),
         "bands": {kind: bands.bands()[kind] for kind in bands.KINDS},
         "band_ends": {which: _js_block(ends) for which, ends in bands.BAND.items()},
         "band_cell": BANDED_CELL,
         "bounds": serving.BOUNDS,
         "then": serving.THEN,
         "notes": NOTES,
-        "modes": {"static": STATIC, "continuous": CONTINUOUS},
-        "continuous_rows": [
-            {"key": k, "label": label, "kind": kind, "band": continuous.BANDED.get(k)}
-            for k, label, kind in CONTINUOUS_ROWS
-        ],
+        "given_kind": GIVEN_KIND,
+        "modes": {"static": STATIC, "continuous": CONTINUOUS, "plan": PLAN},
+        "continuous_rows": _rows_data(CONTINUOUS_ROWS, continuous.BANDED),
+        "plan_rows": _rows_data(PLAN_ROWS, continuous.BANDED),
         "context": _js(latency.mean_context()),
         "steady": {k: _js(e) for k, e in continuous.STEADY.items()},
         "replicas": {k: _js(e) for k, e in continuous.REPLICAS.items()},
+        "stream": _js_block(STREAM),
         "prompt_counts": continuous.PROMPT_COUNTS,
         "spread": continuous.SPREAD_POINTS,
         "saturated": continuous.SATURATED,
         "saturated_kinds": continuous.SATURATED_KINDS,
         "replicated": continuous.REPLICATED,
-        "rate_message": rate_message(),
-        "rate_high": inspect.signature(checks.amount).parameters["high"].default,
+        "own": {
+            "name": own_config.OWN,
+            "rules": own_config.reading(),
+            "messages": own_config.MESSAGES,
+        },
+        "plan": {
+            "degree": continuous.PLAN_DEGREE,
+            "most_gpus": plan_signature["most_gpus"].default,
+            "message": continuous.NO_DEPLOYMENT,
+            "kinds": continuous.NO_DEPLOYMENT_KINDS,
+        },
     }
 
 
 _FORM_VALUES = ("bytes_per_number", "expert_bytes_per_number", "vocab_bytes_per_number")
 _FORM_VALUES += ("kv_bytes_per_number", "n_gpus", "batch", "replicas")
-_FORM_VALUES += ("seq_len", "output_len", "context_window")
+_FORM_VALUES += ("seq_len", "output_len", "context_window", "memory_utilization", "token_budget")
 """The values the form sets itself (``calculate()`` in the page's script)."""
 
 _ids = itertools.count()
 
 
 @functools.cache
-def _steady_runtime() -> str:
-    """``steady.js``: ``iaSteady``, the page's steady state of a continuously batching engine.
-    It is ``continuous._Engine``'s procedure over the spec's formulas: a steady state that is a
-    Markov chain's fixed point has no closed form SymPy could print, so the page runs the same
-    small numerical routine on the library's formulas, and the browser test holds the two equal."""
+def _runtime(name: str) -> str:
+    """A script of the page's, from this folder: ``steady.js`` (``iaSteady``, the page's steady
+    state of a continuously batching engine: ``continuous._Engine``'s procedure over the spec's
+    formulas; a Markov chain's fixed point has no closed form SymPy could print, so the page
+    runs the same small numerical routine on the library's formulas, and the browser test holds
+    the two equal), ``plan.js`` (``iaPlan``, ``continuous.plan``'s search over it), and
+    ``calculator.js`` (``iaCalc``, the interpreter of the spec)."""
     import importlib.resources
 
-    files = importlib.resources.files("inference_arithmetic.page")
-    return files.joinpath("steady.js").read_text("utf-8")
+    return importlib.resources.files("inference_arithmetic.page").joinpath(name).read_text("utf-8")
+
+
+def _steady_runtime() -> str:
+    return _runtime("steady.js")
 
 
 _STYLE = (
@@ -606,202 +877,7 @@ _STYLE = (
     ".ia-calc-message{border-left:.3em solid #D55E00;padding-left:.5em;font-weight:bold}"
 )
 
-# An interpreter of the spec: it fills the spec's templates with its formulas' values, in the
-# order the library checks them. Rules and words come from the spec, numbers' text from iaShow.
-_RUNTIME = r"""
-var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
-  var spec = JSON.parse(root.querySelector(".ia-calc-spec").textContent);
-  var state = Object.assign({}, spec.state), typed = {}, compiled = {}, saturations = {};
-  function compile(f) {
-    if (!f.fn) f.fn = new Function(f.args.join(","), f.body);
-    return f;
-  }
-  function call(f, values) {
-    compile(f);
-    return f.fn.apply(null, f.args.map(function (a) { return values[a]; }));
-  }
-  function fill(template, values) {
-    return template.replace(/\{(\w+)\}/g, function (_, key) { return String(values[key]); });
-  }
-  function calculate() {  // the Scenario's checks in its order, then the report's formulas
-    var names = Object.assign({}, spec.options, state);
-    var continuous = state.mode === spec.modes.continuous;
-    for (var i = 0; i < spec.controls.length; i++) {
-      var c = spec.controls[i];
-      if (c.kind !== "range" && c.kind !== "degrees") continue;
-      var x = state[c.name];
-      if (!(Number.isInteger(x) && x >= c.min && x <= c.max)) {
-        return {error: fill(spec.count_message, {name: c.name, low: iaShow(c.min, "integer"),
-          upper: " to " + iaShow(c.max, "integer"), value: typed[c.name]})};
-      }
-    }
-    var rate = state.requests_per_s;
-    if (continuous && !(isFinite(rate) && rate > 0 && rate <= spec.rate_high)) {
-      return {error: fill(spec.rate_message, {value: typed.requests_per_s})};
-    }
-    var m = spec.models[state.model], g = spec.gpus[state.gpu];
-    // The Scenario's defaults: the weights as the checkpoint ships them ("auto"), compute in
-    // the layers' format's own, cache in the compute format.
-    var auto = state.dtype === spec.auto, layers = auto ? m.layers_format : state.dtype;
-    var b = spec.dtypes[state.dtype];
-    var weights = auto ? m.weights : {bytes_per_number: b, expert_bytes_per_number: b,
-                                      vocab_bytes_per_number: b};
-    var compute = spec.computes[state.compute_dtype === spec.same ? layers : state.compute_dtype];
-    var cache = state.cache_dtype === spec.computed ? compute : state.cache_dtype;
-    cache = spec.names[cache] || cache;
-    names.compute_dtype = compute; names.cache_dtype = cache;
-    names.rates = Object.keys(g.flop_rate).join(", "); names.degrees = m.degrees;
-    if (!(compute in g.flop_rate)) return {error: fill(spec.no_rate, names)};
-    var v = Object.assign({}, m.sizes, g.figures, spec.options, g.compute[compute],
-                          g.weights[layers], weights, {
-      flop_rate: g.flop_rate[compute],
-      kv_bytes_per_number: spec.dtypes[cache], n_gpus: state.n_gpus, batch: state.batch,
-      replicas: state.replicas,
-      seq_len: state.prompt_len, output_len: state.output_len,
-      context_window: m.context_window, price_per_hour: g.price_per_hour || 1
-    });
-    if (continuous) v.batch = 1;  // one request at a time enters the engine
-    for (var j = 0; j < m.checks.length; j++) {
-      var check = m.checks[j];
-      if (!call(check.holds, v)) {
-        var shown = Object.assign({}, names);
-        for (var f in check.fields) {
-          shown[f] = iaShow(call(check.fields[f], v), check.fields[f].kind);
-        }
-        return {error: fill(check.message, shown)};
-      }
-    }
-    if (continuous) return steadyState(m, v, names, rate);
-    var r = call(m.report, v);
-    for (var k in r) if (/^cost_/.test(k) && g.price_per_hour === null) r[k] = null;
-    var note = (g.price_per_hour !== null ? fill(spec.notes.priced, g) : spec.notes.unpriced) +
-      "; " + (r.exact ? spec.notes.exact : spec.notes.approximate) + "; " + spec.notes.band + ".";
-    return {rows: spec.rows, values: r, note: note};
-  }
-  function steadyState(m, v, names, rate) {  // ia.continuous.steady_state_of
-    var engine = iaSteady({prompt_counts: spec.prompt_counts, context: spec.context,
-      capacity: m.continuous.capacity, step: m.continuous.step, steady: spec.steady,
-      spread: spec.spread}, call, v);
-    var key = JSON.stringify([state.model, state.gpu, v]);
-    if (!(key in saturations)) saturations[key] = engine.saturation();
-    // The replicas share the requests: each is one engine at its share (continuous.REPLICAS).
-    var one = {requests_per_s: rate, replicas: v.replicas, replica_saturation: saturations[key]};
-    var share = call(spec.replicas.share, one);
-    var s = share <= one.replica_saturation ? engine.state(share, null) : null;
-    if (s === null || !s.ok) {
-      var kinds = spec.saturated_kinds, gpus = v.replicas === 1 ? state.n_gpus :
-        fill(spec.replicated, {replicas: v.replicas, n_gpus: state.n_gpus});
-      var whole = call(spec.replicas.saturation_rate, one);
-      return {error: fill(spec.saturated, {rate: iaShow(rate, kinds.rate), model: state.model,
-        n_gpus: gpus, gpu: state.gpu, saturation: iaShow(whole, kinds.saturation),
-        prompt_len: state.prompt_len, output_len: state.output_len})};
-    }
-    one.replica_concurrency = s.concurrency;
-    return {rows: spec.continuous_rows, note: spec.notes.continuous + "; " + spec.notes.band +
-      ".", values: {
-      ttft: s.ttft, tpot: s.tpot, request_time: s.request_time,
-      concurrency: call(spec.replicas.concurrency, one),
-      throughput: call(spec.replicas.throughput, Object.assign({output_len: v.output_len}, one)),
-      utilization: call(spec.replicas.utilization, one),
-      saturation_rate: call(spec.replicas.saturation_rate, one)}};
-  }
-  function bounds(r, keys) {
-    var seen = [];
-    keys.forEach(function (k) {
-      var b = spec.bounds[r[k]]; if (seen.indexOf(b) < 0) seen.push(b);
-    });
-    return seen.join(spec.then);
-  }
-  var out = root.querySelector(".ia-calc-readout");
-  function draw() {
-    var r = calculate();
-    out.innerHTML = "";
-    if (r.error) {
-      var p = document.createElement("p");
-      p.className = "ia-calc-message"; p.setAttribute("role", "alert");
-      var strong = document.createElement("b"); strong.textContent = r.error;
-      p.appendChild(strong); out.appendChild(p);
-      return;
-    }
-    var table = document.createElement("table");
-    r.rows.forEach(function (row) {
-      var tr = document.createElement("tr"), name = document.createElement("td");
-      var cell = document.createElement("td"), strong = document.createElement("b");
-      name.textContent = row.label;
-      cell.className = "ia-calc-value";
-      if (row.kind === "bound") {
-        cell.dataset.key = row.key.join(","); cell.dataset.text = bounds(r.values, row.key);
-        strong.textContent = cell.dataset.text;
-      } else {
-        var value = r.values[row.key];
-        cell.dataset.key = row.key;
-        if (value !== null) cell.dataset.value = String(value);
-        strong.textContent = iaShow(value, row.kind);
-        if (row.band && value !== null) {  // serving.bands.band: a time's, or a speed's
-          var b = spec.bands[row.band[0]];
-          var ends = call(spec.band_ends[row.band[1] ? "speed" : "time"],
-                          {predicted: value, band_low: b.low, band_high: b.high});
-          strong.textContent = fill(spec.band_cell, {value: strong.textContent,
-            low: iaShow(ends.low, row.kind), high: iaShow(ends.high, row.kind)});
-        }
-      }
-      cell.appendChild(strong); tr.appendChild(name); tr.appendChild(cell); table.appendChild(tr);
-    });
-    var note = document.createElement("p");
-    note.textContent = r.note;
-    out.appendChild(table); out.appendChild(note);
-  }
-  var box = root.querySelector(".ia-calc-controls"), rows = {}, degrees = null;
-  function options(select, names) {
-    select.innerHTML = "";
-    names.forEach(function (n) {
-      var o = document.createElement("option");
-      o.value = n; o.textContent = n; select.appendChild(o);
-    });
-  }
-  function offerDegrees() {  // the model's degrees, and the one chosen if it is not one: kept
-    var list = spec.models[state.model].degree_list.slice();
-    if (list.indexOf(state.n_gpus) < 0) list.push(state.n_gpus);
-    options(degrees, list.sort(function (a, b) { return a - b; }));
-    degrees.value = String(state.n_gpus);
-  }
-  function showMode() {  // each mode's own input: the batch, or the rate
-    var continuous = state.mode === spec.modes.continuous;
-    rows.batch.style.display = continuous ? "none" : "";
-    rows.requests_per_s.style.display = continuous ? "" : "none";
-  }
-  spec.controls.forEach(function (c) {
-    var row = document.createElement("label"), input;
-    row.textContent = c.label + " "; rows[c.name] = row;
-    if (c.kind === "range" || c.kind === "rate") {  // what is typed is checked, never clamped
-      input = document.createElement("input");
-      input.type = "number"; input.step = c.kind === "rate" ? "any" : 1;
-      if (c.kind === "range") { input.min = c.min; input.max = c.max; }
-      input.value = state[c.name]; typed[c.name] = String(state[c.name]);
-      input.addEventListener("change", function () {
-        typed[c.name] = input.value;
-        state[c.name] = input.value.trim() === "" ? NaN : Number(input.value); draw();
-      });
-    } else if (c.kind === "degrees") {  // the tensor-parallel degrees that split the heads
-      input = degrees = document.createElement("select");
-      input.addEventListener("change", function () {
-        state[c.name] = Number(input.value); draw();
-      });
-    } else {
-      input = document.createElement("select");
-      options(input, c.options);
-      input.value = state[c.name];
-      input.addEventListener("change", function () {
-        state[c.name] = input.value;
-        if (c.name === "model") offerDegrees();
-        if (c.name === "mode") showMode();
-        draw();
-      });
-    }
-    input.name = c.name; input.setAttribute("aria-label", c.label);
-    row.appendChild(input); box.appendChild(row);
-  });
-  offerDegrees(); showMode();
-  draw();
-});
-"""
+# An interpreter of the spec (calculator.js): it fills the spec's templates with its formulas'
+# values, in the order the library checks them. Rules and words come from the spec, numbers'
+# text from iaShow.
+_RUNTIME = _runtime("calculator.js")

@@ -57,6 +57,7 @@ from inference_arithmetic.serving.scenario import (
 __all__ = ["DEFAULT_TOKEN_BUDGET", "PROMPT_COUNTS", "PERCENTILES", "SPREAD_POINTS"]
 __all__ += ["STEADY", "REPLICAS"]
 __all__ += ["SATURATED", "ONE_TOKEN", "NO_PIPELINE", "EXPERTS_BY_KERNELS", "LAYOUTS"]
+__all__ += ["NO_DEPLOYMENT", "PLAN_DEGREE", "NO_DEPLOYMENT_KINDS"]
 __all__ += ["steady_state"]
 __all__ += ["steady_state_of", "saturation_rate", "saturated_message", "plan", "simulate"]
 __all__ += ["highest_rate", "goodput", "output_cost"]
@@ -125,6 +126,15 @@ SATURATED_KINDS = {"rate": "number", "saturation": "number"}
 """How ``SATURATED`` prints its two rates (``format.show``'s kinds; the page's ``iaShow``)."""
 REPLICATED = "{replicas} replicas of {n_gpus}"
 """How ``SATURATED`` names the GPUs of more than one replica."""
+NO_DEPLOYMENT = (
+    "no deployment of up to {most_gpus} x {gpu} serves {rate} requests per second within "
+    "ttft {ttft_target} and tpot {tpot_target}"
+)
+"""``plan``'s message when no deployment meets the targets (the calculator's page fills the
+same template), its numbers printed as ``NO_DEPLOYMENT_KINDS`` says."""
+NO_DEPLOYMENT_KINDS = {"rate": "number", "ttft_target": "seconds", "tpot_target": "seconds"}
+PLAN_DEGREE = 8
+"""The largest tensor-parallel degree ``plan`` tries: one NVLink domain of eight GPUs."""
 
 
 BANDED = {
@@ -777,7 +787,8 @@ def plan(
 
         split = disaggregated.fewest_gpus(model, device, rate, prompt_len, output_len,
                                           ttft_target, tpot_target, most_gpus=most_gpus,
-                                          dtype=dtype, **options)  # fmt: skip
+                                          most_degree=PLAN_DEGREE, dtype=dtype,
+                                          **options)  # fmt: skip
         if split is not None:
             cost = _output_cost(price, split["gpus"], rate, output_len)
             paid = {"output": cost, "price_per_hour": price, "price_date": date}
@@ -785,7 +796,7 @@ def plan(
                     "percentile": None, "binds": None, "cost": paid}  # fmt: skip
         if layout == "disaggregated":
             return _planned(best, most_gpus, device, rate, ttft_target, tpot_target, percentile)
-    for degree in tensor_parallel_degrees(model, 8):
+    for degree in tensor_parallel_degrees(model, PLAN_DEGREE):
         missed = None  # why one replica fewer of this degree fails
         for replicas in range(1, most_gpus // degree + 1):
             try:
@@ -814,10 +825,11 @@ def plan(
 def _planned(best, most_gpus, device, rate, ttft_target, tpot_target, percentile) -> dict:
     """``plan``'s answer, or its message when no deployment meets the targets."""
     if best is None:
-        on = "the mean" if percentile is None else f"p{percentile}"
+        numbers = {"rate": rate, "ttft_target": ttft_target, "tpot_target": tpot_target}
+        shown = {k: fmt.show(x, NO_DEPLOYMENT_KINDS[k]) for k, x in numbers.items()}
+        on = "" if percentile is None else f" (on each request's p{percentile})"
         raise checks.ArgumentError(
-            f"no deployment of up to {most_gpus} x {device.name} serves {rate:g} requests "
-            f"per second within ttft {ttft_target:g} s and tpot {tpot_target:g} s ({on})"
+            NO_DEPLOYMENT.format(most_gpus=most_gpus, gpu=device.name, **shown) + on
         )
     return best
 
