@@ -310,7 +310,7 @@ def test_fp4_formats_are_choices_where_the_gpu_has_an_fp4_rate():
 
 def test_the_plan_is_a_mode_of_the_form():
     w = calculator.widget(model="llama-3.1-70b", mode=calculator.PLAN, requests_per_s=10.0)
-    expected = ia.plan("llama-3.1-70b", "h100-sxm", 10.0, 2048, 256, 0.5, 0.05)
+    expected = ia.continuous.plan("llama-3.1-70b", "h100-sxm", 10.0, 2048, 256, 0.5, 0.05)
     assert w.result == expected and w.values["cost_output"] == expected["cost"]["output"]
     assert "GPUs per replica (tensor-parallel degree)" in w.html()
     w.update(ttft_target=0.001)  # no deployment meets it: the library's message
@@ -320,7 +320,7 @@ def test_the_plan_is_a_mode_of_the_form():
     assert w.message == "'b300' has no example price per hour: pass price_per_hour (USD per " \
         "GPU-hour)"  # fmt: skip
     w.update(price_per_hour=5.0)
-    assert w.result == ia.plan("llama-3.1-70b", "b300", 10.0, 2048, 256, 0.5, 0.05,
+    assert w.result == ia.continuous.plan("llama-3.1-70b", "b300", 10.0, 2048, 256, 0.5, 0.05,
                                price_per_hour=5.0)  # fmt: skip
     w.update(ttft_target=-1)
     assert w.message == calculator.amount_message("ttft_target").format(value=-1)

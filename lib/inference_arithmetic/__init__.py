@@ -39,16 +39,18 @@ from inference_arithmetic.serving import (
     continuous,
     disaggregated,
     economics,
+    planning,
     scenario,
     speculative,
     timing,
 )
-from inference_arithmetic.serving.continuous import goodput, plan, steady_state
+from inference_arithmetic.serving.continuous import goodput, steady_state
 from inference_arithmetic.serving.economics import (
     api_prices,
     break_even_utilization,
     token_costs,
 )
+from inference_arithmetic.serving.planning import plan
 from inference_arithmetic.serving.report import calculate
 from inference_arithmetic.serving.scenario import Scenario
 from inference_arithmetic.serving.speculative import Speculative
@@ -75,6 +77,7 @@ __all__ = [
     "goodput",
     "continuous",
     "disaggregated",
+    "planning",
     "cache",
     "checks",
     "scenario",

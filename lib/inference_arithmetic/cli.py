@@ -400,7 +400,7 @@ def parser():
     _add_workload(p)
     _percentile(p, "mean")
     text = "one engine, pools of prefill and decode, or the cheaper (colocated)"
-    p.add_argument("--layout", choices=ia.continuous.LAYOUTS, default="colocated", help=text)
+    p.add_argument("--layout", choices=ia.planning.LAYOUTS, default="colocated", help=text)
     p.add_argument("--most-gpus", type=int, default=64, help="GPUs at most, in all (64)")
     _price(p)
 

@@ -56,7 +56,7 @@ from inference_arithmetic.serving.scenario import (
 
 __all__ = ["DEFAULT_TOKEN_BUDGET", "PROMPT_COUNTS", "PERCENTILES", "SPREAD_POINTS"]
 __all__ += ["STEADY", "REPLICAS"]
-__all__ += ["SATURATED", "ONE_TOKEN", "NO_PIPELINE", "EXPERTS_BY_KERNELS", "LAYOUTS"]
+__all__ += ["SATURATED", "ONE_TOKEN", "NO_PIPELINE", "EXPERTS_BY_KERNELS"]
 __all__ += ["NO_DEPLOYMENT", "PLAN_DEGREE", "NO_DEPLOYMENT_KINDS"]
 __all__ += ["steady_state"]
 __all__ += ["steady_state_of", "saturation_rate", "saturated_message", "plan", "simulate"]
@@ -521,10 +521,6 @@ def _scenario(arch, gpu, prompt_len, output_len, n_gpus, dtype, deployment):
     return s
 
 
-LAYOUTS = ("colocated", "disaggregated", "either")
-"""How ``plan`` may lay a deployment out: one engine doing prefill and decode, pools of each
-(``ia.disaggregated``), or the cheaper of the two."""
-
 NO_PIPELINE = (
     "the steady state (and a plan or a burst, which use its engine) is of one continuously "
     "batching engine whose GPUs step together (tensor or expert parallelism): a pipeline's n "
@@ -728,7 +724,7 @@ def _percentile(percentile) -> int | None:
 
 def plan(
     model, gpu, requests_per_s, prompt_len, output_len, ttft_target, tpot_target, *,
-    percentile=None, layout="colocated", most_gpus=64, price_per_hour=None, **options
+    percentile=None, most_gpus=64, price_per_hour=None, **options
 ) -> dict:  # fmt: skip
     """The cheapest deployment, replicas x tensor-parallel degree (up to 8, one NVLink
     domain), whose steady state meets both targets (seconds), each replica taking an equal
@@ -744,11 +740,7 @@ def plan(
     for ``parallel="pipeline"`` (``NO_PIPELINE``), which it would otherwise judge on a chain
     that does not describe it.
 
-    ``layout`` (``LAYOUTS``): ``"colocated"``, one engine doing prefill and decode; or
-    ``"disaggregated"``, pools of each (``ia.disaggregated.fewest_gpus``, targets on means: its
-    steady state has no percentiles), the answer with the pools' sizes and ``n_gpus`` and
-    ``replicas`` None; or ``"either"``, the cheaper of the two. Every answer names its
-    ``layout``. An MoE model's experts may be spread over each replica's GPUs
+    An MoE model's experts may be spread over each replica's GPUs
     (``parallel="expert"`` or ``"expert-dp"``), its degrees those of tensor parallelism."""
     from inference_arithmetic.hardware.gpus import gpu as registry_gpu
     from inference_arithmetic.models.config import model as registry_model
@@ -761,7 +753,7 @@ def plan(
     chosen = ("n_gpus", "replicas")  # what the plan chooses
     if unknown := sorted(set(options) - set(DEPLOYMENT).difference(chosen)):
         own = "model, gpu, requests_per_s, prompt_len, output_len, ttft_target, tpot_target, "
-        own += "percentile, layout, most_gpus, price_per_hour, "
+        own += "percentile, most_gpus, price_per_hour, "
         valid = own + ", ".join(x for x in DEPLOYMENT if x not in chosen)
         raise TypeError(UNEXPECTED.format(function="plan", names=", ".join(unknown), valid=valid))
     if options.get("parallel", "tensor") == "pipeline":  # else every deployment would be skipped
@@ -772,30 +764,9 @@ def plan(
     checks.amount("ttft_target", ttft_target, "seconds", positive=True)
     checks.amount("tpot_target", tpot_target, "seconds", positive=True)
     percentile = _percentile(percentile)
-    layout = checks.choice("layout", layout, LAYOUTS)
-    if layout != "colocated" and percentile is not None:
-        raise checks.ArgumentError(
-            f"layout={layout!r} plans on the means only (a disaggregated steady state has no "
-            "percentiles; ia.disaggregated.simulate gives them): give percentile=None, or "
-            "layout='colocated'"
-        )
     model, device = registry_model(model), registry_gpu(gpu)
     price, date, _ = device.price(price_per_hour, required=True)
     best = None
-    if layout != "colocated":
-        from inference_arithmetic.serving import disaggregated
-
-        split = disaggregated.fewest_gpus(model, device, rate, prompt_len, output_len,
-                                          ttft_target, tpot_target, most_gpus=most_gpus,
-                                          most_degree=PLAN_DEGREE, dtype=dtype,
-                                          **options)  # fmt: skip
-        if split is not None:
-            cost = _output_cost(price, split["gpus"], rate, output_len)
-            paid = {"output": cost, "price_per_hour": price, "price_date": date}
-            best = {"layout": "disaggregated", "replicas": None, "n_gpus": None, **split,
-                    "percentile": None, "binds": None, "cost": paid}  # fmt: skip
-        if layout == "disaggregated":
-            return _planned(best, most_gpus, device, rate, ttft_target, tpot_target, percentile)
     for degree in tensor_parallel_degrees(model, PLAN_DEGREE):
         missed = None  # why one replica fewer of this degree fails
         for replicas in range(1, most_gpus // degree + 1):
@@ -813,7 +784,7 @@ def plan(
             cost = _output_cost(price, gpus, rate, output_len)
             if best is None or cost < best["cost"]["output"]:
                 judged = _judged(state, percentile)
-                best = {"layout": "colocated", "replicas": replicas, "n_gpus": degree, "gpus": gpus,
+                best = {"replicas": replicas, "n_gpus": degree, "gpus": gpus,
                         "ttft": judged["ttft"], "tpot": judged["tpot"],
                         "percentile": percentile, "binds": missed,
                         "cost": {"output": cost, "price_per_hour": price,

@@ -1,0 +1,74 @@
+"""The cheapest deployment for a rate and two targets, laid out as one engine doing prefill and
+decode (``continuous.plan``) or as pools of each (``disaggregated.fewest_gpus``): ``ia.plan``.
+A module of its own because it reads both, and the disaggregated pools are built on the
+continuous engine.
+
+>>> p = plan("llama-3.1-8b", "h100-sxm", 2.0, 1024, 128, 1.0, 0.05)
+>>> p["layout"], p["gpus"]
+('colocated', 1)
+"""
+
+from __future__ import annotations
+
+from inference_arithmetic.core import checks
+from inference_arithmetic.hardware.gpus import gpu as registry_gpu
+from inference_arithmetic.models.config import AUTO
+from inference_arithmetic.serving import continuous, disaggregated
+
+__all__ = ["LAYOUTS", "plan"]
+
+LAYOUTS = ("colocated", "disaggregated", "either")
+"""How ``plan`` may lay a deployment out: one engine doing prefill and decode, pools of each
+(``ia.disaggregated``), or the cheaper of the two."""
+
+
+def plan(
+    model, gpu, requests_per_s, prompt_len, output_len, ttft_target, tpot_target, *,
+    percentile=None, layout="colocated", most_gpus=64, price_per_hour=None, **options
+) -> dict:  # fmt: skip
+    """The cheapest deployment serving ``requests_per_s`` within both targets (seconds), laid
+    out as ``layout`` (``LAYOUTS``) says: ``"colocated"``, one engine doing prefill and decode
+    (``continuous.plan``: its arguments, ``percentile`` on a percentile of each request's
+    times, and its search); ``"disaggregated"``, pools of each (``disaggregated.fewest_gpus``,
+    targets on the means: that steady state has no percentiles); or ``"either"``, the cheaper.
+
+    Returns ``layout``, ``replicas`` and ``n_gpus`` (per replica; None for pools), the pools'
+    sizes for a disaggregated answer (``disaggregated.POOL_KEYWORDS``), ``gpus`` (in all),
+    ``ttft`` and ``tpot`` (the means, or the percentile judged), ``percentile``, ``binds``
+    (what one replica fewer misses; None for pools and for one replica) and ``cost``
+    (``output``: USD per million output tokens, the GPUs paid busy or idle; ``price_per_hour``;
+    ``price_date``, None for a given price); ``ValueError`` if no deployment of ``most_gpus``
+    GPUs meets the targets."""
+    layout = checks.choice("layout", layout, LAYOUTS)
+    if layout != "colocated" and percentile is not None:
+        raise checks.ArgumentError(
+            f"layout={layout!r} plans on the means only (a disaggregated steady state has no "
+            "percentiles; ia.disaggregated.simulate gives them): give percentile=None, or "
+            "layout='colocated'"
+        )
+    targets = (model, gpu, requests_per_s, prompt_len, output_len, ttft_target, tpot_target)
+    costs = dict(most_gpus=most_gpus, price_per_hour=price_per_hour)
+    found = []
+    if layout != "disaggregated":
+        try:
+            one = continuous.plan(*targets, percentile=percentile, **costs, **options)
+            found.append({"layout": "colocated", **one})
+        except checks.ArgumentError as error:
+            if layout == "colocated" or not str(error).startswith("no deployment"):
+                raise
+    if layout != "colocated":
+        device = registry_gpu(gpu)
+        price, date, _ = device.price(price_per_hour, required=True)
+        keywords = dict(options, dtype=options.get("dtype", AUTO))
+        degree = continuous.PLAN_DEGREE
+        split = disaggregated.fewest_gpus(*targets, most_gpus=most_gpus, most_degree=degree,
+                                          **keywords)  # fmt: skip
+        if split is not None:
+            cost = continuous._output_cost(price, split["gpus"], requests_per_s, output_len)
+            paid = {"output": cost, "price_per_hour": price, "price_date": date}
+            found.append({"layout": "disaggregated", "replicas": None, "n_gpus": None, **split,
+                          "percentile": None, "binds": None, "cost": paid})  # fmt: skip
+        elif not found:
+            return continuous._planned(None, most_gpus, device, requests_per_s, ttft_target,
+                                       tpot_target, None)  # fmt: skip
+    return min(found, key=lambda p: p["cost"]["output"])
