@@ -468,6 +468,9 @@ def test_a_prefix_cache_in_the_steady_state_matches_the_simulation():
     simulated = continuous.simulate(*args, rate, 1024, 128, prefix_hit_rate=0.5, requests=4_000)
     for key in ("ttft", "tpot"):
         assert state[key] == pytest.approx(simulated[key], rel=0.1), key
+        for tail in ("p90", "p99"):  # the tails prefill the uncached tokens too
+            mine, theirs = state["percentiles"][key][tail], simulated["percentiles"][key][tail]
+            assert mine == pytest.approx(theirs, rel=0.15), (key, tail, mine, theirs)
     plain = ia.steady_state(*args, rate, 1024, 128)
     assert state["ttft"] < plain["ttft"] and state["saturation_rate"] > plain["saturation_rate"]
 
@@ -481,6 +484,8 @@ def test_a_speculating_request_decodes_in_fewer_steps():
     assert state["concurrency"] == pytest.approx(2.0 * state["request_time"], rel=1e-12)
     plain = ia.steady_state("llama-3.1-8b", "h100-sxm", 2.0, 512, 256)
     assert state["tpot"] < plain["tpot"] / 1.5 and state["decoding"] < plain["decoding"]
+    # Its percentiles are per token too: the normal's median is the mean.
+    assert state["percentiles"]["tpot"]["p50"] == pytest.approx(state["tpot"], rel=1e-12)
 
 
 def test_speculation_costs_capacity_where_the_step_turns_compute_bound():

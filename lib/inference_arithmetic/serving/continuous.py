@@ -424,7 +424,9 @@ class _Engine:
         it). The mean (``ttft``) counts the whole prefill under way as the wait, chapter 09's
         account; the spread needs the place in it (their tails are tested on the simulation)."""
         (times,), (moves,), (weights,), (counts,) = self.chain(rate, [decodes])
-        room, tokens = max(self.budget - decodes, 1.0), float(self.T)
+        # The room and the prompts' tokens as ``macro`` and ``ttft`` count them: the decodes'
+        # rows (speculating, gamma + 1 each) first, and only the tokens a prompt computes.
+        room, tokens = max(self.budget - self.rows * decodes, 1.0), float(self.new)
         spans = times * counts
         picked = weights * spans / (weights @ spans)
         n_steps = np.where(self.tokens > room, np.ceil(self.tokens / room), 1.0)
@@ -451,8 +453,9 @@ class _Engine:
     def percentiles(self, state) -> dict:
         """p50, p90 and p99 of each request's TTFT and TPOT in the steady ``state``: the TTFT's
         distribution (``waits``) over the spread of the decodes an arrival meets, the TPOT
-        normal about its mean with ``STEADY["tpot_spread"]``."""
-        nodes, node_weights = map(np.array, SPREAD_POINTS)
+        normal about its mean with ``STEADY["tpot_spread"]``, per token as ``steady_state_of``
+        counts it (a speculating step's over the tokens it yields)."""
+        node_weights = np.array(SPREAD_POINTS[1])
         parts = [self.waits(state["requests_per_s"], d) for d in state["met"]]
         share = np.concatenate([w * p[0] for w, p in zip(node_weights / node_weights.sum(),
                                                          parts, strict=True)])  # fmt: skip
@@ -460,7 +463,7 @@ class _Engine:
         qs = np.array(PERCENTILES) / 100
         ttft = _mixture_quantiles(share, starts, widths, qs)
         normal = np.array([statistics.NormalDist().inv_cdf(q) for q in qs])
-        tpot = state["tpot"] + normal * state["tpot_spread"]
+        tpot = (state["tpot"] + normal * state["tpot_spread"]) / self.s.tokens_per_step
         return {name: {f"p{q}": float(x) for q, x in zip(PERCENTILES, values, strict=True)}
                 for name, values in (("ttft", ttft), ("tpot", tpot))}  # fmt: skip
 
@@ -526,10 +529,9 @@ NO_PIPELINE = (
     "batching engine whose GPUs step together (tensor or expert parallelism): a pipeline's n "
     "micro-batches in flight wait for each other at its stages, which its chain does not "
     "model (as n independent engines it falls well short of their time per token). Simulate a "
-    "pipeline "
-    "under a stream with ia.continuous.simulate(..., parallel='pipeline'); its batch is timed "
-    "by ia.calculate(..., parallel='pipeline') or ia.generation, its batches in waves by "
-    "ia.serve(..., parallel='pipeline', engine=a static engine)"
+    "pipeline under a stream with ia.continuous.simulate(..., parallel='pipeline'); its batch "
+    "is timed by ia.calculate(..., parallel='pipeline') or ia.generation, its batches in "
+    "waves by ia.serve(..., parallel='pipeline', engine=a static engine)"
 )
 """The message for a steady state, a plan or a burst asked of a pipeline."""
 

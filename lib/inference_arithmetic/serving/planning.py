@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from inference_arithmetic.core import checks
 from inference_arithmetic.hardware.gpus import gpu as registry_gpu
-from inference_arithmetic.models.config import AUTO
 from inference_arithmetic.serving import continuous, disaggregated
 
 __all__ = ["LAYOUTS", "plan"]
 
+_NONE_MEETS = continuous.NO_DEPLOYMENT.split("{", 1)[0]
 LAYOUTS = ("colocated", "disaggregated", "either")
 """How ``plan`` may lay a deployment out: one engine doing prefill and decode, pools of each
 (``ia.disaggregated``), or the cheaper of the two."""
@@ -54,15 +54,15 @@ def plan(
             one = continuous.plan(*targets, percentile=percentile, **costs, **options)
             found.append({"layout": "colocated", **one})
         except checks.ArgumentError as error:
-            if layout == "colocated" or not str(error).startswith("no deployment"):
+            # Only "none meets the targets" leaves the pools to try: the template's first words.
+            if layout == "colocated" or not str(error).startswith(_NONE_MEETS):
                 raise
     if layout != "colocated":
         device = registry_gpu(gpu)
         price, date, _ = device.price(price_per_hour, required=True)
-        keywords = dict(options, dtype=options.get("dtype", AUTO))
         degree = continuous.PLAN_DEGREE
         split = disaggregated.fewest_gpus(*targets, most_gpus=most_gpus, most_degree=degree,
-                                          **keywords)  # fmt: skip
+                                          **options)  # fmt: skip
         if split is not None:
             cost = continuous._output_cost(price, split["gpus"], requests_per_s, output_len)
             paid = {"output": cost, "price_per_hour": price, "price_date": date}
