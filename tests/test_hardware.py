@@ -36,6 +36,7 @@ EXPECTED = {
     "apple-m1-max",
     "apple-m2-ultra",
     "apple-m3-max",
+    "apple-m4-max",
     "b300",
     "gb200",
     "gb300",

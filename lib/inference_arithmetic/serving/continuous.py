@@ -438,7 +438,7 @@ class _Engine:
             n = int(n_steps[k])
             ahead = np.maximum(self.tokens[k] - np.arange(1, n + 1) * room, 0.0)[:, None]
             for is_last, w in ((True, last[k]), (False, behind[k])):
-                keep = w > TINY
+                keep = picked[k] / n * w > TINY  # the parts that can move a quantile
                 reach = (ahead + own[keep]).ravel()
                 share = np.broadcast_to(picked[k] / n * w[keep], (n, keep.sum())).ravel()
                 parts.append((share, reach, np.full(reach.shape, is_last), spans[k] / n))
@@ -699,11 +699,16 @@ def _misses(state, ttft_target, tpot_target, percentile) -> str | None:
     """The first target a steady ``state`` misses, "ttft" or "tpot" (None if it meets both): a
     target on the ``percentile`` of each request's time, or on the mean for None; a target of
     None is not checked."""
+    excess = _excess(state, ttft_target, tpot_target, percentile)
+    return next((key for key, x in excess.items() if x > 0), None)
+
+
+def _excess(state, ttft_target, tpot_target, percentile) -> dict:
+    """How far a steady ``state`` is past each target it is given, as a share of it (below 0
+    while it meets it): "ttft" then "tpot", judged as ``_judged`` says."""
     judged = _judged(state, percentile)
-    for key, target in (("ttft", ttft_target), ("tpot", tpot_target)):
-        if target is not None and judged[key] > target:
-            return key
-    return None
+    targets = {"ttft": ttft_target, "tpot": tpot_target}
+    return {key: judged[key] / target - 1 for key, target in targets.items() if target is not None}
 
 
 def _judged(state, percentile) -> dict:
@@ -811,26 +816,39 @@ def _highest(s: Scenario, ttft_target, tpot_target, percentile, tolerance):
     """The most requests a second whose steady state meets the targets (``_misses``), and the
     limit that binds there: "saturation" if a saturated engine meets them, else the target
     missed just above it (0 and that target if a trickle, a thousandth of the saturation
-    rate, misses it). The targets tighten with the rate: bisection to ``tolerance`` of the
-    range."""
+    rate, misses it). Found to ``tolerance`` of the range by the Illinois method on how far
+    the worse target is missed (``_excess``), which grows with the rate."""
+    # Regula falsi rather than bisection: a steady state with percentiles costs up to a
+    # second, and the excess is smooth enough for the secant to need a third of the steps.
     high = saturation_rate(s)
 
-    def misses(rate):
+    def over(rate):
         state = steady_state_of(s, rate, percentiles=percentile is not None)
-        return _misses(state, ttft_target, tpot_target, percentile)
+        excess = _excess(state, ttft_target, tpot_target, percentile)
+        return max(excess.values()), next((k for k, x in excess.items() if x > 0), None)
 
-    if misses(high) is None:
+    f_high, binds = over(high)
+    if binds is None:
         return high, "saturation"
     low = high / 1000
-    if (binds := misses(low)) is not None:
-        return 0.0, binds
-    binds, span = misses(high), high - low
-    while high - low > tolerance * span:
-        middle = (low + high) / 2
-        if (miss := misses(middle)) is None:
-            low = middle
+    f_low, miss = over(low)
+    if miss is not None:
+        return 0.0, miss
+    span, kept = high - low, 0  # kept: +1 (-1) while the new point replaces high (low)
+    for _ in range(200):
+        if high - low <= tolerance * span:
+            break
+        middle = high - f_high * (high - low) / (f_high - f_low)
+        middle = min(max(middle, low + tolerance * span / 4), high - tolerance * span / 4)
+        f, miss = over(middle)
+        if miss is not None:
+            high, f_high, binds = middle, f, miss
+            f_low = f_low / 2 if kept == 1 else f_low  # Illinois: move the stuck end
+            kept = 1
         else:
-            high, binds = middle, miss
+            low, f_low = middle, f
+            f_high = f_high / 2 if kept == -1 else f_high
+            kept = -1
     return low, binds
 
 
@@ -1202,10 +1220,12 @@ def _simpy():
     return simpy
 
 
+@functools.lru_cache(maxsize=32)
 def _scalar_step(s: Scenario):
     """The step of ``s``'s model with its values put in, as a plain function of the decodes,
     their mean context and the prompt tokens: the simulation calls it once a step, where the
-    checked array function would cost a hundred times as much."""
+    checked array function would cost a hundred times as much. Kept per scenario: a run's seeds
+    and loads share it (making it costs about as much as running a thousand requests)."""
     expr = STEP_FORMULAS[s.step](s.model, s.parallel, **s.formula_options)
     values = s.values()
     known = {x: sympy.sympify(values[x.name]) for x in expr.free_symbols if x.name in values}
