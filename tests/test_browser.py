@@ -625,10 +625,10 @@ def _readout(root):
     return root.locator(".ia-calc-readout").inner_text()
 
 
-def _check_new_controls(page, root):
-    """The calculator's modes and assumptions on the page: each control moves the readout as
-    the library does (``_calculator_agrees`` after every change), and a value out of its range
-    shows the library's message naming the range, never a clamp."""
+def _form(page, root):
+    """Two hands on the calculator's form: ``choose`` an option of a list, ``enter`` a number;
+    each returns the library's result for the form after the change, checked equal to the
+    page's readout (``_calculator_agrees``), or None where both give a message."""
 
     def choose(name, value):
         root.locator(f'select[name="{name}"]').select_option(str(value))
@@ -639,6 +639,15 @@ def _check_new_controls(page, root):
         field.fill(str(value))
         field.dispatch_event("change")
         return _calculator_agrees(page, root)[1]
+
+    return choose, enter
+
+
+def _check_new_controls(page, root):
+    """The calculator's modes and assumptions on the page: each control moves the readout as
+    the library does (``_calculator_agrees`` after every change), and a value out of its range
+    shows the library's message naming the range, never a clamp."""
+    choose, enter = _form(page, root)
 
     for name, value in (("gpu", "h100-sxm"), ("model", "llama-3.1-70b"), ("n_gpus", 4)):
         choose(name, value)
@@ -729,6 +738,62 @@ def _check_new_controls(page, root):
 def test_the_calculators_modes_and_assumptions_move_its_readout(browser):
     page, errors = _open(browser, CALCULATOR)
     _check_new_controls(page, page.locator(".ia-calc").first)
+    assert not errors, f"console errors: {errors}"
+    page.close()
+
+
+def test_the_calculator_offers_expert_parallelism_and_the_serving_options(browser):
+    page, errors = _open(browser, CALCULATOR)
+    root = page.locator(".ia-calc").first
+    choose, enter = _form(page, root)
+    moe = "qwen3-30b-a3b"  # 128 experts: small enough for a few GPUs
+    # Expert parallelism, for a model with experts; the imbalance where they are spread.
+    for name, value in (("model", moe), ("gpu", "h100-sxm"), ("dtype", "auto")):
+        choose(name, value)
+    enter("batch", 64)
+    assert not root.locator('input[name="expert_imbalance"]').is_visible()
+    choose("parallel", "expert-dp")
+    offered = root.locator('select[name="n_gpus"] option').all_text_contents()
+    expected = ia.serving.scenario.expert_parallel_degrees(ia.model(moe), 64)
+    assert offered == [str(n) for n in expected]  # the counts that spread 128 experts evenly
+    spread = choose("n_gpus", 4)
+    assert spread is not None and spread["parallel"] == "expert-dp"
+    assert root.locator('input[name="expert_imbalance"]').is_visible()
+    wide = choose("n_gpus", 16)  # past H100's link domain: the all-to-all over the network too
+    assert wide is not None and wide["tpot"] != spread["tpot"]
+    choose("n_gpus", 4)
+    busier = enter("expert_imbalance", 2)
+    assert busier is not None and busier["tpot"] > spread["tpot"]
+    assert enter("expert_imbalance", 0.5) is None
+    assert "expert_imbalance must be a number from 1 " in _readout(root)
+    enter("expert_imbalance", 1.5)
+    assert choose("parallel", "expert") is not None
+    assert choose("model", "llama-3.1-8b") is None  # dense: the reason, not a number
+    assert ia.formulas.latency.NO_EXPERTS.format(model="llama-3.1-8b") in _readout(root)
+    choose("parallel", "tensor")
+    choose("n_gpus", 1)
+    # A stream with a prefix cache and speculation, and the plan over it.
+    plain = choose("mode", "continuous serving")
+    assert root.locator('input[name="prefix_hit_rate"]').is_visible()
+    cached = enter("prefix_hit_rate", 0.5)
+    assert cached is not None and cached["ttft"] < plain["ttft"]  # half of each prompt
+    for method in ("eagle3", "mtp", "ngram"):
+        drafted = choose("speculative", method)
+        assert drafted is not None and drafted["tpot"] != cached["tpot"], method
+    assert choose("speculative", "draft") is None  # no defaults: the library's refusal
+    assert "speculative method 'draft' has no default" in _readout(root)
+    choose("speculative", "mtp")
+    assert enter("prefix_hit_rate", 1.5) is None
+    assert "prefix_hit_rate must be a number from 0 to 1, got 1.5" in _readout(root)
+    enter("prefix_hit_rate", 0.5)
+    assert choose("step", "roofline") is None and "does not model them" in _readout(root)
+    choose("step", "kernels")
+    planned = choose("mode", "sizing from targets")
+    assert planned is not None and planned["gpus"] >= 1
+    assert choose("speculative", "draft") is None and "has no default" in _readout(root)
+    choose("speculative", "none")
+    enter("prefix_hit_rate", 0)
+    choose("mode", "static batch")
     assert not errors, f"console errors: {errors}"
     page.close()
 

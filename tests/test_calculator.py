@@ -70,7 +70,8 @@ def test_the_page_carries_the_librarys_formulas_checks_and_messages():
     # The report's formulas, their common parts computed once: the library's formulas printed.
     # One set per step model and parallelism, each the report's.
     assert set(page["report"]) == set(scenario.STEPS)
-    for step, parallel in itertools.product(scenario.STEPS, calculator.PAGE_PARALLEL):
+    assert calculator._parallels(M) == ["tensor", "pipeline"]  # dense: no experts to spread
+    for step, parallel in itertools.product(scenario.STEPS, calculator._parallels(M)):
         formulas = serving.report_formulas(M, step, parallel)
         printed = page["report"][step][parallel]
         assert printed == calculator._js_block(formulas)
@@ -78,7 +79,7 @@ def test_the_page_carries_the_librarys_formulas_checks_and_messages():
         for key in formulas:
             assert f'"{key}":(' in printed["body"], key
     assert page["report"]["kernels"]["tensor"] != page["report"]["roofline"]["tensor"]
-    for parallel in calculator.PAGE_PARALLEL:  # a pipeline checks its layers, not its heads
+    for parallel in calculator._parallels(M):  # a pipeline checks its layers, not its heads
         rules = [c for c in scenario.CHECKS if c.applies(M, parallel)]
         assert [c["message"] for c in page["checks"][parallel]] == [c.message for c in rules]
         for shown, rule in zip(page["checks"][parallel], rules, strict=True):
@@ -129,7 +130,8 @@ def test_the_page_carries_the_steady_states_formulas_and_messages():
     page = spec["models"]["llama-3.1-70b"]
     for name in scenario.STEPS:
         step = ia.continuous.STEP_FORMULAS[name](ia.model("llama-3.1-70b"))
-        assert page["continuous"]["step"][name] == calculator._js(step)
+        plain = calculator.step_key((), None)
+        assert page["continuous"]["step"][name][plain] == calculator._js(step)
     assert page["degree_list"] == scenario.tensor_parallel_degrees(ia.model("llama-3.1-70b"))
     assert spec["models"]["gpt2"]["degree_list"] == [1, 2, 3, 4, 6, 12]  # 12 heads
     assert spec["saturated"] == ia.continuous.SATURATED
@@ -365,3 +367,65 @@ def test_a_pasted_config_is_read_by_the_librarys_parser():
     assert w.message.startswith("config of model_type 'llama': num_attention_heads must be")
     with pytest.raises(ia.ArgumentError, match="config must be the text of a config.json"):
         w.update(config={"model_type": "llama"})
+
+
+MOE = "qwen3-30b-a3b"  # 128 experts, 32 heads and 4 KV heads: small enough for a few GPUs
+
+
+def test_expert_parallelism_is_a_choice_of_the_form_for_moe_models():
+    w = calculator.widget(model=MOE, n_gpus=4, batch=16, parallel="expert-dp")
+    want = dict(n_gpus=4, batch=16, parallel="expert-dp")
+    assert w.result == calculate(MOE, "h100-sxm", **want)
+    w.update(expert_imbalance=1.5)  # the busiest GPU's experts: slower than the default's
+    assert w.result == calculate(MOE, "h100-sxm", **want, expert_imbalance=1.5)
+    assert w.result["tpot"] > calculate(MOE, "h100-sxm", **want)["tpot"]
+    w.update(parallel="expert")
+    assert w.result == calculate(MOE, "h100-sxm", **{**want, "parallel": "expert"},
+                                 expert_imbalance=1.5)  # fmt: skip
+    w.update(expert_imbalance=0.5)  # out of its range: the library's words, never clamped
+    assert w.message == calculator.amount_message("expert_imbalance").format(value=0.5)
+    assert w.message.startswith("expert_imbalance must be a number from 1 ")
+    w.update(expert_imbalance=1.5, n_gpus=3, parallel="expert-dp")  # 128 experts over 3: no
+    assert "128 experts cannot be spread evenly over 3 GPUs" in w.message
+    w.update(n_gpus=4, model="llama-3.1-8b")  # dense: the reason, in the library's words
+    assert w.message == ia.formulas.latency.NO_EXPERTS.format(model="llama-3.1-8b")
+    w.update(parallel="tensor", expert_imbalance=0.5)  # unused by tensor parallelism
+    assert w.result == calculate("llama-3.1-8b", "h100-sxm", n_gpus=4, batch=16)
+    spec = w.spec()
+    page = spec["models"][MOE]
+    assert set(page["report"]["kernels"]) == set(ia.formulas.latency.PARALLEL)
+    assert page["expert_degree_list"] == scenario.expert_parallel_degrees(ia.model(MOE), 64)
+    imbalance = [c for c in spec["controls"] if c["name"] == "expert_imbalance"][0]
+    assert (imbalance["min"], imbalance["max"]) == scenario.IMBALANCE
+
+
+def test_the_serving_options_are_controls_of_the_stream_and_the_plan():
+    w = calculator.widget(mode=calculator.CONTINUOUS, requests_per_s=4.0, prefix_hit_rate=0.5)
+    assert w.result == ia.steady_state("llama-3.1-8b", "h100-sxm", 4.0, prefix_hit_rate=0.5)
+    for method in ("eagle3", "mtp", "ngram"):
+        w.update(speculative=method)
+        assert w.result == ia.steady_state("llama-3.1-8b", "h100-sxm", 4.0, prefix_hit_rate=0.5,
+                                           speculative=method), method  # fmt: skip
+    w.update(speculative="draft")  # no defaults: the library's refusal, word for word
+    assert w.message == calculator._method("draft")["error"]
+    assert w.message.startswith("speculative method 'draft' has no default")
+    w.update(speculative="none", prefix_hit_rate=1.5)
+    assert w.message == calculator.amount_message("prefix_hit_rate").format(value=1.5)
+    w.update(prefix_hit_rate=0.5, step="roofline")  # the single roofline has no such kernel
+    assert w.message == scenario.NOT_KERNELS.format(step="roofline")
+    w.update(step="kernels", mode=calculator.PLAN, speculative="mtp", requests_per_s=10.0)
+    options = dict(prefix_hit_rate=0.5, speculative="mtp")
+    assert w.result == ia.continuous.plan("llama-3.1-8b", "h100-sxm", 10.0, 2048, 256, 0.5,
+                                          0.05, **options)  # fmt: skip
+    w.update(speculative="draft")  # refused by name, not "no deployment" (every one skipped)
+    assert w.message == calculator._method("draft")["error"]
+    w.update(mode=calculator.STATIC)  # the static mode's batch has no serving options
+    assert w.result == calculate("llama-3.1-8b", "h100-sxm")
+    page = w.spec()["models"]["llama-3.1-8b"]["continuous"]["step"]
+    assert set(page["roofline"]) == {calculator.step_key((), None)}
+    arch, drafts = ia.model("llama-3.1-8b"), calculator._drafts()
+    assert drafts == [None, "head"]  # n-gram lookups on the host; EAGLE-3's and MTP's heads
+    both = ("prefix", "speculative")
+    for draft in drafts:
+        step = ia.continuous.STEP_FORMULAS["kernels"](arch, options=both, draft=draft)
+        assert page["kernels"][calculator.step_key(both, draft)] == calculator._js(step), draft

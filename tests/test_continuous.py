@@ -524,3 +524,16 @@ def test_expert_parallelism_steps_the_same_chain_with_the_busiest_gpus_step():
     assert tensor["tpot"] != pytest.approx(closed["tpot"], rel=1e-3)  # its own step, not TP's
     with pytest.raises(ValueError, match="kernel by kernel"):
         ia.steady_state(name, "h100-sxm", rate, 1024, 128, step="roofline", **work)
+
+
+def test_a_plan_refuses_a_setting_no_deployment_changes_by_name():
+    # Each deployment would be refused by it, and skipped as if it saturated: the plan's
+    # message would blame the targets. A rule of one deployment (fit) is still the search's.
+    with pytest.raises(ValueError, match="has no default"):
+        ia.continuous.plan("llama-3.1-8b", "h100-sxm", 1.0, 2048, 256, 0.5, 0.05,
+                           speculative="draft")  # fmt: skip
+    with pytest.raises(ValueError, match="does not model them"):
+        ia.continuous.plan("llama-3.1-8b", "h100-sxm", 1.0, 2048, 256, 0.5, 0.05,
+                           prefix_hit_rate=0.5, step="roofline")  # fmt: skip
+    big = ia.continuous.plan("llama-3.1-70b", "h100-sxm", 1.0, 2048, 256, 0.5, 0.05)
+    assert big["n_gpus"] > 1  # one GPU does not fit: skipped, not refused

@@ -197,6 +197,7 @@ LABELS = {
     "expert_bytes_per_number": "experts' number format",
     "vocab_bytes_per_number": "vocabulary number format",
     "n_gpus": "GPUs",
+    "expert_imbalance": "experts' imbalance",
     "link_bandwidth": "link bandwidth",
     "link_latency": "message latency",
     "output_len": "output length",

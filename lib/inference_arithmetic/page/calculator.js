@@ -33,14 +33,34 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     for (i = 0; i < spec.controls.length; i++) {
       c = spec.controls[i]; x = state[c.name];
       if (c.kind !== "amount" || !used(c) || (c.blank && x === null)) continue;
-      if (!(isFinite(x) && x >= c.min && x <= c.max && !(c.above && x <= c.min))) {
+      if (!(isFinite(x) && x >= c.min && x <= c.max && !(c.above && x <= c.min) &&
+            !(c.below && x >= c.max))) {
         return fill(c.message, {value: typed[c.name]});
       }
     }
     return null;
   }
+  // A stream's serving options (Scenario's prefix_hit_rate and speculative): the step's key
+  // (calculator.step_key) and the values they add, or the library's refusal.
+  function servingOptions() {
+    var name = state.speculative, options = [], values = {};
+    var method = name === spec.no_speculation ? null : spec.speculative[name];
+    if (method && method.error) return {error: method.error};
+    if (state.prefix_hit_rate > 0) options.push("prefix");
+    if (method) {
+      options.push("speculative");
+      values = {draft_len: method.draft_len, acceptance_rate: method.acceptance_rate};
+    }
+    if (options.length && state.step !== "kernels") return {error: spec.not_kernels[state.step]};
+    return {key: options.join(",") + ":" + (method ? method.draft : "None"), values: values,
+            prefix: options.indexOf("prefix") >= 0, speculating: method !== null};
+  }
+  var plain = {key: ":None", values: {}, prefix: false, speculating: false};
   // One deployment's values and its refusal, if any: the Scenario's checks in its order.
   function deployment(m, g, names, n_gpus, replicas, parallel, streaming) {
+    var serving = streaming ? servingOptions() : plain;
+    if (serving.error) return {error: serving.error, names: names, fatal: true};
+    if (!(parallel in m.checks)) return {error: spec.no_experts, names: names, fatal: true};
     var auto = state.dtype === spec.auto, layers = auto ? m.layers_format : state.dtype;
     var b = spec.dtypes[state.dtype], step = state.step;
     var weights = auto ? m.weights : {bytes_per_number: b, expert_bytes_per_number: b,
@@ -50,6 +70,7 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     cache = spec.names[cache] || cache;
     names.compute_dtype = compute; names.cache_dtype = cache; names.n_gpus = n_gpus;
     names.rates = Object.keys(g.flop_rate).join(", "); names.degrees = m.degrees;
+    names.expert_degrees = m.expert_degrees;
     if (!(compute in g.flop_rate)) return {error: spec.no_rate, names: names, fatal: true};
     if (n_gpus > 1 && g.figures.interconnect_bandwidth === null) {
       return {error: spec.no_link, names: names};
@@ -63,9 +84,10 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
       context_window: m.context_window, memory_utilization: state.memory_utilization,
       token_budget: state.token_budget
     });
-    spec.controls.forEach(function (c) {  // the single roofline's efficiencies, as typed
-      if (c.only.step && used(c)) v[c.name] = state[c.name];
+    spec.controls.forEach(function (c) {  // the values the form sets, where it uses them
+      if (c.value && used(c)) v[c.name] = state[c.name];
     });
+    Object.assign(v, serving.values);
     var rules = m.checks[parallel];
     for (var j = 0; j < rules.length; j++) {
       var check = rules[j];
@@ -77,7 +99,7 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
         return {error: check.message, names: shown};
       }
     }
-    return {values: v};
+    return {values: v, serving: serving};
   }
   var owned = {};
   function model() {  // the registry model chosen, or the pasted config.json read (own_config)
@@ -130,13 +152,18 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     for (var size in t.sizes) sizes[size] = config[t.sizes[size]];
     var span = "context_window" in sizes ? sizes.context_window : base.context_window;
     delete sizes.context_window;
-    var heads = base.checks.tensor.filter(function (c) { return c.name === "heads"; })[0];
-    var most = spec.controls.filter(function (c) { return c.name === "n_gpus"; })[0].max, list = [];
-    for (var n = 1; n <= most; n++) {
-      if (call(heads.holds, Object.assign({}, sizes, {n_gpus: n}))) list.push(n);
+    var most = spec.controls.filter(function (c) { return c.name === "n_gpus"; })[0].max;
+    function degreesOf(parallel, name) {  // the GPU counts that pass the check of that name
+      var rule = (base.checks[parallel] || []).filter(function (c) { return c.name === name; });
+      var list = [];
+      for (var n = 1; rule.length && n <= most; n++) {
+        if (call(rule[0].holds, Object.assign({}, sizes, {n_gpus: n}))) list.push(n);
+      }
+      return list;
     }
+    var list = degreesOf("tensor", "heads"), experts = degreesOf("expert-dp", "experts");
     m = Object.assign(m, base, {sizes: sizes, context_window: span, degree_list: list,
-      degrees: list.join(", "),
+      degrees: list.join(", "), expert_degree_list: experts,
       plan_degrees: list.filter(function (n) { return n <= spec.plan.degree; })});
     return m;
   }
@@ -163,16 +190,22 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     if (d.error) return {error: fill(d.error, d.names)};
     var v = d.values, cost = price(g);
     v.price_per_hour = cost === null ? 1 : cost;
-    if (streaming) return steadyState(m, g, v);
+    if (streaming) return steadyState(m, g, v, d.serving);
     var r = call(m.report[state.step][state.parallel], v);
     for (var k in r) if (/^cost_/.test(k) && cost === null) r[k] = null;
     return {rows: spec.rows, values: r, note: note(g, mode, r.exact)};
   }
-  function engine(m, v) {  // ia.continuous._Engine of these values, its saturation kept
+  function engine(m, v, serving) {  // ia.continuous._Engine of these values, its saturation kept
+    // Each prompt's tokens to compute (a prefix cache holds the rest), each decode's rows in
+    // the step and the tokens a step yields it (speculating): the library's formulas.
     var e = iaSteady({prompt_counts: spec.prompt_counts, context: spec.context,
-      capacity: m.continuous.capacity, step: m.continuous.step[state.step],
-      steady: spec.steady, spread: spec.spread}, call, v);
-    var key = JSON.stringify([state.model, state.gpu, state.step, v]);  // v: the sizes too
+      capacity: m.continuous.capacity, step: m.continuous.step[state.step][serving.key],
+      steady: spec.steady, spread: spec.spread, speculating: serving.speculating,
+      rows: serving.speculating ? call(spec.serving.verified, v) : 1,
+      tokens_per_step: serving.speculating ? call(spec.serving.expected, v) : 1,
+      prefilled: serving.prefix ? Math.round(call(spec.serving.prefilled, v)) : v.seq_len},
+      call, v);
+    var key = JSON.stringify([state.model, state.gpu, state.step, serving.key, v]);  // v: sizes
     if (!(key in saturations)) saturations[key] = e.saturation();
     e.replica_saturation = saturations[key];
     return e;
@@ -180,10 +213,10 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
   function oneToken() {
     return state.output_len < 2 ? fill(spec.one_token, {output_len: state.output_len}) : null;
   }
-  function steadyState(m, g, v) {  // ia.continuous.steady_state_of
+  function steadyState(m, g, v, serving) {  // ia.continuous.steady_state_of
     var rate = state.requests_per_s, error = oneToken();
     if (error) return {error: error};
-    var e = engine(m, Object.assign({}, v, {replicas: 1, price_per_hour: 1}));
+    var e = engine(m, Object.assign({}, v, {replicas: 1, price_per_hour: 1}), serving);
     // The replicas share the requests: each is one engine at its share (continuous.REPLICAS).
     var one = {requests_per_s: rate, replicas: v.replicas, replica_saturation: e.replica_saturation};
     var share = call(spec.replicas.share, one);
@@ -224,7 +257,7 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
       if (d.fatal) throw new Error(fill(d.error, d.names));  // refused at every degree
       if (d.error) return null;
       d.values.price_per_hour = cost;
-      return engine(m, d.values);
+      return engine(m, d.values, d.serving);
     }, function (e, share) { return e.state(share, null); }, {
       rate: state.requests_per_s, ttft_target: state.ttft_target,
       tpot_target: state.tpot_target, output_len: state.output_len, price_per_hour: cost
@@ -297,7 +330,11 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
   }
   function offerDegrees() {  // the model's degrees (a pipeline: any count), and the one chosen
     var c = spec.controls.filter(function (x) { return x.name === "n_gpus"; })[0], list = [];
-    if (state.parallel === "tensor") list = (model().degree_list || []).slice();
+    var heads = model().degree_list || [], experts = model().expert_degree_list || [];
+    if (state.parallel === "tensor") list = heads.slice();
+    else if (state.parallel === "expert") {  // the heads split and the experts spread
+      list = heads.filter(function (n) { return experts.indexOf(n) >= 0; });
+    } else if (state.parallel === "expert-dp") list = experts.slice();
     else for (var n = c.min; n <= c.max; n++) list.push(n);
     if (list.indexOf(state.n_gpus) < 0) list.push(state.n_gpus);
     options(degrees, list.sort(function (a, b) { return a - b; }));

@@ -38,7 +38,7 @@ from inference_arithmetic.core.dtypes import (
     compute_format,
 )
 from inference_arithmetic.core.numeric import ArgumentError
-from inference_arithmetic.formulas import economics, latency
+from inference_arithmetic.formulas import economics, latency, techniques
 from inference_arithmetic.hardware.gpus import gpu as registry_gpu
 from inference_arithmetic.hardware.gpus import gpu_names
 from inference_arithmetic.models.config import (
@@ -50,7 +50,7 @@ from inference_arithmetic.models.config import (
 from inference_arithmetic.models.config import model as registry_model
 from inference_arithmetic.page import own_config
 from inference_arithmetic.page.live import FORMAT_RUNTIME, embed_json
-from inference_arithmetic.serving import bands, cache, continuous, scenario
+from inference_arithmetic.serving import bands, cache, continuous, scenario, speculative
 
 __all__ = [
     "Calculator",
@@ -64,18 +64,24 @@ __all__ = [
     "COMPUTED",
 ]
 __all__ += ["BANDED_CELL", "NOTES", "MODES", "STATIC", "CONTINUOUS", "CONTINUOUS_ROWS", "label"]
-__all__ += ["PAGE_PARALLEL"]
+__all__ += ["PAGE_PARALLEL", "NO_SPECULATION", "SERVING_OPTIONS"]
 __all__ += ["PLAN", "PLAN_ROWS", "AMOUNTS", "ONLY", "used", "amount_message", "amount_range"]
 
 STATIC, CONTINUOUS, PLAN = "static batch", "continuous serving", "sizing from targets"
 MODES = [STATIC, CONTINUOUS, PLAN]
-PAGE_PARALLEL = ("tensor", "pipeline")
-"""The parallelisms the page offers: expert parallelism (``latency.EXPERT_PARALLEL``) is the
-library's and chapter 10's, not yet a control of the page."""
 """The form's three modes: a batch of ``batch`` requests sent at once (``ia.calculate``); a
 stream of ``requests_per_s`` requests a second on a continuously batching engine
 (``ia.steady_state``); or the cheapest deployment whose steady state at that rate meets a time
 to first token and a time per output token (``ia.plan``, which chooses the GPUs)."""
+PAGE_PARALLEL = latency.PARALLEL
+"""The parallelisms the page offers, the library's own; expert parallelism
+(``latency.EXPERT_PARALLEL``) where the model has experts (a dense one gets
+``latency.NO_EXPERTS``)."""
+NO_SPECULATION = "none"
+"""The speculation choice that decodes one token a step (``speculative=None``)."""
+SERVING_OPTIONS = ("prefix_hit_rate", "speculative")
+"""The serving options of the continuous and plan modes (``Scenario``'s): each changes the
+step kernel by kernel (``kernels.OPTIONS``)."""
 
 SAME = "as weights"
 """The compute format choice that computes in the weights' format's own (``compute_dtype=None``,
@@ -111,6 +117,8 @@ AMOUNTS = {
     "bandwidth_efficiency": checks.fraction,
     "memory_utilization": checks.fraction,
     "price_per_hour": functools.partial(checks.amount, unit="dollars", positive=True),
+    "expert_imbalance": lambda name, value: scenario.check_imbalance(value),
+    "prefix_hit_rate": functools.partial(checks.share),
 }
 """The form's other numbers and the library's check of each (``checks``): the check that
 ``steady_state``, ``plan``, the ``Scenario`` and ``GPU.price`` make of the same argument. A
@@ -124,6 +132,9 @@ ONLY = {
     "requests_per_s": {"mode": [CONTINUOUS, PLAN]},
     "ttft_target": {"mode": [PLAN]},
     "tpot_target": {"mode": [PLAN]},
+    "expert_imbalance": {"mode": [STATIC], "parallel": list(latency.EXPERT_PARALLEL)},
+    "prefix_hit_rate": {"mode": [CONTINUOUS, PLAN]},
+    "speculative": {"mode": [CONTINUOUS, PLAN]},
     "compute_efficiency": {"step": ["roofline"]},
     "bandwidth_efficiency": {"step": ["roofline"]},
     "config": {"model": [own_config.OWN]},
@@ -131,8 +142,10 @@ ONLY = {
 """The controls that only some settings use, and those settings (every other control is used
 everywhere): the batch in the static mode, the rate and targets where the steady state is
 asked, the GPUs where the form does not choose them (the plan does), the efficiencies of
-chapter 08's single roofline (the kernel model takes the GPU's measured kernels). A steady
-state is of tensor parallelism (``continuous.NO_PIPELINE``): the pipeline is the static mode's."""
+chapter 08's single roofline (the kernel model takes the GPU's measured kernels), the
+imbalance of experts where they are spread, the serving options where a stream is served. A
+steady state is of tensor parallelism (``continuous.NO_PIPELINE``): the other parallelisms are
+the static mode's."""
 
 
 def used(name: str, state: dict) -> bool:
@@ -156,13 +169,19 @@ def rate_message() -> str:
 
 
 def amount_range(name: str) -> dict:
-    """The range of ``name`` (of ``AMOUNTS``) as its check holds it: ``min`` and ``max``, and
-    ``above`` where ``min`` itself is refused (a positive amount)."""
-    check = AMOUNTS[name]
+    """The range of ``name`` (of ``AMOUNTS``) as its check holds it: ``min`` and ``max``,
+    ``above`` where ``min`` itself is refused (a positive amount), ``below`` where ``max`` is."""
+    check, ends = AMOUNTS[name], {"above": False, "below": False}
     if check is checks.fraction:
-        return {"min": checks.FRACTION[0], "max": checks.FRACTION[1], "above": False}
+        return {"min": checks.FRACTION[0], "max": checks.FRACTION[1], **ends}
+    if name == "expert_imbalance":
+        low, high = scenario.IMBALANCE
+        return {"min": low, "max": high, **ends}
+    if check.func is checks.share:  # 0 to 1, and 1 itself refused where it says ``below_one``
+        return {"min": 0, "max": 1, **ends, "below": check.keywords.get("below_one", False)}
     high = inspect.signature(checks.amount).parameters["high"].default
-    return {"min": 0, "max": check.keywords.get("high", high), "above": check.keywords["positive"]}
+    above = check.keywords["positive"]
+    return {"min": 0, "max": check.keywords.get("high", high), **ends, "above": above}
 
 
 # The rows of the readout: a formula of serving.report_formulas, its label, its kind of
@@ -275,6 +294,7 @@ _WORDS = {
     "ttft_target": "time to first token target (s)",
     "tpot_target": "time per output token target (s)",
     "price_per_hour": "price per GPU-hour ($; blank: the GPU's example)",
+    "speculative": "speculative decoding (drafts)",
     "config": "config.json (paste it)",
 }
 
@@ -400,6 +420,9 @@ class Calculator:
             "memory_utilization": scenario.DEFAULT_MEMORY_UTILIZATION,
             "token_budget": scenario.default_budget(),
             "price_per_hour": None,
+            "expert_imbalance": scenario.DEFAULT_EXPERT_IMBALANCE,
+            "prefix_hit_rate": 0.0,
+            "speculative": NO_SPECULATION,
             "config": "",
         }
         self._widgets = None
@@ -430,6 +453,7 @@ class Calculator:
             "dtype": [AUTO, *DTYPE_BYTES],
             "compute_dtype": [SAME, *COMPUTES],
             "cache_dtype": [COMPUTED, *DTYPE_BYTES],
+            "speculative": [NO_SPECULATION, *speculative.METHODS],
         }
 
     def arguments(self, mode: str | None = None) -> dict:
@@ -445,6 +469,11 @@ class Calculator:
         for name in ("mode", "requests_per_s", "ttft_target", "tpot_target", "price_per_hour"):
             del arguments[name]
         del arguments["config"]
+        if arguments["speculative"] == NO_SPECULATION:
+            arguments["speculative"] = None
+        for name in ("expert_imbalance", *SERVING_OPTIONS):  # the library's defaults elsewhere
+            if not used(name, {**self.state, "mode": mode}):
+                del arguments[name]
         if self.state["model"] == own_config.OWN:  # read by the library's own parser
             arguments["model"] = own_config.model_of(self.state["config"])
         for name in ("compute_efficiency", "bandwidth_efficiency"):
@@ -456,8 +485,8 @@ class Calculator:
 
     def update(self, **changes):
         for name, value in changes.items():
-            if value is None and name in ("compute_dtype", "cache_dtype"):
-                value = SAME if name == "compute_dtype" else COMPUTED
+            if value is None and name in ("compute_dtype", "cache_dtype", "speculative"):
+                value = {"compute_dtype": SAME, "cache_dtype": COMPUTED}.get(name, NO_SPECULATION)
             if name in self.choices:
                 checks.choice(name, value, self.choices[name])
             elif name not in self.state:
@@ -691,7 +720,40 @@ def _print_checks(arch, parallel) -> list:
     ]
 
 
+def _parallels(arch) -> list[str]:
+    """The parallelisms whose formulas the page carries for ``arch``: expert parallelism only
+    where it has experts (``latency.NO_EXPERTS``)."""
+    return [p for p in PAGE_PARALLEL if arch.is_moe or p not in latency.EXPERT_PARALLEL]
+
+
+def step_key(options: tuple, draft) -> str:
+    """The page's name of a step with ``options`` (``kernels.OPTIONS``, in order) and ``draft``
+    (``Speculative.draft``; None without speculation): the page builds the same."""
+    return ",".join(options) + ":" + str(draft)
+
+
+def _drafts() -> list:
+    """The drafts of the methods whose defaults the page offers (a draft model is named)."""
+    return sorted({m.draft for m in speculative.METHODS.values() if m.draft_len}, key=str)
+
+
+def _steps(arch, step) -> dict:
+    """The continuous step of ``arch`` by ``step_key``: the plain step, and with the kernel
+    model each set of serving options (``Scenario.formula_options``)."""
+    steps = {step_key((), None): _js(continuous.STEP_FORMULAS[step](arch))}
+    if step != "kernels":
+        return steps
+    for prefix, draft in itertools.product((False, True), [False, *_drafts()]):
+        options = ("prefix",) * prefix + ("speculative",) * (draft is not False)
+        if options:
+            draft = None if draft is False else draft
+            formula = continuous.STEP_FORMULAS[step](arch, options=options, draft=draft)
+            steps[step_key(options, draft)] = _js(formula)
+    return steps
+
+
 def _print_model(arch) -> dict:
+    parallels = _parallels(arch)
     return {
         "sizes": arch.sizes(),
         "weights": weight_number_values(arch),  # as the checkpoint ships ("auto")
@@ -700,15 +762,17 @@ def _print_model(arch) -> dict:
         "degrees": ", ".join(map(str, scenario.tensor_parallel_degrees(arch))),
         "degree_list": scenario.tensor_parallel_degrees(arch),
         "plan_degrees": scenario.tensor_parallel_degrees(arch, continuous.PLAN_DEGREE),
+        "expert_degrees": ", ".join(map(str, scenario.expert_parallel_degrees(arch))),
+        "expert_degree_list": scenario.expert_parallel_degrees(arch, ranges()["n_gpus"][1]),
         "continuous": {  # a steady state is of tensor parallelism (continuous.NO_PIPELINE)
-            "step": {s: _js(continuous.STEP_FORMULAS[s](arch)) for s in scenario.STEPS},
+            "step": {s: _steps(arch, s) for s in scenario.STEPS},
             "capacity": _js(latency.max_concurrency(arch)),
         },
         "report": {
-            s: {p: _js_block(serving.report_formulas(arch, s, p)) for p in PAGE_PARALLEL}
+            s: {p: _js_block(serving.report_formulas(arch, s, p)) for p in parallels}
             for s in scenario.STEPS
         },
-        "checks": {p: _print_checks(arch, p) for p in PAGE_PARALLEL},
+        "checks": {p: _print_checks(arch, p) for p in parallels},
     }
 
 
@@ -768,9 +832,12 @@ def _controls() -> list[dict]:
     for control in controls:
         control["label"] = label(control["name"])
         control["only"] = ONLY.get(control["name"], {})
-    order = ["mode", "model", "gpu", "parallel", "n_gpus", "replicas", "dtype", "compute_dtype"]
-    order += ["cache_dtype", "batch", "requests_per_s", "ttft_target", "tpot_target"]
-    order += ["prompt_len", "output_len", "step", "compute_efficiency", "bandwidth_efficiency"]
+        # A value of the formulas, which the page sets where the control is used.
+        control["value"] = control["name"] in _VALUE_CONTROLS
+    order = ["mode", "model", "gpu", "parallel", "n_gpus", "expert_imbalance", "replicas"]
+    order += ["dtype", "compute_dtype", "cache_dtype", "batch", "requests_per_s", "ttft_target"]
+    order += ["tpot_target", "prompt_len", "output_len", *SERVING_OPTIONS, "step"]
+    order += ["compute_efficiency", "bandwidth_efficiency"]
     order += ["memory_utilization", "token_budget", "price_per_hour", "config"]
     return sorted(controls, key=lambda c: order.index(c["name"]))
 
@@ -808,6 +875,15 @@ def _page_data() -> dict:
         "count_message": checks.COUNT,
         "no_rate": scenario.NO_RATE,
         "no_link": scenario.NO_LINK,
+        "no_experts": latency.NO_EXPERTS,
+        "not_kernels": {s: scenario.NOT_KERNELS.format(step=s) for s in scenario.STEPS},
+        "no_speculation": NO_SPECULATION,
+        "speculative": {m: _method(m) for m in speculative.METHODS},
+        "serving": {
+            "prefilled": _js(techniques.prefilled_tokens()),
+            "verified": _js(techniques.verified_tokens()),
+            "expected": _js(techniques.expected_tokens()),
+        },
         "one_token": continuous.ONE_TOKEN,
         "rows": _rows_data(ROWS, serving.BANDED),
         "bands": {kind: bands.bands()[kind] for kind in bands.KINDS},
@@ -842,6 +918,20 @@ def _page_data() -> dict:
         },
     }
 
+
+def _method(name: str) -> dict:
+    """A speculation method as the page takes it: its draft (``step_key``) and its defaults'
+    values, or the library's refusal of a method that has none (a draft model's)."""
+    try:
+        method = speculative.Speculative(name)
+    except ValueError as error:
+        return {"error": str(error)}
+    return {"draft": str(method.draft), **method.values()}
+
+
+_VALUE_CONTROLS = ("compute_efficiency", "bandwidth_efficiency", "expert_imbalance")
+_VALUE_CONTROLS += ("prefix_hit_rate",)
+"""The controls that are values of the formulas (the rest choose the formulas or the values)."""
 
 _FORM_VALUES = ("bytes_per_number", "expert_bytes_per_number", "vocab_bytes_per_number")
 _FORM_VALUES += ("kv_bytes_per_number", "n_gpus", "batch", "replicas")

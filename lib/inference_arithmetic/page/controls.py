@@ -60,6 +60,7 @@ _DISPLAY = {
 }
 _SUBSCRIPT = dict(zip("aehijklmnoprstuvx0123456789", "ₐₑₕᵢⱼₖₗₘₙₒₚᵣₛₜᵤᵥₓ₀₁₂₃₄₅₆₇₈₉", strict=True))
 _GREEK = {r"\pi": "π", r"\beta": "β", r"\eta": "η", r"\mu": "μ", r"\alpha": "α", r"\gamma": "γ"}
+_GREEK[r"\lambda"] = "λ"
 
 
 def display(name: str) -> tuple[str, str]:

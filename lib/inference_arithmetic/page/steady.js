@@ -6,11 +6,16 @@
 // linear equations, the fixed point, the spread, the bisection) is here, step for step as in
 // Python.
 window.iaSteady = window.iaSteady || function (data, call, v) {
-  var N = data.prompt_counts, T = v.seq_len, O = v.output_len, logf = [0];
-  var budget = v.token_budget;
+  var N = data.prompt_counts, T = data.prefilled, O = v.output_len, logf = [0];
+  var budget = v.token_budget, rows = data.rows, E = data.tokens_per_step;
   for (var i = 1; i < N; i++) logf.push(logf[i - 1] + Math.log(i));
   var point = Object.assign({}, v, {context_len: call(data.context, v)});
-  var capacity = Math.floor(call(data.capacity, Object.assign({}, v, {context_len: T + O})));
+  var capacity = Math.floor(call(data.capacity, Object.assign({}, v,
+                                                              {context_len: v.seq_len + O})));
+  // T: the tokens each prompt computes (a prefix cache holds the rest); speculating, a
+  // decode is rows of the step and yields E tokens, so the chain counts a request's steps,
+  // 1 + (O - 1) / E, as if of that many tokens.
+  if (data.speculating) O = 1 + (O - 1) / E;
 
   function step(decodes, tokens) {  // one step's time: decodes and prompt tokens
     point.decoding = Math.max(decodes, 0);
@@ -18,7 +23,7 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
     return call(data.step, point);
   }
   function macro(decodes, rate) {  // continuous._Engine.macro, for each count of prompts
-    var room = Math.max(budget - decodes, 1), full = step(decodes, room);
+    var room = Math.max(budget - rows * decodes, 1), full = step(decodes, room);
     var times = [], counts = [];
     for (var k = 0; k < N; k++) {
       var tokens = k * T;
@@ -90,7 +95,8 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
   }
   function ttft(rate, decodes) {  // continuous._Engine.ttft
     var c = chain(rate, decodes), spans = product(c.times, c.counts);
-    var total = dot(c.pi, spans), room = Math.max(budget - decodes, 1), full = step(decodes, room);
+    var total = dot(c.pi, spans), room = Math.max(budget - rows * decodes, 1);
+    var full = step(decodes, room);
     var done = [];
     for (var j = 0; j < N; j++) {  // j others arrived with it: ranks 1..j+1, each as likely
       var tokens = (j + 1) * T;
@@ -140,13 +146,14 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
     var spread = Math.sqrt(Math.max(steady.variance, 0));
     var first = 0, mass = 0;
     for (k = 0; k < nodes.length; k++) {
-      var met = Math.min(Math.max(steady.busy + spread * nodes[k], 0), budget - 1);
+      var met = Math.min(Math.max(steady.busy + spread * nodes[k], 0), (budget - 1) / rows);
       first += weights[k] * ttft(rate, met); mass += weights[k];
     }
     first /= mass;
     var request = first + (O - 1) * steady.tpot;
-    return {ttft: first, tpot: steady.tpot, mean_step: t, request_time: request,
-      concurrency: rate * request, ok: decodes < budget && rate * request <= capacity};
+    // The time per token: a step's over the tokens it yields.
+    return {ttft: first, tpot: steady.tpot / E, mean_step: t, request_time: request,
+      concurrency: rate * request, ok: rows * decodes < budget && rate * request <= capacity};
   }
   function saturation() {
     var low = 0, high = 1, below = null, s;

@@ -773,6 +773,14 @@ def plan(
     percentile = _percentile(percentile)
     model, device = registry_model(model), registry_gpu(gpu)
     price, date, _ = device.price(price_per_hour, required=True)
+    # A setting no deployment changes (a speculation method without defaults, an option the
+    # step model lacks) is refused by name here, not skipped below as if each one saturated;
+    # a rule of a deployment (it does not fit, its heads do not split) is the search's.
+    try:
+        _scenario(model, device, prompt_len, output_len, 1, dtype, options)
+    except ValueError as error:
+        if not hasattr(error, "check"):
+            raise
     best = None
     for degree in tensor_parallel_degrees(model, PLAN_DEGREE):
         missed = None  # why one replica fewer of this degree fails

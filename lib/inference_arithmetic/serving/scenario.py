@@ -79,6 +79,8 @@ __all__ = [
     "expert_parallel_degrees",
     "one_step",
     "NOT_KERNELS",
+    "IMBALANCE",
+    "check_imbalance",
 ]
 
 STEPS = {"kernels": kernels, "roofline": latency}
@@ -627,12 +629,18 @@ def _found_figures(g, e, compute_dtype: str, dtype: str, step: str) -> dict:
     return found
 
 
+IMBALANCE = (1.0, 1e3)
+"""The range of ``expert_imbalance``: 1 (balanced) up to a thousand (a bound keeps the step's
+time finite); the calculator's page reads it from here."""
+
+
 def check_imbalance(value) -> float:
     """``expert_imbalance``: the busiest GPU's load over the mean, from 1 (balanced) up."""
-    if not checks._real(value) or not 1 <= value <= 1e3:
+    low, high = IMBALANCE
+    if not checks._real(value) or not low <= value <= high:
         raise ArgumentError(
-            "expert_imbalance must be a number from 1 (every GPU's experts equally busy) to "
-            f"1000, the busiest GPU's tokens over the mean GPU's, got {value!r}"
+            f"expert_imbalance must be a number from {low:g} (every GPU's experts equally busy) "
+            f"to {high:g}, the busiest GPU's tokens over the mean GPU's, got {value!r}"
         )
     return float(value)
 
