@@ -83,4 +83,5 @@ def pipeline_period(n=None):
     t, x = sympy.symbols("t x", positive=True)
     n = sympy.Symbol("n", positive=True, integer=True) if n is None else n
     below = sympy.Function("G")(x)
-    return t + sympy.Integral(1 - below ** (n - 1), (x, t, sympy.oo)).doit()
+    slower = 1 - below ** (n - 1)  # P(M > x); none with one stage
+    return t + (sympy.Integral(slower, (x, t, sympy.oo)) if slower != 0 else 0)

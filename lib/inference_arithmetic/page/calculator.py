@@ -132,7 +132,8 @@ ONLY = {
 everywhere): the batch in the static mode, the rate and targets where the steady state is
 asked, the GPUs where the form does not choose them (the plan does), the efficiencies of
 chapter 08's single roofline (the kernel model takes the GPU's measured kernels). A steady
-state is of tensor parallelism (``continuous.NO_PIPELINE``): the pipeline is the static mode's."""
+state is of tensor parallelism here: the pipeline is the static mode's (the library's steady
+state of a pipeline, ``continuous._Engine.period``, needs the chain's step distribution)."""
 
 
 def used(name: str, state: dict) -> bool:
@@ -700,7 +701,7 @@ def _print_model(arch) -> dict:
         "degrees": ", ".join(map(str, scenario.tensor_parallel_degrees(arch))),
         "degree_list": scenario.tensor_parallel_degrees(arch),
         "plan_degrees": scenario.tensor_parallel_degrees(arch, continuous.PLAN_DEGREE),
-        "continuous": {  # a steady state is of tensor parallelism (continuous.NO_PIPELINE)
+        "continuous": {  # the page's steady state is of tensor parallelism (USED_BY)
             "step": {s: _js(continuous.STEP_FORMULAS[s](arch)) for s in scenario.STEPS},
             "capacity": _js(latency.max_concurrency(arch)),
         },
