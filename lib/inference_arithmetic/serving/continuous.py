@@ -24,6 +24,9 @@ lambda requests a second, with steps of mean length tau (chapter 09 derives each
   the engine in proportion to time, when it is busier: its first token takes the rest of the
   step under way (E[t^2] / 2 E[t]) and the step that prefills it, at the time-weighted B_d.
 
+A pipeline of n stages is n such chains, one a micro-batch in flight at lambda / n, each step
+lasting its round's: the slowest of the n micro-batches' steps (``_Engine.period``, chapter 10).
+
 The chain is solved exactly (linear equations on 64 prompt counts); the fluctuations of B_d
 to first order (``STEADY``, SymPy, printed to JavaScript for the calculator's page). Past the
 rate at which no steady state exists (g reaches 1), or the memory cannot hold the running
