@@ -114,41 +114,6 @@ def test_past_saturation_is_a_clear_error():
         ia.steady_state("llama-3.1-8b", "h100-sxm", 1.05 * top, 1024, 128)
     with pytest.raises(ValueError, match="requests_per_s must be a positive number"):
         ia.steady_state("llama-3.1-8b", "h100-sxm", 0, 1024, 128)
-    with pytest.raises(
-        ValueError, match="tensor or expert parallelism.*simulate.*ia.serve"
-    ) as error:
-        ia.steady_state("llama-3.1-70b", "h100-sxm", 1, n_gpus=4, parallel="pipeline")
-    assert str(error.value) == ia.continuous.NO_PIPELINE
-
-
-def test_a_pipelines_micro_batches_wait_for_each_other_in_the_simulation():
-    # A pipeline of 4 stages runs 4 micro-batches in flight (engines of a quarter of the
-    # requests each). Stepped as independent engines (stages=1, the same owners), each of its
-    # steps would take its own time only; through shared stages the time per token is longer,
-    # and that gap is why the steady state refuses a pipeline.
-    name, rate, kw = "llama-3.1-70b", 4.0, dict(n_gpus=4, parallel="pipeline")
-    s = ia.Scenario(name, "h100-sxm", prompt_len=1024, output_len=128, in_waves=True, **kw)
-    run = continuous.simulate(name, "h100-sxm", rate, 1024, 128, requests=2000, **kw)
-    rng = np.random.default_rng(0)
-    arrivals = np.cumsum(rng.exponential(1 / rate, 2400))
-    owners = rng.integers(0, 4, len(arrivals))
-    apart = continuous._run(*continuous._limits(s), arrivals, continuous._scalar_step(s),
-                            owners=owners)  # fmt: skip
-    kept = [r for r in apart if r["i"] >= 400]
-    independent = np.mean([(r["last"] - r["first"]) / 127 for r in kept])
-    assert run["tpot"] > 1.1 * independent, (run["tpot"], independent)
-    assert {r["i"] for r in apart} == set(range(len(arrivals)))  # every request served once
-    one_stage = continuous.simulate(name, "h100-sxm", 1.0, 1024, 128, requests=300, n_gpus=4)
-    assert one_stage["tpot"] < run["tpot"]  # tensor parallelism's step is a quarter's work
-    with pytest.raises(ValueError, match="tensor or expert parallelism"):
-        ia.goodput(name, "h100-sxm", 1024, 128, 1.0, 0.1, **kw)
-
-
-def test_the_plan_refuses_a_pipeline_rather_than_finding_no_deployment():
-    # Each pipeline's steady state is refused; the plan says why, not "no deployment".
-    with pytest.raises(ValueError) as error:
-        ia.plan("llama-3.1-70b", "h100-sxm", 1, 1024, 128, 1.0, 0.05, parallel="pipeline")
-    assert str(error.value) == ia.continuous.NO_PIPELINE
 
 
 def test_the_plan_meets_both_targets_at_the_fewest_gpus_of_its_degree():

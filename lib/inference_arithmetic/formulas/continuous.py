@@ -14,10 +14,12 @@ batches it extends to a stream of requests.
 
 from __future__ import annotations
 
+import sympy
+
 from inference_arithmetic.core.symbols import B, B_d, D, P_t, S, T, V
 from inference_arithmetic.formulas import latency, roofline, transformer
 
-__all__ = ["step_sides", "step"]
+__all__ = ["step_sides", "step", "pipeline_cycle", "pipeline_period"]
 
 
 def step_sides(arch, parallel="tensor"):
@@ -51,3 +53,35 @@ def step(arch, parallel="tensor"):
     """Seconds of one step: the roofline of its compute and memory, plus its messages."""
     compute, memory, messages = step_sides(arch, parallel)
     return latency.roof(compute, memory) + messages
+
+
+def pipeline_cycle(n: int):
+    """A pipeline of n stages with n micro-batches in flight, their steps t_1..t_n (each through
+    every stage, an equal part of it per stage): the cycle in which each takes one step. Each
+    stage serves the n in turn, so a cycle is at least the sum of their stage times, t_i / n
+    summed (the mean step); a micro-batch's next step waits for it to pass all n stages, so
+    at least its own t_i too. The first is the mean of the t_i, never above the largest: the
+    cycle is the slowest micro-batch's step. Returns (the steps' symbols, the cycle).
+
+    >>> pipeline_cycle(2)[1]
+    Max(t_1, t_2, t_1/2 + t_2/2)
+    """
+    steps = sympy.symbols(f"t_1:{n + 1}", positive=True)
+    return steps, sympy.Max(sum(steps) / n, *steps)
+
+
+def pipeline_period(n=None):
+    """A micro-batch's mean step in a steady pipeline of n stages (``pipeline_cycle``): its own
+    step t, or longer when the slowest of the other n - 1, each drawn from the distribution G
+    of the steps, is longer: E[max(t, M)] = t + the integral from t up of P(M > x), with
+    P(M <= x) = G(x)^(n - 1) (n symbolic if not given). ``ia.continuous`` sums it over the
+    steps of its chain (``_Engine.period``).
+
+    >>> pipeline_period(1)
+    t
+    """
+    t, x = sympy.symbols("t x", positive=True)
+    n = sympy.Symbol("n", positive=True, integer=True) if n is None else n
+    below = sympy.Function("G")(x)
+    slower = 1 - below ** (n - 1)  # P(M > x); none with one stage
+    return t + (sympy.Integral(slower, (x, t, sympy.oo)) if slower != 0 else 0)

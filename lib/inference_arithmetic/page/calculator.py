@@ -144,8 +144,9 @@ everywhere): the batch in the static mode, the rate and targets where the steady
 asked, the GPUs where the form does not choose them (the plan does), the efficiencies of
 chapter 08's single roofline (the kernel model takes the GPU's measured kernels), the
 imbalance of experts where they are spread, the serving options where a stream is served. A
-steady state is of tensor parallelism (``continuous.NO_PIPELINE``): the other parallelisms are
-the static mode's."""
+steady state is of tensor parallelism here: the other parallelisms are the static mode's (the
+library's steady state of a pipeline, ``continuous._Engine.period``, needs the chain's step
+distribution)."""
 
 
 def used(name: str, state: dict) -> bool:
@@ -764,7 +765,7 @@ def _print_model(arch) -> dict:
         "plan_degrees": scenario.tensor_parallel_degrees(arch, continuous.PLAN_DEGREE),
         "expert_degrees": ", ".join(map(str, scenario.expert_parallel_degrees(arch))),
         "expert_degree_list": scenario.expert_parallel_degrees(arch, ranges()["n_gpus"][1]),
-        "continuous": {  # a steady state is of tensor parallelism (continuous.NO_PIPELINE)
+        "continuous": {  # the page's steady state is of tensor parallelism (ONLY)
             "step": {s: _steps(arch, s) for s in scenario.STEPS},
             "capacity": _js(latency.max_concurrency(arch)),
         },

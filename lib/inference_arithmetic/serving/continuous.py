@@ -24,6 +24,9 @@ lambda requests a second, with steps of mean length tau (chapter 09 derives each
   the engine in proportion to time, when it is busier: its first token takes the rest of the
   step under way (E[t^2] / 2 E[t]) and the step that prefills it, at the time-weighted B_d.
 
+A pipeline of n stages is n such chains, one a micro-batch in flight at lambda / n, each step
+lasting its round's: the slowest of the n micro-batches' steps (``_Engine.period``, chapter 10).
+
 The chain is solved exactly (linear equations on 64 prompt counts); the fluctuations of B_d
 to first order (``STEADY``, SymPy, printed to JavaScript for the calculator's page). Past the
 rate at which no steady state exists (g reaches 1), or the memory cannot hold the running
@@ -134,7 +137,8 @@ NO_DEPLOYMENT = (
 same template), its numbers printed as ``NO_DEPLOYMENT_KINDS`` says."""
 NO_DEPLOYMENT_KINDS = {"rate": "number", "ttft_target": "seconds", "tpot_target": "seconds"}
 PLAN_DEGREE = 8
-"""The largest tensor-parallel degree ``plan`` tries: one NVLink domain of eight GPUs."""
+"""The largest tensor-parallel (or pipeline) degree ``plan`` tries: one NVLink domain of eight
+GPUs."""
 
 
 BANDED = {
@@ -253,13 +257,37 @@ class _Engine:
         key += f" {s.formula_options!r}" if s.formula_options else ""
         split = cache.data(key, lambda: step.split(*free))
         self._step = step.bind(self.values, *free, split=split)
+        # A pipeline is n micro-batches in flight, each this chain at a share of the rate,
+        # whose steps last the cycle's (``_Engine.period``) once ``tau`` has their spread.
+        self.stages = s.n_gpus if s.parallel == "pipeline" else 1
+        self.others = None  # the other micro-batches' steps: (times, P(the slowest is each))
+
+    def period(self, times):
+        """A pipeline's step: the cycle's, as long as the slowest of the n micro-batches'
+        steps (``formulas.continuous.pipeline_cycle``), the others' drawn from the chain's
+        steps (``others``): E[max(t, M)], M the largest of n - 1 draws."""
+        values, slowest = self.others
+        return np.maximum(times[..., None], values) @ slowest
+
+    def meet(self, rate, decodes, weights, counts):
+        """Set ``others`` to the steps of the chain whose stationary ``weights`` and steps a
+        prefill ``counts`` are given, at ``decodes``: each count's own step time (not the
+        cycle's), weighted by the steps it takes; the largest of n - 1 of them."""
+        self.others = None
+        times, steps = (x[0] for x in self.macro([decodes], rate))
+        own = times / steps
+        order = np.argsort(own)
+        below = np.cumsum((weights * steps)[order])
+        slowest = np.diff((below / below[-1]) ** (self.stages - 1), prepend=0.0)
+        self.others = (own[order], slowest)
 
     def steps(self, decodes, prompts):
         """Step times for ``decodes`` decoding requests and each count of ``prompt tokens``."""
         prompts = np.asarray(prompts, dtype=float)
         decodes, context = np.maximum(decodes, 0.0), np.asarray(self.context)
         times = np.asarray(self._step(decodes, context, prompts), dtype=float)
-        return times if times.shape == prompts.shape else np.broadcast_to(times, prompts.shape)
+        times = times if times.shape == prompts.shape else np.broadcast_to(times, prompts.shape)
+        return times if self.others is None else self.period(times)
 
     def macro(self, decodes, rate=0.0):
         """The steps that prefill each count of prompts K (``_K``), chunked under the token
@@ -303,6 +331,7 @@ class _Engine:
         """The fixed point tau = E[step] of the chain at lambda (O - 1) tau decodes, from
         below (``start``: a step time known to be below it, a lower rate's); None if it runs
         away."""
+        self.others = None  # a pipeline's cycle is worked out afresh at each rate
         tau = start or float(self.steps(0.0, np.zeros(1))[0])
         # The iteration creeps (its slope nears 1 towards saturation): after each two steps
         # that rise, Aitken's extrapolation jumps to where they head. A jump that lands past
@@ -319,6 +348,8 @@ class _Engine:
                     tau, previous, accelerate = previous[1], None, False
                     continue
                 return None  # a step's prompts beyond the range kept: it runs away
+            if self.stages > 1:  # the cycle of the steps kept up with (not of a jump undone)
+                self.meet(rate, rate * (self.O - 1) * tau, weights, counts)
             if abs(mean - tau) <= 1e-10 * mean:
                 return mean
             jump = None
@@ -364,6 +395,9 @@ class _Engine:
         return np.array(ttfts)
 
     def state(self, rate, start=None):
+        """The steady state at ``rate`` requests a second (a pipeline's micro-batch: at a
+        share of it, ``stages`` of them in ``concurrency``); None if the chain runs away."""
+        rate = rate / self.stages
         tau = self.tau(rate, start)
         if tau is None:
             return None
@@ -410,8 +444,8 @@ class _Engine:
         margin = max(np.log10(max(tail, 1e-300) / RUNAWAY_TAIL), used - 1,
                      rate * request / self.capacity - 1, steady["gain"] - 1)  # fmt: skip
         return {"ttft": ttft, "tpot": steady["tpot"], "mean_step": tau, "request_time": request,
-                "concurrency": rate * request, "ok": ok, "margin": margin, "met": met,
-                **chain, **steady}  # fmt: skip
+                "concurrency": self.stages * rate * request, "ok": ok, "margin": margin,
+                "met": met, "others": self.others, **chain, **steady}  # fmt: skip
 
     def waits(self, rate, decodes):
         """An arrival's TTFT at ``decodes`` decoding requests, as a mixture of uniform
@@ -456,6 +490,7 @@ class _Engine:
         normal about its mean with ``STEADY["tpot_spread"]``, per token as ``steady_state_of``
         counts it (a speculating step's over the tokens it yields)."""
         node_weights = np.array(SPREAD_POINTS[1])
+        self.others = state["others"]  # the cycle of that state's rate (a pipeline's)
         parts = [self.waits(state["requests_per_s"], d) for d in state["met"]]
         share = np.concatenate([w * p[0] for w, p in zip(node_weights / node_weights.sum(),
                                                          parts, strict=True)])  # fmt: skip
@@ -525,20 +560,20 @@ def _scenario(arch, gpu, prompt_len, output_len, n_gpus, dtype, deployment):
 
 
 NO_PIPELINE = (
-    "the steady state (and a plan or a burst, which use its engine) is of one continuously "
-    "batching engine whose GPUs step together (tensor or expert parallelism): a pipeline's n "
-    "micro-batches in flight wait for each other at its stages, which its chain does not "
-    "model (as n independent engines it falls well short of their time per token). Simulate a "
-    "pipeline under a stream with ia.continuous.simulate(..., parallel='pipeline'); its batch "
-    "is timed by ia.calculate(..., parallel='pipeline') or ia.generation, its batches in "
-    "waves by ia.serve(..., parallel='pipeline', engine=a static engine)"
+    "a burst, a closed loop, ia.serve of a continuous engine and a disaggregated pool each "
+    "schedule one engine whose GPUs step together (tensor or expert parallelism), not a "
+    "pipeline's n micro-batches in flight, which wait for each other at its stages. A "
+    "pipeline's steady state is ia.steady_state(..., parallel='pipeline') (and ia.plan's and "
+    "ia.goodput's); ia.continuous.simulate(..., parallel='pipeline') runs one under a stream; "
+    "its batch is timed by ia.calculate(..., parallel='pipeline') or ia.generation, its "
+    "batches in waves by ia.serve(..., parallel='pipeline', engine=a static engine)"
 )
-"""The message for a steady state, a plan or a burst asked of a pipeline."""
+"""The message for a burst, a closed loop or a disaggregated pool asked of a pipeline."""
 
 
 def _tensor(s: Scenario) -> Scenario:
     """``s``, if it is of one engine whose GPUs step together, not a pipeline
-    (``NO_PIPELINE``)."""
+    (``NO_PIPELINE``): a burst's schedule and a disaggregated pool are of one such engine."""
     if s.parallel == "pipeline":
         raise checks.ArgumentError(NO_PIPELINE)
     return s
@@ -576,7 +611,7 @@ def saturation_rate(s: Scenario) -> float:
 
 def _one(s: Scenario) -> float:
     """The saturation rate of one replica of ``s``."""
-    return float(_saturation(_tensor(s.replace(replicas=1) if s.replicas > 1 else s)))
+    return float(_saturation(s.replace(replicas=1) if s.replicas > 1 else s))
 
 
 @functools.lru_cache(maxsize=256)
@@ -644,14 +679,15 @@ def steady_state(
     ``simulate`` gives them: ``_Engine.percentiles``), and ``band``: for ttft, tpot,
     request_time and saturation_rate, the range in which eight of ten held-out measurements
     fell (``serving.bands``; None with ``step="roofline"``). ``ValueError`` past saturation,
-    and for requests of one output token, which never decode (``ONE_TOKEN``), and for a
-    pipeline (``NO_PIPELINE``; ``simulate`` runs one). Expert parallelism is one engine too,
-    its ranks stepping together, each step timed by the kernels' step of the busiest GPU (with
-    ``parallel="expert-dp"`` the token budget is the whole deployment's, shared by its
-    data-parallel ranks).
+    and for requests of one output token, which never decode (``ONE_TOKEN``). A pipeline
+    (``parallel="pipeline"``) is n micro-batches in flight, each the chain at a share of the
+    rate, each step lasting the cycle's (``_Engine.period``; chapter 10). Expert parallelism
+    is one engine, its ranks stepping together, each step timed by the kernels' step of the
+    busiest GPU (with ``parallel="expert-dp"`` the token budget is the whole deployment's,
+    shared by its data-parallel ranks).
     """
     rate = checks.amount("requests_per_s", requests_per_s, "requests per second", positive=True)
-    s = _tensor(_scenario(model, gpu, prompt_len, output_len, n_gpus, dtype, deployment))
+    s = _scenario(model, gpu, prompt_len, output_len, n_gpus, dtype, deployment)
     return steady_state_of(s, rate)
 
 
@@ -687,8 +723,9 @@ def steady_state_of(s: Scenario, rate: float, percentiles: bool = True) -> dict:
         **{key: _replicas(key, values) for key in ("concurrency", "utilization")},
         "saturation_rate": _replicas("saturation_rate", values),
         "mean_step": state["mean_step"],
-        "decoding": state["decoding"],
-        "decoding_variance": state["variance"],
+        # A pipeline's micro-batches decode apart: their counts and variances add.
+        "decoding": state["decoding"] * _engine_of(one).stages,
+        "decoding_variance": state["variance"] * _engine_of(one).stages,
         "percentiles": _engine_of(one).percentiles(state) if percentiles else None,
     }
     result["band"] = bands.of(result, BANDED) if s.step == "kernels" else None
@@ -734,18 +771,17 @@ def plan(
     percentile=None, most_gpus=64, price_per_hour=None, **options
 ) -> dict:  # fmt: skip
     """The cheapest deployment, replicas x tensor-parallel degree (up to 8, one NVLink
-    domain), whose steady state meets both targets (seconds), each replica taking an equal
-    share of the requests: targets on the mean of each request's TTFT and TPOT, or with
-    ``percentile`` (one of ``PERCENTILES``) on that percentile of them, as service-level
-    objectives are written. Returns ``replicas``, ``n_gpus`` (per replica, its tensor-parallel
-    degree, as every deployment argument counts them), ``gpus`` (in all), ``ttft`` and
-    ``tpot`` (the means, or the percentile judged), ``percentile``, ``binds`` (what one replica
-    fewer of that degree misses: "saturation", "ttft" or "tpot"; None for one replica) and
-    ``cost`` (``output``: USD per million output tokens, the GPUs paid busy or idle, at
-    ``price_per_hour`` or the GPU's example price; ``price_per_hour``; ``price_date``, None
-    for a given price); ``ValueError`` if no deployment of ``most_gpus`` GPUs meets them, and
-    for ``parallel="pipeline"`` (``NO_PIPELINE``), which it would otherwise judge on a chain
-    that does not describe it.
+    domain; with ``parallel="pipeline"``, pipeline stages), whose steady state meets both
+    targets (seconds), each replica taking an equal share of the requests: targets on the
+    mean of each request's TTFT and TPOT, or with ``percentile`` (one of ``PERCENTILES``) on
+    that percentile of them, as service-level objectives are written. Returns ``replicas``,
+    ``n_gpus`` (per replica, its tensor-parallel or pipeline degree, as every deployment
+    argument counts them), ``gpus`` (in all), ``ttft`` and ``tpot`` (the means, or the
+    percentile judged), ``percentile``, ``binds`` (what one replica fewer of that degree
+    misses: "saturation", "ttft" or "tpot"; None for one replica) and ``cost`` (``output``:
+    USD per million output tokens, the GPUs paid busy or idle, at ``price_per_hour`` or the
+    GPU's example price; ``price_per_hour``; ``price_date``, None for a given price);
+    ``ValueError`` if no deployment of ``most_gpus`` GPUs meets them.
 
     An MoE model's experts may be spread over each replica's GPUs
     (``parallel="expert"`` or ``"expert-dp"``), its degrees those of tensor parallelism."""
@@ -754,6 +790,7 @@ def plan(
     from inference_arithmetic.serving.scenario import (
         DEPLOYMENT,
         UNEXPECTED,
+        pipeline_degrees,
         tensor_parallel_degrees,
     )
 
@@ -763,8 +800,8 @@ def plan(
         own += "percentile, most_gpus, price_per_hour, "
         valid = own + ", ".join(x for x in DEPLOYMENT if x not in chosen)
         raise TypeError(UNEXPECTED.format(function="plan", names=", ".join(unknown), valid=valid))
-    if options.get("parallel", "tensor") == "pipeline":  # else every deployment would be skipped
-        raise checks.ArgumentError(NO_PIPELINE)
+    pipeline = options.get("parallel", "tensor") == "pipeline"
+    degrees = pipeline_degrees if pipeline else tensor_parallel_degrees
     rate = checks.amount("requests_per_s", requests_per_s, "requests per second", positive=True)
     _decoding(output_len)  # else every deployment would be skipped as if it saturated
     dtype = options.pop("dtype", AUTO)
@@ -782,7 +819,7 @@ def plan(
         if not hasattr(error, "check"):
             raise
     best = None
-    for degree in tensor_parallel_degrees(model, PLAN_DEGREE):
+    for degree in degrees(model, PLAN_DEGREE):
         missed = None  # why one replica fewer of this degree fails
         for replicas in range(1, most_gpus // degree + 1):
             try:

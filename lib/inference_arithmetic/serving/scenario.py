@@ -76,6 +76,7 @@ __all__ = [
     "DEPLOYMENT",
     "deployment_keywords",
     "tensor_parallel_degrees",
+    "pipeline_degrees",
     "expert_parallel_degrees",
     "one_step",
     "NOT_KERNELS",
@@ -277,6 +278,11 @@ def default_budget() -> int:
 def tensor_parallel_degrees(arch: ModelConfig, most: int = 64) -> list[int]:
     """The tensor-parallel degrees up to ``most`` that split ``arch``'s heads (``CHECKS``)."""
     return _degrees("heads", arch, "tensor", most)
+
+
+def pipeline_degrees(arch: ModelConfig, most: int = 64) -> list[int]:
+    """The pipeline degrees up to ``most`` that leave each stage a layer (``CHECKS``)."""
+    return _degrees("layers", arch, "pipeline", most)
 
 
 def expert_parallel_degrees(arch: ModelConfig, most: int = 512) -> list[int]:
