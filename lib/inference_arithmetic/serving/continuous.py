@@ -462,10 +462,20 @@ class _Engine:
         starts, widths = (np.concatenate([p[i] for p in parts]) for i in (1, 2))
         qs = np.array(PERCENTILES) / 100
         ttft = _mixture_quantiles(share, starts, widths, qs)
-        normal = np.array([statistics.NormalDist().inv_cdf(q) for q in qs])
-        tpot = (state["tpot"] + normal * state["tpot_spread"]) / self.s.tokens_per_step
-        return {name: {f"p{q}": float(x) for q, x in zip(PERCENTILES, values, strict=True)}
-                for name, values in (("ttft", ttft), ("tpot", tpot))}  # fmt: skip
+        tpot = _normal_quantiles(state["tpot"], state["tpot_spread"]) / self.s.tokens_per_step
+        return {"ttft": _named(ttft), "tpot": _named(tpot)}
+
+
+def _normal_quantiles(mean, spread) -> np.ndarray:
+    """``PERCENTILES`` of a normal distribution: how a request's TPOT spreads about its mean
+    (``STEADY["tpot_spread"]``)."""
+    normal = statistics.NormalDist()
+    return mean + spread * np.array([normal.inv_cdf(q / 100) for q in PERCENTILES])
+
+
+def _named(quantiles) -> dict:
+    """Quantiles at ``PERCENTILES`` by name: ``{"p50": ..., "p90": ..., "p99": ...}``."""
+    return {f"p{q}": float(x) for q, x in zip(PERCENTILES, quantiles, strict=True)}
 
 
 def _mixture_quantiles(weights, starts, widths, qs):
@@ -926,7 +936,7 @@ def simulate(
         "ttft": float(ttfts.mean()),
         "tpot": float(tpots.mean()),
         "percentiles": {
-            name: {f"p{q}": float(np.percentile(times, q)) for q in PERCENTILES}
+            name: _named(np.percentile(times, PERCENTILES))
             for name, times in (("ttft", ttfts), ("tpot", tpots))
         },
     }
