@@ -243,8 +243,9 @@ class _Engine:
         self.context = _mean_context().from_values(self.values)["context"]
         whole = {**self.values, "context_len": self.T + s.output_len}
         concurrency = latency.max_concurrency  # of one batch (in a pipeline, each in flight)
-        fit = cache.formulas(f"fit {s.model!r}" + _parallel_key(s.parallel),
-                             lambda: {"n": concurrency(s.model, s.parallel)})  # fmt: skip
+        draft = s.formula_options.get("draft")  # a draft model's weights and cache take room
+        key = f"fit {s.model!r}" + _parallel_key(s.parallel) + (f" {draft!r}" if draft else "")
+        fit = cache.formulas(key, lambda: {"n": concurrency(s.model, s.parallel, draft)})
         self.capacity = int(fit.from_values(whole)["n"])
         # The chain evaluates the step a thousand times at the scenario's values: checked once.
         free = ("decoding", "context_len", "prefill_tokens")
