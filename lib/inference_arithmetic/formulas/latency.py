@@ -72,7 +72,6 @@ __all__ = [
     "weight_bytes_per_gpu",
     "kv_split",
     "cache_bytes_per_gpu",
-    "at_sizes",
     "draft_bytes_per_gpu",
     "activation_reserve",
     "memory_per_gpu",
@@ -247,7 +246,8 @@ def cache_bytes_per_gpu(arch, parallel="tensor"):
 
 def at_sizes(expr, arch):
     """``expr`` with ``arch``'s sizes put in as numbers: a second model's formula (a draft
-    model's) beside the target's, whose own sizes stay symbols for the scenario to fill."""
+    model's) beside the target's, whose own sizes stay symbols for the scenario to fill. Not
+    a formula of its own: a helper of ``draft_bytes_per_gpu`` and ``kernels.draft_time``."""
     sizes = arch.sizes()
     known = {s: sizes.get(s.name) for s in expr.free_symbols}
     return expr.xreplace({s: sympy.sympify(v) for s, v in known.items() if v is not None})
@@ -259,7 +259,12 @@ def draft_bytes_per_gpu(draft, parallel="tensor"):
     cache of B requests of S tokens, in the target's formats, split over the n GPUs as tensor
     parallelism splits them. vLLM loads the draft beside the target at the target's
     tensor-parallel degree and keeps the draft's layers in the same cache blocks as the
-    target's, so both come out of one memory budget."""
+    target's, so both come out of one memory budget.
+
+    >>> from inference_arithmetic.models.config import model
+    >>> draft_bytes_per_gpu(model("llama-3.1-8b"))  # 8,030,261,248 weights; 8 KV heads
+    65536*batch*context_len*kv_bytes_per_number/Min(8, n_gpus) + 8030261248*bytes_per_number/n_gpus
+    """
     if draft is None or isinstance(draft, str):
         return sympy.Integer(0)
     held = weight_bytes_per_gpu(draft, "tensor") + cache_bytes_per_gpu(draft, "tensor")
