@@ -2,6 +2,8 @@
 oracle), the KV transfer, the search for the best split against the best colocated engine, and
 bad input."""
 
+import functools
+
 import numpy as np
 import pytest
 
@@ -19,19 +21,74 @@ def _saturation(name, prompt, output, sizes):
     return disaggregated.steady_state(name, G, 0.01, prompt, output, **sizes)["saturation_rate"]
 
 
-@pytest.mark.parametrize("case", [DENSE, MOE, SPREAD], ids=["dense", "moe", "replicas"])
-@pytest.mark.parametrize("load", [0.3, 0.6, 0.85])
-def test_the_steady_state_is_within_10_percent_of_the_simulation(case, load):
-    name, prompt, output, sizes = case
-    rate = load * _saturation(*case)
+CASES = {"dense": DENSE, "moe": MOE, "replicas": SPREAD}
+
+
+@functools.cache
+def _compared(case, load):
+    """The closed form at ``load`` of the saturation of ``CASES[case]``, and two simulations of
+    it: shared by the tests of the means and of the percentiles."""
+    name, prompt, output, sizes = CASES[case]
+    rate = load * _saturation(*CASES[case])
     closed = disaggregated.steady_state(name, G, rate, prompt, output, **sizes)
     runs = [
         disaggregated.simulate(name, G, rate, prompt, output, requests=2_000, seed=seed, **sizes)
         for seed in range(2)
     ]
+    return closed, runs
+
+
+@pytest.mark.parametrize("case", CASES)
+@pytest.mark.parametrize("load", [0.3, 0.6, 0.85])
+def test_the_steady_state_is_within_10_percent_of_the_simulation(case, load):
+    closed, runs = _compared(case, load)
     for key in ("ttft", "tpot"):
         simulated = np.mean([run[key] for run in runs])
         assert closed[key] == pytest.approx(simulated, rel=0.10), (key, closed[key], simulated)
+
+
+@pytest.mark.parametrize("case", ["dense", "moe"])
+@pytest.mark.parametrize("load", [0.3, 0.6, 0.85])
+def test_the_percentiles_are_within_15_percent_of_the_simulation(case, load):
+    # The same runs as the means' (two seeds of 2,000 requests): p90 and p99 of each
+    # request's TTFT and TPOT, up to 85% of saturation, a dense and an MoE model.
+    closed, runs = _compared(case, load)
+    for key in ("ttft", "tpot"):
+        for q in ("p90", "p99"):
+            simulated = np.mean([run["percentiles"][key][q] for run in runs])
+            predicted = closed["percentiles"][key][q]
+            assert predicted == pytest.approx(simulated, rel=0.15), (key, q, predicted, simulated)
+        p = closed["percentiles"][key]
+        assert p["p50"] <= p["p90"] <= p["p99"]
+
+
+def test_the_percentile_comparison_sees_an_exponential_tail():
+    # A queue's usual guess, an exponential tail of the mean TTFT (p99 = mean ln 100), misses
+    # the simulation by more than the tolerance: the comparison tells a wrong tail apart.
+    closed, runs = _compared("dense", 0.6)
+    simulated = np.mean([run["percentiles"]["ttft"]["p99"] for run in runs])
+    assert closed["ttft"] * np.log(100) != pytest.approx(simulated, rel=0.15)
+
+
+def test_a_disaggregated_plan_on_percentiles_is_one_the_simulation_shows_meeting_them():
+    # 70B at 10 requests a second of 2,048 + 256 tokens, p99 targets of 1 s and 25 ms: the
+    # pools the plan picks meet both in the simulation; one prefill replica fewer misses.
+    model, rate, prompt, output = "llama-3.1-70b", 10.0, 2048, 256
+    targets = dict(ttft_target=1.0, tpot_target=0.025)
+    p = ia.plan(model, G, rate, prompt, output, **targets, percentile=99, layout="disaggregated")
+    assert p["layout"] == "disaggregated" and p["percentile"] == 99
+    assert p["ttft"] <= 1.0 and p["tpot"] <= 0.025
+    pools = {k: p[k] for k in disaggregated.POOL_KEYWORDS}
+    on_means = ia.plan(model, G, rate, prompt, output, **targets, layout="disaggregated")
+    assert on_means["gpus"] < p["gpus"]  # the tail asks for more than the mean
+    for replicas, meets in ((pools["prefill_replicas"], True),
+                            (pools["prefill_replicas"] - 1, False)):  # fmt: skip
+        sizes = {**pools, "prefill_replicas": replicas}
+        run = disaggregated.simulate(model, G, rate, prompt, output, requests=2_000, **sizes)
+        met = {k: run["percentiles"][k]["p99"] <= targets[f"{k}_target"] for k in ("ttft", "tpot")}
+        assert all(met.values()) == meets, (replicas, run["percentiles"])
+    with pytest.raises(ia.ArgumentError, match="percentile must be one of 50, 90, 99"):
+        disaggregated.fewest_gpus(model, G, rate, prompt, output, 1.0, 0.025, percentile=95)
 
 
 def test_the_comparison_with_the_simulation_sees_a_transfer_left_out():

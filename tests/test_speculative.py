@@ -72,3 +72,49 @@ def test_an_impossible_acceptance_length_is_refused(length):
     # Five drafted tokens yield from 1 up to (not including) 6 tokens a step.
     with pytest.raises(ia.ArgumentError, match="lies from 1 up to"):
         speculative.acceptance_from_length(length, 5)
+
+
+# --- A draft model's memory: its weights and its own KV cache beside the target's -------------
+
+DRAFT = {"method": "draft", "draft_len": 4, "acceptance_rate": 0.7, "draft_model": "llama-3.1-8b"}
+TARGET = ("llama-3.1-70b", "h100-sxm")  # Llama 3.1 8B shares its tokenizer: the usual pair
+
+
+def _drafts_bytes(n_gpus, batch=0, tokens=1):
+    """The draft model's bytes on each of ``n_gpus`` GPUs, from chapter 04's and 06's counts
+    of Llama 3.1 8B (its registry config.json, meta-llama/Llama-3.1-8B) in bf16: its weights
+    and the cache of ``batch`` requests of ``tokens``, its 8 KV heads split over the GPUs."""
+    draft = ia.model("llama-3.1-8b")
+    cache = ia.kv_cache_bytes(draft, batch, tokens, "bf16") if batch else 0
+    return (2 * ia.param_count(draft) + cache) / n_gpus
+
+
+def test_a_draft_models_weights_and_cache_count_in_calculates_memory():
+    args = dict(batch=8, prompt_len=2048, output_len=256, n_gpus=4)
+    plain = ia.calculate(*TARGET, **args, speculative="eagle3")["memory"]
+    drafted = ia.calculate(*TARGET, **args, speculative=DRAFT)["memory"]
+    assert "draft" not in plain  # a head's few weights are not counted
+    assert drafted["draft"] == pytest.approx(_drafts_bytes(4, 8, 2048 + 256), rel=1e-12)
+    assert drafted["total"] == pytest.approx(plain["total"] + drafted["draft"], rel=1e-12)
+
+
+def test_a_draft_model_takes_room_from_the_batch():
+    plain = ia.max_batch(*TARGET, context_len=4096, n_gpus=4)
+    drafted = ia.max_batch(*TARGET, context_len=4096, n_gpus=4, speculative=DRAFT)
+    # The budget less both models' weights and the reserve, over both models' cache a request.
+    memory = ia.calculate(*TARGET, batch=1, prompt_len=4095, output_len=1, n_gpus=4)["memory"]
+    free = memory["budget"] - memory["weights"] - memory["activations"] - _drafts_bytes(4)
+    per_request = memory["kv_cache"] + _drafts_bytes(4, 1, 4096) - _drafts_bytes(4)
+    assert drafted == int(free // per_request) < plain
+    # The continuous engine admits as many (its capacity is the same formula at T + O).
+    spec = ia.Scenario(*TARGET, n_gpus=4, prompt_len=4000, output_len=96, in_waves=True,
+                       speculative=DRAFT)  # fmt: skip
+    assert ia.continuous._engine_of(spec).capacity == drafted
+
+
+def test_a_target_that_fits_alone_may_not_fit_beside_its_draft():
+    args = dict(batch=1, prompt_len=2048, output_len=256, n_gpus=2)
+    assert ia.calculate(*TARGET, **args)["memory"]["fits"]
+    with pytest.raises(ia.ArgumentError, match="does not fit") as error:
+        ia.calculate(*TARGET, **args, speculative=DRAFT)
+    assert error.value.check == "fit"

@@ -66,6 +66,7 @@ CALCULATE = (
     ("parallel", "parallelism", "text"),
     ("memory.weights", "weights per GPU", "nbytes"),
     ("memory.kv_cache", "KV cache per GPU", "nbytes"),
+    ("memory.draft", "draft model per GPU", "nbytes"),
     ("memory.activations", "activations per GPU", "nbytes"),
     ("memory.total", "memory per GPU", "nbytes"),
     ("memory.budget", "memory budget per GPU", "nbytes"),

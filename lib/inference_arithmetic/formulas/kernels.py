@@ -574,8 +574,7 @@ def draft_time(arch, parallel="tensor", mla="absorbed", options=(), draft="head"
     if draft == "head":  # one layer, of the MoE kind where the model has MoE layers
         one = one.subs({L: 1, L_d: 0, L_w: 0})
     else:
-        sizes = {s: draft.sizes()[s.name] for s in one.free_symbols if s.name in draft.sizes()}
-        one = one.xreplace({s: sympy.sympify(v) for s, v in sizes.items() if v is not None})
+        one = latency.at_sizes(one, draft)
     # The later passes run only while requests decode (a prefill-only step drafts nothing).
     return one + (techniques.gamma - 1) * sympy.Min(B_d, 1) * one.subs(P_t, 0)
 

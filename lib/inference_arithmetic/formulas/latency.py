@@ -72,6 +72,7 @@ __all__ = [
     "weight_bytes_per_gpu",
     "kv_split",
     "cache_bytes_per_gpu",
+    "draft_bytes_per_gpu",
     "activation_reserve",
     "memory_per_gpu",
     "memory_budget",
@@ -243,6 +244,33 @@ def cache_bytes_per_gpu(arch, parallel="tensor"):
     return batches_in_flight(parallel) * cache_bytes(arch) / kv_split(arch, parallel)
 
 
+def at_sizes(expr, arch):
+    """``expr`` with ``arch``'s sizes put in as numbers: a second model's formula (a draft
+    model's) beside the target's, whose own sizes stay symbols for the scenario to fill. Not
+    a formula of its own: a helper of ``draft_bytes_per_gpu`` and ``kernels.draft_time``."""
+    sizes = arch.sizes()
+    known = {s: sizes.get(s.name) for s in expr.free_symbols}
+    return expr.xreplace({s: sympy.sympify(v) for s, v in known.items() if v is not None})
+
+
+def draft_bytes_per_gpu(draft, parallel="tensor"):
+    """Bytes each GPU holds for a separate draft model (speculative decoding with a smaller
+    model, ``draft`` a ``ModelConfig``; 0 for none, or a head): its weights and its own KV
+    cache of B requests of S tokens, in the target's formats, split over the n GPUs as tensor
+    parallelism splits them. vLLM loads the draft beside the target at the target's
+    tensor-parallel degree and keeps the draft's layers in the same cache blocks as the
+    target's, so both come out of one memory budget.
+
+    >>> from inference_arithmetic.models.config import model
+    >>> draft_bytes_per_gpu(model("llama-3.1-8b"))  # 8,030,261,248 weights; 8 KV heads
+    65536*batch*context_len*kv_bytes_per_number/Min(8, n_gpus) + 8030261248*bytes_per_number/n_gpus
+    """
+    if draft is None or isinstance(draft, str):
+        return sympy.Integer(0)
+    held = weight_bytes_per_gpu(draft, "tensor") + cache_bytes_per_gpu(draft, "tensor")
+    return at_sizes(held, draft)
+
+
 def activation_reserve(arch):
     """Bytes each GPU keeps free for one step's activations: a step of the token budget
     P_max through the widest layer, the feed-forward block's intermediate (2 F wide when
@@ -255,11 +283,13 @@ def activation_reserve(arch):
     return b * P_max * gated * width / n_gpus
 
 
-def memory_per_gpu(arch, parallel="tensor"):
-    """Weights, KV cache and the activation reserve on each GPU (a pipeline's fullest): what
-    must fit in its memory budget."""
+def memory_per_gpu(arch, parallel="tensor", draft=None):
+    """Weights, KV cache and the activation reserve on each GPU (a pipeline's fullest), and a
+    draft model's weights and cache (``draft_bytes_per_gpu``): what must fit in its memory
+    budget."""
     weights = weight_bytes_per_gpu(arch, parallel)
-    return weights + cache_bytes_per_gpu(arch, parallel) + activation_reserve(arch)
+    held = weights + cache_bytes_per_gpu(arch, parallel) + activation_reserve(arch)
+    return held + draft_bytes_per_gpu(draft)
 
 
 def memory_budget():
@@ -268,17 +298,21 @@ def memory_budget():
     return mu * M
 
 
-def max_concurrency(arch, parallel="tensor"):
+def max_concurrency(arch, parallel="tensor", draft=None):
     """Requests of S cached tokens per batch whose KV cache fits beside the weights in the
-    budget mu M of each of n GPUs (``memory_per_gpu`` at most ``memory_budget``, solved for B)."""
+    budget mu M of each of n GPUs (``memory_per_gpu`` at most ``memory_budget``, solved for B;
+    a draft model's weights and cache, ``draft``, in it too)."""
+    drafted = draft_bytes_per_gpu(draft)
+    drafted_weights = drafted.subs(B, 0)  # 0 without a draft model: the plain formula
     free = memory_budget() - weight_bytes_per_gpu(arch, parallel) - activation_reserve(arch)
-    return sympy.floor(free / cache_bytes_per_gpu(arch, parallel).subs(B, 1))
+    per_request = cache_bytes_per_gpu(arch, parallel).subs(B, 1) + drafted.subs(B, 1)
+    return sympy.floor((free - drafted_weights) / (per_request - drafted_weights))
 
 
-def waves(arch, parallel="tensor"):
+def waves(arch, parallel="tensor", draft=None):
     """Waves in which an engine runs B requests sent at once, at most ``max_concurrency`` at
     a time (S: the tokens of one whole request)."""
-    return sympy.ceiling(B / max_concurrency(arch, parallel))
+    return sympy.ceiling(B / max_concurrency(arch, parallel, draft))
 
 
 # --- Time: a step is the roofline of its share of the work, plus the messages -----------------

@@ -247,8 +247,9 @@ class _Engine:
         self.context = _mean_context().from_values(self.values)["context"]
         whole = {**self.values, "context_len": self.T + s.output_len}
         concurrency = latency.max_concurrency  # of one batch (in a pipeline, each in flight)
-        fit = cache.formulas(f"fit {s.model!r}" + _parallel_key(s.parallel),
-                             lambda: {"n": concurrency(s.model, s.parallel)})  # fmt: skip
+        draft = s.formula_options.get("draft")  # a draft model's weights and cache take room
+        key = f"fit {s.model!r}" + _parallel_key(s.parallel) + (f" {draft!r}" if draft else "")
+        fit = cache.formulas(key, lambda: {"n": concurrency(s.model, s.parallel, draft)})
         self.capacity = int(fit.from_values(whole)["n"])
         # The chain evaluates the step a thousand times at the scenario's values: checked once.
         free = ("decoding", "context_len", "prefill_tokens")
@@ -497,10 +498,20 @@ class _Engine:
         starts, widths = (np.concatenate([p[i] for p in parts]) for i in (1, 2))
         qs = np.array(PERCENTILES) / 100
         ttft = _mixture_quantiles(share, starts, widths, qs)
-        normal = np.array([statistics.NormalDist().inv_cdf(q) for q in qs])
-        tpot = (state["tpot"] + normal * state["tpot_spread"]) / self.s.tokens_per_step
-        return {name: {f"p{q}": float(x) for q, x in zip(PERCENTILES, values, strict=True)}
-                for name, values in (("ttft", ttft), ("tpot", tpot))}  # fmt: skip
+        tpot = _normal_quantiles(state["tpot"], state["tpot_spread"]) / self.s.tokens_per_step
+        return {"ttft": _named(ttft), "tpot": _named(tpot)}
+
+
+def _normal_quantiles(mean, spread) -> np.ndarray:
+    """``PERCENTILES`` of a normal distribution: how a request's TPOT spreads about its mean
+    (``STEADY["tpot_spread"]``)."""
+    normal = statistics.NormalDist()
+    return mean + spread * np.array([normal.inv_cdf(q / 100) for q in PERCENTILES])
+
+
+def _named(quantiles) -> dict:
+    """Quantiles at ``PERCENTILES`` by name: ``{"p50": ..., "p90": ..., "p99": ...}``."""
+    return {f"p{q}": float(x) for q, x in zip(PERCENTILES, quantiles, strict=True)}
 
 
 def _mixture_quantiles(weights, starts, widths, qs):
@@ -989,7 +1000,7 @@ def simulate(
         "ttft": float(ttfts.mean()),
         "tpot": float(tpots.mean()),
         "percentiles": {
-            name: {f"p{q}": float(np.percentile(times, q)) for q in PERCENTILES}
+            name: _named(np.percentile(times, PERCENTILES))
             for name, times in (("ttft", ttfts), ("tpot", tpots))
         },
     }

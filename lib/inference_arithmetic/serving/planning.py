@@ -30,7 +30,7 @@ def plan(
     out as ``layout`` (``LAYOUTS``) says: ``"colocated"``, one engine doing prefill and decode
     (``continuous.plan``: its arguments, ``percentile`` on a percentile of each request's
     times, and its search); ``"disaggregated"``, pools of each (``disaggregated.fewest_gpus``,
-    targets on the means: that steady state has no percentiles); or ``"either"``, the cheaper.
+    on the same percentile); or ``"either"``, the cheaper.
 
     Returns ``layout``, ``replicas`` and ``n_gpus`` (per replica; None for pools), the pools'
     sizes for a disaggregated answer (``disaggregated.POOL_KEYWORDS``), ``gpus`` (in all),
@@ -40,12 +40,6 @@ def plan(
     ``price_date``, None for a given price); ``ValueError`` if no deployment of ``most_gpus``
     GPUs meets the targets."""
     layout = checks.choice("layout", layout, LAYOUTS)
-    if layout != "colocated" and percentile is not None:
-        raise checks.ArgumentError(
-            f"layout={layout!r} plans on the means only (a disaggregated steady state has no "
-            "percentiles; ia.disaggregated.simulate gives them): give percentile=None, or "
-            "layout='colocated'"
-        )
     targets = (model, gpu, requests_per_s, prompt_len, output_len, ttft_target, tpot_target)
     costs = dict(most_gpus=most_gpus, price_per_hour=price_per_hour)
     found = []
@@ -61,14 +55,14 @@ def plan(
         device = registry_gpu(gpu)
         price, date, _ = device.price(price_per_hour, required=True)
         degree = continuous.PLAN_DEGREE
-        split = disaggregated.fewest_gpus(*targets, most_gpus=most_gpus, most_degree=degree,
-                                          **options)  # fmt: skip
+        split = disaggregated.fewest_gpus(*targets, percentile=percentile, most_gpus=most_gpus,
+                                          most_degree=degree, **options)  # fmt: skip
         if split is not None:
             cost = continuous._output_cost(price, split["gpus"], requests_per_s, output_len)
             paid = {"output": cost, "price_per_hour": price, "price_date": date}
             found.append({"layout": "disaggregated", "replicas": None, "n_gpus": None, **split,
-                          "percentile": None, "binds": None, "cost": paid})  # fmt: skip
+                          "percentile": percentile, "binds": None, "cost": paid})  # fmt: skip
         elif not found:
             return continuous._planned(None, most_gpus, device, requests_per_s, ttft_target,
-                                       tpot_target, None)  # fmt: skip
+                                       tpot_target, percentile)  # fmt: skip
     return min(found, key=lambda p: p["cost"]["output"])

@@ -132,11 +132,18 @@ def report_formulas(arch, step=DEFAULT_STEP, parallel="tensor", **options) -> di
         bends = [bound for bound in bends if S in bound.free_symbols]
         ends = (T, latency.last_context())
         same = sympy.And(*(sympy.Eq(*(bound.subs(S, end) for end in ends)) for bound in bends))
+    draft = options.get("draft")
+    # A draft model's weights and cache (``latency.draft_bytes_per_gpu``): a row of their own,
+    # only where there is one, so that the formulas of every other scenario stay as they were.
+    drafted = {}
+    if draft not in (None, "head"):
+        drafted["draft"] = latency.draft_bytes_per_gpu(draft).subs(whole)
     return {
         "weights": latency.weight_bytes_per_gpu(arch, parallel),
         "kv_cache": latency.cache_bytes_per_gpu(arch, parallel).subs(whole),
+        **drafted,
         "activations": latency.activation_reserve(arch),
-        "memory": latency.memory_per_gpu(arch, parallel).subs(whole),
+        "memory": latency.memory_per_gpu(arch, parallel, draft).subs(whole),
         "budget": latency.memory_budget(),
         "ttft": ttft,
         "tpot": tpot,
@@ -205,7 +212,8 @@ def calculate(
     ``memory_utilization`` of the GPUs' memory and a request past its context window).
 
     Returns ``memory`` (bytes per GPU: ``weights``, ``kv_cache`` at prompt_len + output_len
-    tokens, ``activations`` (the reserve for one step of the token budget), ``total``,
+    tokens, ``draft`` (speculating with a draft model: its weights and cache, in ``total``
+    too), ``activations`` (the reserve for one step of the token budget), ``total``,
     ``budget``, ``capacity``, and ``fits``), ``ttft``, ``tpot``, ``total`` (seconds),
     ``throughput`` (output tokens per second), ``cost`` (USD per million ``input`` and
     ``output`` tokens, per ``request``, and the ``price_per_hour`` with its ``price_date``:
@@ -298,6 +306,7 @@ def report(s: Scenario, price_per_hour: float | None = None) -> dict:
         "memory": {
             "weights": r["weights"],
             "kv_cache": r["kv_cache"],
+            **({"draft": r["draft"]} if "draft" in r else {}),
             "activations": r["activations"],
             "total": r["memory"],
             "budget": r["budget"],

@@ -34,7 +34,7 @@ from inference_arithmetic.core.dtypes import (
     dtype_name,
 )
 from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas, UnknownName, numeric
-from inference_arithmetic.core.symbols import E, H, H_kv, L, M, O, S, S_max, T, n_gpus
+from inference_arithmetic.core.symbols import B, E, H, H_kv, L, M, O, S, S_max, T, n_gpus
 from inference_arithmetic.formulas import kernels, latency
 from inference_arithmetic.hardware.engines import Engine
 from inference_arithmetic.hardware.engines import engine as registry_engine
@@ -175,14 +175,27 @@ def _request(expr):
     return expr.subs(S, T + O)
 
 
-def _fits(arch, parallel):
-    return _request(latency.memory_per_gpu(arch, parallel)) <= latency.memory_budget()
+def _fits(arch, parallel, draft=None):
+    return _request(latency.memory_per_gpu(arch, parallel, draft)) <= latency.memory_budget()
+
+
+def _weights(arch, parallel, draft=None):
+    """Bytes of weights on each GPU, a draft model's with the target's."""
+    drafted = latency.draft_bytes_per_gpu(draft).subs(B, 0)
+    return latency.weight_bytes_per_gpu(arch, parallel) + drafted
+
+
+def _cache(arch, parallel, draft=None):
+    """Bytes of KV cache on each GPU of a request's whole tokens, a draft model's with the
+    target's."""
+    drafted = latency.draft_bytes_per_gpu(draft)
+    return _request(latency.cache_bytes_per_gpu(arch, parallel) + drafted - drafted.subs(B, 0))
 
 
 CHECKS = (
     Check(
         "heads",
-        lambda arch, parallel: sympy.And(
+        lambda arch, parallel, draft=None: sympy.And(
             sympy.Eq(sympy.Mod(H, n_gpus), 0),
             sympy.Or(sympy.Eq(sympy.Mod(H_kv, n_gpus), 0), sympy.Eq(sympy.Mod(n_gpus, H_kv), 0)),
         ),
@@ -190,35 +203,35 @@ CHECKS = (
         "{n_gpus} GPUs with tensor parallelism: n_gpus must divide the heads and divide (or be "
         "a multiple of) the KV heads; it may be {degrees}",
         {
-            "n_heads": (lambda arch, parallel: H, "integer"),
-            "n_kv_heads": (lambda arch, parallel: H_kv, "integer"),
+            "n_heads": (lambda arch, parallel, draft=None: H, "integer"),
+            "n_kv_heads": (lambda arch, parallel, draft=None: H_kv, "integer"),
         },
         applies=lambda arch, parallel: parallel in ("tensor", "expert"),
     ),
     Check(
         "experts",
-        lambda arch, parallel: sympy.Eq(sympy.Mod(E, n_gpus), 0),
+        lambda arch, parallel, draft=None: sympy.Eq(sympy.Mod(E, n_gpus), 0),
         "{model}'s {n_experts} experts cannot be spread evenly over {n_gpus} GPUs with expert "
         "parallelism: n_gpus must divide them; it may be {expert_degrees}",
-        {"n_experts": (lambda arch, parallel: E, "integer")},
+        {"n_experts": (lambda arch, parallel, draft=None: E, "integer")},
         applies=lambda arch, parallel: parallel in latency.EXPERT_PARALLEL and arch.is_moe,
     ),
     Check(
         "layers",
-        lambda arch, parallel: n_gpus <= L,
+        lambda arch, parallel, draft=None: n_gpus <= L,
         "{model} has {n_layers} layers, too few for {n_gpus} pipeline stages: use at most "
         "{n_layers} GPUs",
-        {"n_layers": (lambda arch, parallel: L, "integer")},
+        {"n_layers": (lambda arch, parallel, draft=None: L, "integer")},
         applies=lambda arch, parallel: parallel == "pipeline",
     ),
     Check(
         "window",
-        lambda arch, parallel: T + O <= S_max,
+        lambda arch, parallel, draft=None: T + O <= S_max,
         "{model} reads at most {window} tokens (its context window); prompt_len + output_len "
         "is {context}",
         {
-            "window": (lambda arch, parallel: S_max, "integer"),
-            "context": (lambda arch, parallel: T + O, "integer"),
+            "window": (lambda arch, parallel, draft=None: S_max, "integer"),
+            "context": (lambda arch, parallel, draft=None: T + O, "integer"),
         },
         applies=lambda arch, parallel: arch.context_window is not None,
     ),
@@ -232,20 +245,19 @@ CHECKS = (
         "requests or fewer bytes per number",
         {
             "need": (
-                lambda arch, parallel: _request(latency.memory_per_gpu(arch, parallel)),
+                lambda arch, parallel, draft=None: _request(
+                    latency.memory_per_gpu(arch, parallel, draft)
+                ),
                 "nbytes",
             ),
-            "weights": (
-                lambda arch, parallel: latency.weight_bytes_per_gpu(arch, parallel),
+            "weights": (_weights, "nbytes"),
+            "cache": (_cache, "nbytes"),
+            "activations": (
+                lambda arch, parallel, draft=None: latency.activation_reserve(arch),
                 "nbytes",
             ),
-            "cache": (
-                lambda arch, parallel: _request(latency.cache_bytes_per_gpu(arch, parallel)),
-                "nbytes",
-            ),
-            "activations": (lambda arch, parallel: latency.activation_reserve(arch), "nbytes"),
-            "budget": (lambda arch, parallel: latency.memory_budget(), "nbytes"),
-            "memory": (lambda arch, parallel: M, "nbytes"),
+            "budget": (lambda arch, parallel, draft=None: latency.memory_budget(), "nbytes"),
+            "memory": (lambda arch, parallel, draft=None: M, "nbytes"),
         },
     ),
 )
@@ -255,16 +267,19 @@ and range)."""
 
 @functools.lru_cache(maxsize=256)
 def _compiled_check(check: Check, arch: ModelConfig, parallel: str):
-    return numeric(check.holds(arch, parallel))
+    return numeric(check.holds(arch, parallel, None))
 
 
 @functools.lru_cache(maxsize=256)
-def _rules(arch: ModelConfig, parallel: str) -> tuple[tuple[Check, ...], CompiledFormulas]:
-    """The checks that apply to ``arch`` with ``parallel``, and their conditions compiled as
-    one function (1 where a check holds)."""
+def _rules(
+    arch: ModelConfig, parallel: str, draft=None
+) -> tuple[tuple[Check, ...], CompiledFormulas]:
+    """The checks that apply to ``arch`` with ``parallel`` (and a draft model's memory,
+    ``draft``), and their conditions compiled as one function (1 where a check holds)."""
     rules = tuple(c for c in CHECKS if c.applies(arch, parallel))
+    key = f"checks {arch!r} {parallel}" + (f" draft {draft!r}" if draft is not None else "")
     conditions = cache.formulas(
-        f"checks {arch!r} {parallel}", lambda: {c.name: c.holds(arch, parallel) for c in rules}
+        key, lambda: {c.name: c.holds(arch, parallel, draft) for c in rules}
     )
     return rules, conditions
 
@@ -424,7 +439,7 @@ class Scenario:
         values = self.values()
         if self.in_waves:  # requests wait their turn: one at a time must fit
             values["batch"] = 1
-        rules, conditions = _rules(arch, self.parallel)
+        rules, conditions = _rules(arch, self.parallel, self.formula_options.get("draft"))
         holds = conditions.from_values(values)
         for check in rules:
             if not holds[check.name] and check.name not in self._unchecked:
@@ -486,8 +501,11 @@ class Scenario:
     def explain(self, check: Check, values: Mapping | None = None) -> str:
         """``check``'s message for this scenario."""
         values = self.values() if values is None else values
+        draft = self.formula_options.get("draft")
         shown = {
-            name: fmt.show(numeric(expr(self.model, self.parallel)).from_values(values), kind)
+            name: fmt.show(
+                numeric(expr(self.model, self.parallel, draft)).from_values(values), kind
+            )
             for name, (expr, kind) in check.fields.items()
         }
         # The batch the rule was checked at: a scenario in waves checks one request.

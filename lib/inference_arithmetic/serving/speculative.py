@@ -12,6 +12,12 @@ tokens of each decoding request in every step, gamma + 1 rows where plain decodi
 (``kernels.draft_time``), and yields (1 - a^(gamma+1)) / (1 - a) tokens a step
 (``techniques.expected_tokens``). Each method's acceptance rate is what its source
 published, never fitted to the book's measurements (``METHODS``). Chapter 13 derives it.
+
+A separate draft model (``method="draft"``) also takes memory: its weights, of the size its
+registry config.json gives (each config names its source), and its own KV cache, both split
+over the target's GPUs (``latency.draft_bytes_per_gpu``). They count wherever a scenario's
+memory does: ``calculate``'s ``memory["draft"]`` and total, the fit check, ``max_batch`` and a
+continuous engine's capacity. A head (EAGLE-3, MTP) is one layer; its memory is not counted.
 """
 
 from __future__ import annotations

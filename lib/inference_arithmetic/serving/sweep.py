@@ -313,18 +313,19 @@ def _rows_refused(s: Scenario, values: dict, flat: dict, reasons: np.ndarray) ->
     if s.model.context_window is None:
         for i in np.flatnonzero((reasons == "") & (tokens > MAX_TOKENS)):
             reasons[i] = NO_WINDOW.format(model=s.model.name, tokens=int(tokens[i]))
-    rules, conditions = _rules(s.model, s.parallel)
+    draft = s.formula_options.get("draft")  # a draft model's memory counts in the fit
+    rules, conditions = _rules(s.model, s.parallel, draft)
     holds = conditions.over(values)
     names = s._names()
     for check in rules:
         failing = np.flatnonzero((reasons == "") & (np.broadcast_to(holds[check.name], shape) == 0))
         if not failing.size:
             continue
+        fields = _fields(check, s.model, s.parallel, draft)
         shown = {
-            name: np.broadcast_to(f.from_values(values), shape)
-            for name, (f, _) in _fields(check, s.model, s.parallel).items()
+            name: np.broadcast_to(f.from_values(values), shape) for name, (f, _) in fields.items()
         }
-        kinds = {name: kind for name, (_, kind) in _fields(check, s.model, s.parallel).items()}
+        kinds = {name: kind for name, (_, kind) in fields.items()}
         for i in failing:
             row = {k: int(v[i]) if k in COUNTS else float(v[i]) for k, v in flat.items()}
             text = {k: fmt.show(float(shown[k][i]), kinds[k]) for k in shown}
@@ -333,10 +334,11 @@ def _rows_refused(s: Scenario, values: dict, flat: dict, reasons: np.ndarray) ->
 
 
 @functools.lru_cache(maxsize=256)
-def _fields(check, arch, parallel) -> dict:
+def _fields(check, arch, parallel, draft=None) -> dict:
     """The compiled fields of ``check``'s message: name -> (formula, ``format.show`` kind)."""
     return {
-        name: (numeric(expr(arch, parallel)), kind) for name, (expr, kind) in check.fields.items()
+        name: (numeric(expr(arch, parallel, draft)), kind)
+        for name, (expr, kind) in check.fields.items()
     }
 
 

@@ -193,9 +193,10 @@ def in_waves(s: Scenario) -> dict[str, float]:
         waves = -(-s.batch // r["concurrency"])  # the batch over the most at once, rounded up
         return {"waves": waves, **r}
     values = {**s.values(), "context_len": s.prompt_len + s.output_len}
-    fit = int(_formula(latency.max_concurrency, s.model, s.parallel).from_values(values))
+    draft = s.formula_options.get("draft")  # a draft model's weights and cache take room
+    fit = int(_formula(latency.max_concurrency, s.model, s.parallel, draft).from_values(values))
     concurrency = min(s.batch, fit)
-    waves = _formula(latency.waves, s.model, s.parallel).from_values(values)
+    waves = _formula(latency.waves, s.model, s.parallel, draft).from_values(values)
     full, rest = divmod(s.batch, concurrency)
     first = run(s.replace(batch=concurrency, in_waves=False))
     elapsed = full * first["total"] + (
@@ -265,7 +266,8 @@ def max_batch(model, gpu, context_len=2048, n_gpus=1, dtype=AUTO, **deployment) 
             return 0
         raise
     values = {**s.values(), "context_len": context_len}
-    return int(_formula(latency.max_concurrency, s.model, s.parallel).from_values(values))
+    draft = s.formula_options.get("draft")  # a draft model's weights and cache take room
+    return int(_formula(latency.max_concurrency, s.model, s.parallel, draft).from_values(values))
 
 
 @deployment_keywords
