@@ -654,7 +654,7 @@ def _decoding(output_len) -> None:
         raise checks.ArgumentError(ONE_TOKEN.format(output_len=output_len))
 
 
-def saturation_rate(s: Scenario, lengths: Lengths | None = None) -> float:
+def saturation_rate(s: Scenario, lengths=None) -> float:
     """The highest arrival rate (requests per second) the deployment of ``s`` keeps up with,
     its replicas' together (``output_len`` of 2 up: ``ONE_TOKEN``); of requests of ``lengths``
     (``serving.lengths``; ``s`` of their means) if given."""
@@ -770,9 +770,7 @@ def _replicas(key, values) -> float:
     return float(formula.bind({}, *formula.args)(*(values[a] for a in formula.args))[0])
 
 
-def steady_state_of(
-    s: Scenario, rate: float, percentiles: bool = True, lengths: Lengths | None = None
-) -> dict:
+def steady_state_of(s: Scenario, rate: float, percentiles: bool = True, lengths=None) -> dict:
     """``steady_state`` of a Scenario (made with ``batch=1, in_waves=True``) at ``rate``, of
     requests of its lengths or of ``lengths`` (``serving.lengths``; ``s`` of their means). Its
     ``replicas`` share the requests evenly: each is one engine at ``rate / replicas``. Without
