@@ -1,6 +1,6 @@
 """Serving: a deployment evaluated. A ``Scenario`` (scenario), its times (timing), a
-continuously batching engine (continuous), its cost (economics), one report of it all (report)
-and the disk cache of compiled formulas (cache).
+continuously batching engine (continuous) and a workload of many lengths for it (lengths), its
+cost (economics), one report of it all (report) and the disk cache of compiled formulas (cache).
 
 ``ia.serving.calculate`` and ``ia.serving.report`` are the report's; the other modules are
 reached as ``ia.scenario``, ``ia.timing``, ``ia.continuous``, ``ia.economics`` and ``ia.cache``.

@@ -51,6 +51,7 @@ from inference_arithmetic.core.symbols import B_d, O, P_t, R, S
 from inference_arithmetic.formulas import continuous, economics, kernels, latency, techniques
 from inference_arithmetic.models.config import AUTO
 from inference_arithmetic.serving import bands, cache
+from inference_arithmetic.serving.lengths import Lengths, sequences, sums
 from inference_arithmetic.serving.scenario import (
     DEFAULT_TOKEN_BUDGET,
     Scenario,
@@ -93,15 +94,22 @@ _decoding = _rate * (O - 1) * _tau
 _gain = _rate * (O - 1) * _slope
 _variance = _decoding * _burst / (1 - _gain)
 _covariance = _slope * _variance + _cross
+_own = sympy.Symbol("own_output_len", positive=True)  # of one request, where lengths differ
+
+
+def _tpot_spread(own):
+    """A request's own TPOT, the mean of its ``own`` - 1 steps: B_d drifts as slowly as a
+    request lives, so its whole spread stays; the prefills' bursts average over its steps."""
+    return sympy.sqrt(_slope**2 * _variance + _noise / (own - 1))
+
+
 STEADY = {
     "decoding": _decoding,  # Little's law: requests decoding in a mean step
     "gain": _gain,  # the share of a fluctuation of B_d that comes back
     "variance": _variance,  # of B_d
     "tpot": _tau + _covariance / _decoding,  # E[B_d t] / E[B_d]
     "busy": _decoding + _covariance / _tau,  # E[B_d t] / E[t]: B_d an arrival meets
-    # A request's own TPOT, the mean of its O - 1 steps: B_d drifts as slowly as a request
-    # lives, so its whole spread stays; the prefills' bursts average over the O - 1 steps.
-    "tpot_spread": sympy.sqrt(_slope**2 * _variance + _noise / (O - 1)),
+    "tpot_spread": _tpot_spread(O),  # of a request of the mean length
 }
 """The steady state's relations (module docstring), SymPy expressions of the rate, the output
 length and the chain's ``mean_step``, ``step_slope``, ``burst_ratio``, ``burst_covariance`` and
@@ -176,6 +184,19 @@ def _steady():
     return cache.formulas("steady", lambda: STEADY)
 
 
+OWN_TPOT_SPREAD = _tpot_spread(_own)
+"""``STEADY["tpot_spread"]`` of a request of ``own_output_len`` tokens among requests of a mean
+``output_len`` (``serving.lengths``)."""
+
+
+@functools.cache
+def _own_spread():
+    """``OWN_TPOT_SPREAD`` as a function of its arguments in order, unchecked (a mean length
+    is fractional)."""
+    spread = cache.formulas("own tpot spread", lambda: {"spread": OWN_TPOT_SPREAD})
+    return spread.args, spread.bind({}, *spread.args)
+
+
 @functools.cache
 def _steady_of_steps():
     """``STEADY`` as a function of its arguments in order, unchecked: a speculating chain
@@ -230,21 +251,39 @@ def _mean_context():
 
 
 class _Engine:
-    """The steady-state equations of one Scenario, as functions of the arrival rate."""
+    """The steady-state equations of one Scenario, as functions of the arrival rate; of
+    requests of its lengths, or of the ``lengths`` of a workload (``serving.lengths``: the
+    scenario is then of their means, rounded)."""
 
-    def __init__(self, s: Scenario):
+    def __init__(self, s: Scenario, lengths: Lengths | None = None):
         self.s, self.budget = s, s.token_budget
         self.values = s.values()
+
         # Speculating, a request decodes in (O - 1) / E steps of E tokens each: the chain
         # counts steps, so it runs as if of 1 + (O - 1) / E tokens (``steady_state_of``
         # divides the time per step by E), and each decode takes gamma + 1 of the budget.
-        self.T, self.O = s.prompt_len, 1 + (s.output_len - 1) / s.tokens_per_step
-        if s.speculative is None:
-            self.O = s.output_len  # the plain engine's count, exactly
+        def in_steps(output):
+            return output if s.speculative is None else 1 + (output - 1) / s.tokens_per_step
+
+        # (the plain engine's count, exactly, without speculation)
+        self.mean_output = s.output_len if lengths is None else lengths.means[1]
+        self.T, self.O = s.prompt_len, in_steps(self.mean_output)
         self.rows = s.speculative.draft_len + 1 if s.speculative else 1
         self.new = _prefilled(s)  # each prompt's tokens to compute (prefix cache)
-        self.tokens = _COUNTS * self.new  # each count's prompts
         self.context = _mean_context().from_values(self.values)["context"]
+        # An arrival's own prompt (tokens to compute) and the share of requests of it; the
+        # TPOT's output lengths: one each, or the workload's bins.
+        self.own, self.outputs = ((self.new,), (1.0,)), ((float(self.O),), (1.0,))
+        if lengths is not None:
+            own = _prefilled(s, np.array(lengths.prompts[0]))
+            self.new = float(np.dot(own, lengths.prompts[1]))  # Little's law: the mean
+            self.own = (tuple(map(float, own)), lengths.prompts[1])
+            self.outputs = (tuple(in_steps(o) for o in lengths.outputs[0]), lengths.outputs[1])
+            self.context = lengths.context
+        # The tokens of K prompts, at points of their distribution (one, K times the prompt's,
+        # for one length): the chain is on K, each K's steps a mixture over these.
+        self.loads, self.load_shares = sums(*self.own, _K)
+        self.tokens = self.loads.ravel()
         whole = {**self.values, "context_len": self.T + s.output_len}
         concurrency = latency.max_concurrency  # of one batch (in a pipeline, each in flight)
         draft = s.formula_options.get("draft")  # a draft model's weights and cache take room
@@ -270,15 +309,16 @@ class _Engine:
         values, slowest = self.others
         return np.maximum(times[..., None], values) @ slowest
 
-    def meet(self, rate, decodes, weights, counts):
-        """Set ``others`` to the steps of the chain whose stationary ``weights`` and steps a
-        prefill ``counts`` are given, at ``decodes``: each count's own step time (not the
-        cycle's), weighted by the steps it takes; the largest of n - 1 of them."""
+    def meet(self, rate, decodes):
+        """Set ``others`` to the steps of the chain at ``rate`` and ``decodes``: each count's
+        own step time (not the cycle's; at each point of its tokens where lengths differ),
+        weighted by how often it is taken, stationary share times steps; the largest of n - 1
+        of them."""
         self.others = None
-        times, steps = (x[0] for x in self.macro([decodes], rate))
-        own = times / steps
+        _, points = self.chain(rate, [decodes], points=True)
+        own, _, at, steps = (x[0] for x in points)
         order = np.argsort(own)
-        below = np.cumsum((weights * steps)[order])
+        below = np.cumsum((at * steps)[order])
         slowest = np.diff((below / below[-1]) ** (self.stages - 1), prepend=0.0)
         self.others = (own[order], slowest)
 
@@ -317,16 +357,27 @@ class _Engine:
         chunked = tokens > room
         return np.where(chunked, time, own), np.where(chunked, n, 1.0)
 
-    def chain(self, rate, decodes):
+    def chain(self, rate, decodes, points=False):
         """The prefills as a Markov chain on the prompts K that arrived during the steps
         before: those steps prefill them (in n_K steps under the budget, ``macro``), and the
         prompts that arrive meanwhile, Poisson(lambda M_K) for the steps' time M_K, are the
         next K. Returns each K's time per step (M_K / n_K), the transition matrix, its
         stationary distribution over K, and each K's steps n_K: for each of ``decodes`` (an
-        array), a row (a matrix for the transitions)."""
+        array), a row (a matrix for the transitions). Where prompts' lengths differ, M_K and
+        n_K are means over the K prompts' tokens (``loads``; the chain stays one on K, the new
+        prompts' lengths independent of the past); with ``points``, the same four of each K
+        at each point of its tokens too, the weights the stationary ones times the points'."""
         times, counts = self.macro(decodes, rate)
         moves = _poisson(rate * times)  # moves[k, j]: k prompts, then j
-        return times / counts, moves, _stationary(moves), counts
+        shape, shares = (len(times), *self.loads.shape), self.load_shares
+        mean_times, mean_counts = ((x.reshape(shape) * shares).sum(-1) for x in (times, counts))
+        mean_moves = (moves.reshape(*shape, -1) * shares[..., None]).sum(-2)
+        weights = _stationary(mean_moves)
+        chain = mean_times / mean_counts, mean_moves, weights, mean_counts
+        if not points:
+            return chain
+        at = (weights[..., None] * shares).reshape(times.shape)
+        return chain, (times / counts, moves, at, counts)
 
     def tau(self, rate, start=None):
         """The fixed point tau = E[step] of the chain at lambda (O - 1) tau decodes, from
@@ -350,7 +401,7 @@ class _Engine:
                     continue
                 return None  # a step's prompts beyond the range kept: it runs away
             if self.stages > 1:  # the cycle of the steps kept up with (not of a jump undone)
-                self.meet(rate, rate * (self.O - 1) * tau, weights, counts)
+                self.meet(rate, rate * (self.O - 1) * tau)
             if abs(mean - tau) <= 1e-10 * mean:
                 return mean
             jump = None
@@ -369,17 +420,22 @@ class _Engine:
         """An arrival falls in a prefill's steps picked by their length, waits for the rest of
         them, then is prefilled with the others that arrived meanwhile, in their order: its
         first token comes with the step that takes its last chunk. One for each of
-        ``decodes`` (an array)."""
-        chains = self.chain(rate, decodes)
+        ``decodes`` (an array): the mean over the arrival's own prompt (``own``)."""
+        _, chains = self.chain(rate, decodes, points=True)
         decodes = np.asarray(decodes, dtype=float)[:, None]
+        own = zip(*self.own, strict=True)
+        return sum(share * self._ttft(chains, decodes, tokens) for tokens, share in own)
+
+    def _ttft(self, chains, decodes, own):
+        """``ttft`` of an arrival of ``own`` prompt tokens, the others of the mean."""
         room = np.maximum(self.budget - self.rows * decodes, 1.0)
         # j others arrived with it: ranks 1..j+1, each as likely, (j + 1) T tokens in all,
         # all in one step if they fit; else each rank's last chunk is in the step that reaches
         # its tokens: a full step, but for the last prompt, whose last step holds only what is
         # left of it.
         ranks = _K + 1
-        tokens = ranks * float(self.new)
-        steps = np.ceil(ranks * self.new / room)
+        tokens = _K * float(self.new) + own  # to its own last token, of rank j + 1
+        steps = np.ceil(tokens / room)
         left = tokens - (steps - 1) * room
         prompts = np.concatenate([room, np.broadcast_to(tokens, left.shape), left], axis=1)
         evaluated = self.steps(decodes, prompts)
@@ -458,25 +514,32 @@ class _Engine:
         steps, then one with its rest (if it is the last of its prefill) or full (others fill
         it). The mean (``ttft``) counts the whole prefill under way as the wait, chapter 09's
         account; the spread needs the place in it (their tails are tested on the simulation)."""
-        (times,), (moves,), (weights,), (counts,) = self.chain(rate, [decodes])
+        _, ((times,), (moves,), (weights,), (counts,)) = self.chain(rate, [decodes], True)
         # The room and the prompts' tokens as ``macro`` and ``ttft`` count them: the decodes'
         # rows (speculating, gamma + 1 each) first, and only the tokens a prompt computes.
-        room, tokens = max(self.budget - self.rows * decodes, 1.0), float(self.new)
+        room = max(self.budget - self.rows * decodes, 1.0)
         spans = times * counts
         picked = weights * spans / (weights @ spans)
         n_steps = np.where(self.tokens > room, np.ceil(self.tokens / room), 1.0)
         last = moves / (_K + 1)  # [K, r - 1]: rank r of j + 1 = r, the last of its prefill
         behind = np.cumsum(last[:, ::-1], axis=1)[:, ::-1] - last  # rank r of j + 1 > r
-        own = (_K + 1) * tokens  # tokens up to its own last, of rank r
+        # Tokens up to its own last, of rank r, for each of its own prompt's lengths (a row
+        # each; the r - 1 before it of the mean), and the share of arrivals of each.
+        own = _K * float(self.new) + np.array(self.own[0])[:, None]
+        of_own = np.array(self.own[1])[:, None]
         parts = []
         for k in np.nonzero(picked > TINY)[0]:
             n = int(n_steps[k])
-            ahead = np.maximum(self.tokens[k] - np.arange(1, n + 1) * room, 0.0)[:, None]
+            ahead = np.maximum(self.tokens[k] - np.arange(1, n + 1) * room, 0.0)[:, None, None]
             for is_last, w in ((True, last[k]), (False, behind[k])):
-                keep = picked[k] / n * w > TINY  # the parts that can move a quantile
-                reach = (ahead + own[keep]).ravel()
-                share = np.broadcast_to(picked[k] / n * w[keep], (n, keep.sum())).ravel()
-                parts.append((share, reach, np.full(reach.shape, is_last), spans[k] / n))
+                # Parts that cannot reach TINY for any own length are never made.
+                keep = picked[k] / n * w * of_own.max() > TINY
+                reach = (ahead + own[:, keep]).ravel()
+                share = picked[k] / n * (of_own * w[keep])
+                share = np.broadcast_to(share, (n, *share.shape))
+                kept = share.ravel() > TINY  # the parts that can move a quantile
+                parts.append((share.ravel()[kept], reach[kept], np.full(kept.sum(), is_last),
+                              spans[k] / n))  # fmt: skip
         share, reach, is_last = (np.concatenate([p[i] for p in parts]) for i in range(3))
         widths = np.concatenate([np.full(p[0].shape, p[3]) for p in parts])
         whole = np.ceil(reach / room)  # steps to its last chunk
@@ -498,20 +561,41 @@ class _Engine:
         starts, widths = (np.concatenate([p[i] for p in parts]) for i in (1, 2))
         qs = np.array(PERCENTILES) / 100
         ttft = _mixture_quantiles(share, starts, widths, qs)
-        tpot = _normal_quantiles(state["tpot"], state["tpot_spread"]) / self.s.tokens_per_step
-        return {"ttft": _named(ttft), "tpot": _named(tpot)}
-
-
-def _normal_quantiles(mean, spread) -> np.ndarray:
-    """``PERCENTILES`` of a normal distribution: how a request's TPOT spreads about its mean
-    (``STEADY["tpot_spread"]``)."""
-    normal = statistics.NormalDist()
-    return mean + spread * np.array([normal.inv_cdf(q / 100) for q in PERCENTILES])
+        spreads = [state["tpot_spread"]]
+        if len(self.outputs[0]) > 1:  # a spread of each output length's requests
+            args, spread = _own_spread()
+            values = {**state, "own_output_len": np.array(self.outputs[0])}
+            spreads = np.broadcast_to(spread(*(values[a] for a in args))[0], len(self.outputs[0]))
+        tpot = _normal_quantiles(state["tpot"], spreads, self.outputs[1])
+        return {"ttft": _named(ttft), "tpot": _named(tpot / self.s.tokens_per_step)}
 
 
 def _named(quantiles) -> dict:
     """Quantiles at ``PERCENTILES`` by name: ``{"p50": ..., "p90": ..., "p99": ...}``."""
     return {f"p{q}": float(x) for q, x in zip(PERCENTILES, quantiles, strict=True)}
+
+
+def _normal_quantiles(mean, spread, weights=(1.0,)) -> np.ndarray:
+    """``PERCENTILES`` of how a request's TPOT spreads about its ``mean``: normal, of standard
+    deviation ``spread`` (``STEADY["tpot_spread"]``); or, given a spread for each of several
+    kinds of request and their shares ``weights``, of that mixture of normal distributions,
+    found by bisection on its distribution function to a millionth of the widest spread."""
+    normal, qs = statistics.NormalDist(), np.array(PERCENTILES) / 100
+    spreads = np.atleast_1d(np.asarray(spread, dtype=float))
+    if len(spreads) == 1:
+        return mean + spreads[0] * np.array([normal.inv_cdf(q) for q in qs])
+    weights, spreads = np.asarray(weights) / np.sum(weights), np.maximum(spreads, 1e-300)
+    cdf = np.vectorize(normal.cdf)
+    found = []
+    for q in qs:
+        low, high = mean - 10 * max(spreads), mean + 10 * max(spreads)
+        while high - low > 1e-6 * max(spreads):
+            middle = (low + high) / 2
+            low, high = (
+                (middle, high) if weights @ cdf((middle - mean) / spreads) < q else (low, middle)
+            )
+        found.append((low + high) / 2)
+    return np.array(found)
 
 
 def _mixture_quantiles(weights, starts, widths, qs):
@@ -556,10 +640,10 @@ def _prefilled(s: Scenario, prompts=None):
 
 
 @functools.lru_cache(maxsize=256)
-def _engine_of(s: Scenario) -> _Engine:
-    """The engine of ``s``, made once (its step bound to the scenario's values): the
-    saturation search and each rate after it share it."""
-    return _Engine(s)
+def _engine_of(s: Scenario, lengths: Lengths | None = None) -> _Engine:
+    """The engine of ``s`` (of requests of ``lengths``), made once (its step bound to the
+    scenario's values): the saturation search and each rate after it share it."""
+    return _Engine(s, lengths)
 
 
 def _scenario(arch, gpu, prompt_len, output_len, n_gpus, dtype, deployment):
@@ -613,21 +697,23 @@ def _decoding(output_len) -> None:
         raise checks.ArgumentError(ONE_TOKEN.format(output_len=output_len))
 
 
-def saturation_rate(s: Scenario) -> float:
+def saturation_rate(s: Scenario, lengths=None) -> float:
     """The highest arrival rate (requests per second) the deployment of ``s`` keeps up with,
-    its replicas' together (``output_len`` of 2 up: ``ONE_TOKEN``)."""
+    its replicas' together (``output_len`` of 2 up: ``ONE_TOKEN``); of requests of ``lengths``
+    (``serving.lengths``; ``s`` of their means) if given."""
     _decoding(s.output_len)
-    return _replicas("saturation_rate", {"replicas": s.replicas, "replica_saturation": _one(s)})
+    saturation = _one(s, lengths)
+    return _replicas("saturation_rate", {"replicas": s.replicas, "replica_saturation": saturation})
 
 
-def _one(s: Scenario) -> float:
+def _one(s: Scenario, lengths: Lengths | None = None) -> float:
     """The saturation rate of one replica of ``s``."""
-    return float(_saturation(s.replace(replicas=1) if s.replicas > 1 else s))
+    return float(_saturation(s.replace(replicas=1) if s.replicas > 1 else s, lengths))
 
 
 @functools.lru_cache(maxsize=256)
-def _saturation(s: Scenario) -> float:
-    engine = _engine_of(s)
+def _saturation(s: Scenario, lengths: Lengths | None = None) -> float:
+    engine = _engine_of(s, lengths)
     low, high, below = 0.0, 1.0, None  # below: the mean step at ``low``, to start from
     kept = []  # (rate, margin) of the rates kept up with, rising
     while (state := engine.state(high, below)) is not None and state["ok"]:
@@ -680,7 +766,10 @@ def steady_state(
 ) -> dict:  # fmt: skip
     """The steady state of ``requests_per_s`` requests a second, each of ``prompt_len`` and
     ``output_len`` tokens, on a continuously batching engine (module docstring); its token
-    budget per step is the deployment's ``token_budget``.
+    budget per step is the deployment's ``token_budget``. ``prompt_len`` and ``output_len`` may
+    be sequences of lengths, each request one pair (as ``simulate`` draws them): the steady
+    state of that distribution (``serving.lengths`` says which terms need more than its means),
+    on the scenario of the mean lengths.
 
     Returns ``ttft``, ``tpot``, ``request_time`` (seconds), ``throughput`` (output tokens per
     second), ``concurrency`` (requests in the engine), ``utilization`` (the rate over the
@@ -698,8 +787,17 @@ def steady_state(
     shared by its data-parallel ranks).
     """
     rate = checks.amount("requests_per_s", requests_per_s, "requests per second", positive=True)
+    prompt_len, output_len, lengths = _workload(prompt_len, output_len)
     s = _scenario(model, gpu, prompt_len, output_len, n_gpus, dtype, deployment)
-    return steady_state_of(s, rate)
+    return steady_state_of(s, rate, lengths=lengths)
+
+
+def _workload(prompt_len, output_len):
+    """The scenario's lengths and the workload's ``Lengths`` (None) of two single lengths or
+    of sequences of them (``serving.lengths``: the scenario of their means)."""
+    if (lengths := Lengths.of(prompt_len, output_len)) is None:  # a length each (in a list?)
+        return (*(x if np.ndim(x) == 0 else np.ravel(x)[0] for x in (prompt_len, output_len)), None)
+    return (*lengths.scenario_lengths(), lengths)
 
 
 @functools.cache
@@ -708,20 +806,26 @@ def _replica(key):
 
 
 def _replicas(key, values) -> float:
-    """``REPLICAS[key]`` at ``values``."""
-    return _replica(key).from_values(values)[key]
+    """``REPLICAS[key]`` at ``values`` (checked, unless its output is a workload's mean
+    length, ``serving.lengths``)."""
+    formula = _replica(key)
+    if float(values.get("output_len", 1)).is_integer():
+        return formula.from_values(values)[key]
+    return float(formula.bind({}, *formula.args)(*(values[a] for a in formula.args))[0])
 
 
-def steady_state_of(s: Scenario, rate: float, percentiles: bool = True) -> dict:
-    """``steady_state`` of a Scenario (made with ``batch=1, in_waves=True``) at ``rate``. Its
+def steady_state_of(s: Scenario, rate: float, percentiles: bool = True, lengths=None) -> dict:
+    """``steady_state`` of a Scenario (made with ``batch=1, in_waves=True``) at ``rate``, of
+    requests of its lengths or of ``lengths`` (``serving.lengths``; ``s`` of their means). Its
     ``replicas`` share the requests evenly: each is one engine at ``rate / replicas``. Without
     ``percentiles`` (a search on means) their distribution is not worked out: None."""
     _decoding(s.output_len)
     one = s.replace(replicas=1) if s.replicas > 1 else s
     values = {"requests_per_s": rate, "replicas": s.replicas}
-    values["replica_saturation"] = saturation = _one(s)
+    values["replica_saturation"] = saturation = _one(s, lengths)
     share = _replicas("share", values)
-    state = _engine_of(one).state(share) if share <= saturation else None
+    engine = _engine_of(one, lengths)
+    state = engine.state(share) if share <= saturation else None
     if state is None or not state["ok"]:
         whole = _replicas("saturation_rate", values)
         raise checks.ArgumentError(saturated_message(s, rate, whole))
@@ -730,14 +834,14 @@ def steady_state_of(s: Scenario, rate: float, percentiles: bool = True) -> dict:
         "ttft": state["ttft"],
         "tpot": state["tpot"] / one.tokens_per_step,  # a step's time over the tokens it yields
         "request_time": state["request_time"],
-        "throughput": _replicas("throughput", {**values, "output_len": s.output_len}),
+        "throughput": _replicas("throughput", {**values, "output_len": engine.mean_output}),
         **{key: _replicas(key, values) for key in ("concurrency", "utilization")},
         "saturation_rate": _replicas("saturation_rate", values),
         "mean_step": state["mean_step"],
         # A pipeline's micro-batches decode apart: their counts and variances add.
-        "decoding": state["decoding"] * _engine_of(one).stages,
-        "decoding_variance": state["variance"] * _engine_of(one).stages,
-        "percentiles": _engine_of(one).percentiles(state) if percentiles else None,
+        "decoding": state["decoding"] * engine.stages,
+        "decoding_variance": state["variance"] * engine.stages,
+        "percentiles": engine.percentiles(state) if percentiles else None,
     }
     result["band"] = bands.of(result, BANDED) if s.step == "kernels" else None
     return result
@@ -978,15 +1082,14 @@ def simulate(
     ``prompt_len`` and ``output_len`` may be sequences of lengths (a trace's, or draws from a
     distribution): each request takes the lengths at an index drawn at random, so sequences of
     one length keep their pairs. The memory then admits requests while it holds their whole
-    caches, in tokens; it and the steps' figures are those of the mean lengths' scenario. The
-    steady state has no such form: it is of requests of one length each (chapter 09 measures
-    what a spread of lengths costs it). A pipeline's n micro-batches in flight are n engines,
+    caches, in tokens; it and the steps' figures are those of the mean lengths' scenario, as in
+    ``steady_state`` of the same sequences. A pipeline's n micro-batches in flight are n engines,
     each request going to one at random, whose steps take the stages in turn."""
     rng = np.random.default_rng(seed)
     warm = requests // 5
     arrivals = np.cumsum(rng.exponential(1 / requests_per_s, requests + warm))
     lengths = _draw_lengths(prompt_len, output_len, requests + warm, rng)
-    if lengths is not None:
+    if lengths is not None:  # the scenario of the means of the pairs drawn
         prompt_len, output_len = (max(round(float(np.mean(x))), 1) for x in lengths)
     s = _scenario(model, gpu, prompt_len, output_len, n_gpus, dtype, deployment)
     owners = rng.integers(0, s.n_gpus, len(arrivals)) if s.parallel == "pipeline" else None
@@ -1010,22 +1113,11 @@ def _draw_lengths(prompt_len, output_len, n, rng):
     """Each of ``n`` requests' (prompt, output) lengths, two integer arrays, drawn from the
     sequences given (an index drawn at random for each request, the same in both where both
     are sequences of one length); None when both are single lengths."""
-    given = [np.atleast_1d(np.asarray(x)) for x in (prompt_len, output_len)]
-    if all(x.size == 1 for x in given):
+    pairs = sequences(prompt_len, output_len)
+    if pairs is None:
         return None
-    for name, x, low in (("prompt_len", given[0], 1), ("output_len", given[1], 1)):
-        if x.ndim != 1 or not np.issubdtype(x.dtype, np.integer) or (x < low).any():
-            raise checks.ArgumentError(
-                f"{name} must be a whole number of tokens from {low} up, or a sequence of them"
-            )
-    sizes = {x.size for x in given if x.size > 1}
-    if len(sizes) > 1:
-        raise checks.ArgumentError(
-            "prompt_len and output_len given as sequences must be of one length, to keep "
-            f"their pairs; got {given[0].size} and {given[1].size}"
-        )
-    index = rng.integers(0, sizes.pop(), n)
-    return tuple((x[index] if x.size > 1 else np.full(n, x[0])).astype(int) for x in given)
+    index = rng.integers(0, len(pairs[0]), n)
+    return tuple(x[index] for x in pairs)
 
 
 def burst(s: Scenario, **figures) -> dict:
