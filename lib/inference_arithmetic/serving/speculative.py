@@ -37,12 +37,24 @@ __all__ = ["Method", "METHODS", "Speculative", "speculation", "acceptance_from_l
 @dataclass(frozen=True)
 class Method:
     """A way of drafting: what drafts (``kernels.DRAFTS``, or None for a lookup on the host),
-    its draft length and acceptance rate by default, and where they come from."""
+    its draft length by default, the figure its source published (an acceptance rate per
+    token, or with ``length`` a mean acceptance length, which ``acceptance_rate`` turns into
+    one), and where they come from."""
 
     draft: str | None
     draft_len: int | None
-    acceptance_rate: float | None
+    published: float | None
     source: str
+    length: bool = False
+
+    @property
+    def acceptance_rate(self) -> float | None:
+        """The default acceptance rate per drafted token (``acceptance_from_length`` of a
+        published length: worked out on first use, so that importing the library compiles no
+        formula)."""
+        if self.published is None or not self.length:
+            return self.published
+        return _from_length(self.published, self.draft_len)
 
 
 @functools.cache
@@ -73,6 +85,8 @@ def acceptance_from_length(length: float, draft_len: int) -> float:
     return low
 
 
+_from_length = functools.cache(acceptance_from_length)
+
 METHODS = {
     "mtp": Method(
         "head",
@@ -86,7 +100,7 @@ METHODS = {
     "eagle3": Method(
         "head",
         5,
-        acceptance_from_length(2.156, 5),
+        2.156,
         "EAGLE-3 (Li et al. 2025) drafts with one decoder layer fed by the "
         "target's low, middle and high features. The paper's own acceptance lengths are of "
         "draft trees, which a chain's formula does not describe; the chain figure used is "
@@ -94,15 +108,17 @@ METHODS = {
         "length 2.156 over the 9 subsets of RedHatAI/speculator_benchmarks at temperature 0.6 "
         "(vllm-project/speculators pull request 610, 2026-06-26), turned into a per-token rate "
         "by acceptance_from_length.",
+        length=True,
     ),
     "ngram": Method(
         None,
         5,
-        acceptance_from_length(4.59, 5),
+        4.59,
         "n-gram (prompt lookup) drafting in vLLM, 5 drafted tokens, prompt_lookup_min 2 and "
         "max 5, on code edits (vdaita/edit_5k_char): mean acceptance length 4.59 where a match "
         "was found (vllm-project/vllm pull request 24344), turned into a per-token rate by "
         "acceptance_from_length. Output that copies its prompt; most chat does not.",
+        length=True,
     ),
     "draft": Method(
         "model",
