@@ -141,6 +141,15 @@ def test_a_plan_and_goodput_of_a_pipeline():
     assert piped["tpot"] <= 0.1 and piped["ttft"] <= 1.0
     tensor = ia.goodput(name, "h100-sxm", PROMPT, OUTPUT, **targets, n_gpus=4, percentile=None)
     assert tensor["requests_per_s"] > piped["requests_per_s"]
+    # Pools step their GPUs together: "either" leaves a pipeline to the one engine, and
+    # "disaggregated" refuses it by name.
+    either = ia.plan(name, "h100-sxm", 4.0, PROMPT, OUTPUT, **targets, parallel="pipeline",
+                     most_gpus=4, layout="either")  # fmt: skip
+    assert either == {"layout": "colocated", **p}
+    with pytest.raises(ia.ArgumentError) as error:
+        ia.plan(name, "h100-sxm", 4.0, PROMPT, OUTPUT, **targets, parallel="pipeline",
+                most_gpus=4, layout="disaggregated")  # fmt: skip
+    assert str(error.value) == continuous.NO_PIPELINE
 
 
 def test_a_burst_of_a_pipeline_is_still_refused_by_name():

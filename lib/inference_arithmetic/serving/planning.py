@@ -43,15 +43,18 @@ def plan(
     targets = (model, gpu, requests_per_s, prompt_len, output_len, ttft_target, tpot_target)
     costs = dict(most_gpus=most_gpus, price_per_hour=price_per_hour)
     found = []
+    # Pools are of engines whose GPUs step together (continuous.NO_PIPELINE): "either" leaves
+    # a pipeline to the colocated engine, and "disaggregated" refuses it in the pools' words.
+    pools = layout == "disaggregated" or options.get("parallel", "tensor") != "pipeline"
     if layout != "disaggregated":
         try:
             one = continuous.plan(*targets, percentile=percentile, **costs, **options)
             found.append({"layout": "colocated", **one})
         except checks.ArgumentError as error:
             # Only "none meets the targets" leaves the pools to try: the template's first words.
-            if layout == "colocated" or not str(error).startswith(_NONE_MEETS):
+            if layout == "colocated" or not str(error).startswith(_NONE_MEETS) or not pools:
                 raise
-    if layout != "colocated":
+    if layout != "colocated" and pools:
         device = registry_gpu(gpu)
         price, date, _ = device.price(price_per_hour, required=True)
         degree = continuous.PLAN_DEGREE
