@@ -1,6 +1,7 @@
 """Continuous batching: the steady state against a SimPy simulation of the same engine (the
 oracle), its bookkeeping (Little's law, throughput), saturation, and the cheapest plan."""
 
+import functools
 import subprocess
 import sys
 import warnings
@@ -25,16 +26,21 @@ def _saturation(name, n, prompt, output):
     return continuous.saturation_rate(s)
 
 
+@functools.cache
+def _simulated(name, n, prompt, output, load, seed=0):
+    """A run of ``REQUESTS[load]`` requests at ``load`` of the saturation rate, shared by the
+    tests that judge the same runs (one worker runs a file's tests)."""
+    rate = load * _saturation(name, n, prompt, output)
+    return continuous.simulate(name, "h100-sxm", rate, prompt, output, n_gpus=n, seed=seed,
+                               requests=REQUESTS[load])  # fmt: skip
+
+
 @pytest.mark.parametrize("name, n, prompt, output", CASES)
 @pytest.mark.parametrize("load", sorted(REQUESTS))
 def test_the_steady_state_is_within_10_percent_of_the_simulation(name, n, prompt, output, load):
     rate = load * _saturation(name, n, prompt, output)
     closed = ia.steady_state(name, "h100-sxm", rate, prompt, output, n_gpus=n)
-    runs = [
-        continuous.simulate(name, "h100-sxm", rate, prompt, output, n_gpus=n, seed=seed,
-                            requests=REQUESTS[load])
-        for seed in range(3)
-    ]  # fmt: skip
+    runs = [_simulated(name, n, prompt, output, load, seed) for seed in range(3)]
     for key in ("ttft", "tpot"):
         simulated = np.mean([run[key] for run in runs])
         assert closed[key] == pytest.approx(simulated, rel=0.10), (key, closed[key], simulated)
@@ -54,8 +60,7 @@ def test_a_queues_usual_guess_at_the_tail_misses_the_simulation():
     saturation = _saturation(name, n, prompt, output)
     for load in (0.3, 0.85):
         closed = ia.steady_state(name, "h100-sxm", load * saturation, prompt, output, n_gpus=n)
-        run = continuous.simulate(name, "h100-sxm", load * saturation, prompt, output,
-                                  n_gpus=n, requests=REQUESTS[load])  # fmt: skip
+        run = _simulated(name, n, prompt, output, load)
         simulated = run["percentiles"]["ttft"]["p99"]
         guess = closed["ttft"] * np.log(100)
         assert abs(guess / simulated - 1) > 0.15, (load, guess, simulated)
@@ -402,11 +407,9 @@ def test_the_simulation_gives_percentiles_whose_tail_grows_with_the_load():
     # percentiles, and near saturation a TTFT tail far longer than its median, where at a
     # light load the queue is short and the tail close to it.
     name, n, prompt, output = CASES[0]
-    saturation = _saturation(name, n, prompt, output)
     tails = {}
     for load in (0.3, 0.9):
-        run = continuous.simulate(name, "h100-sxm", load * saturation, prompt, output,
-                                  n_gpus=n, requests=1500)  # fmt: skip
+        run = _simulated(name, n, prompt, output, load)
         for key in ("ttft", "tpot"):
             p = run["percentiles"][key]
             assert list(p) == [f"p{q}" for q in continuous.PERCENTILES]
