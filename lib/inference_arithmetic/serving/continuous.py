@@ -795,7 +795,7 @@ def steady_state(
 def _workload(prompt_len, output_len):
     """The scenario's lengths and the workload's ``Lengths`` (None) of two single lengths or
     of sequences of them (``serving.lengths``: the scenario of their means)."""
-    if (lengths := Lengths.of(prompt_len, output_len)) is None:  # a length each (in a list?)
+    if (lengths := Lengths.of(prompt_len, output_len, _decoding)) is None:  # one length each
         return (*(x if np.ndim(x) == 0 else np.ravel(x)[0] for x in (prompt_len, output_len)), None)
     return (*lengths.scenario_lengths(), lengths)
 

@@ -137,16 +137,16 @@ class Lengths:
     outputs: tuple[tuple[float, ...], tuple[float, ...]]
 
     @classmethod
-    def of(cls, prompt_len, output_len) -> Lengths | None:
-        """The summary of the pairs (``sequences``); None for two single lengths."""
+    def of(cls, prompt_len, output_len, shortest=None) -> Lengths | None:
+        """The summary of the pairs (``sequences``); None for two single lengths. ``shortest``,
+        if given, is called with the shortest output length first (the steady state's
+        ``continuous._decoding`` refuses one token: it never decodes)."""
         pairs = sequences(prompt_len, output_len)
         if pairs is None:
             return None
         prompts, outputs = pairs
-        if outputs.min() < 2:
-            from inference_arithmetic.serving.continuous import ONE_TOKEN
-
-            raise checks.ArgumentError(ONE_TOKEN.format(output_len=int(outputs.min())))
+        if shortest is not None:
+            shortest(int(outputs.min()))
         summed = _lengths().over({T.name: prompts, O.name: outputs})  # T: the prompt's
         return cls(
             means=(float(prompts.mean()), float(outputs.mean())),
