@@ -250,7 +250,6 @@ register(
 
 
 @functools.cache
-@functools.cache
 def _goodput(percentile=90):
     """The 70B set-up's goodput under exercise 6's targets, on ``percentile`` (None: means)."""
     workload = {"prompt_len": PROMPT, "output_len": OUTPUT, "n_gpus": N_GPUS}

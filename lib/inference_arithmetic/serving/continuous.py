@@ -851,7 +851,11 @@ def _misses(state, ttft_target, tpot_target, percentile) -> str | None:
     """The first target a steady ``state`` misses, "ttft" or "tpot" (None if it meets both): a
     target on the ``percentile`` of each request's time, or on the mean for None; a target of
     None is not checked."""
-    excess = _excess(state, ttft_target, tpot_target, percentile)
+    return _missed(_excess(state, ttft_target, tpot_target, percentile))
+
+
+def _missed(excess) -> str | None:
+    """The first target of ``excess`` (``_excess``) past 0, or None."""
     return next((key for key, x in excess.items() if x > 0), None)
 
 
@@ -978,14 +982,14 @@ def _highest(s: Scenario, ttft_target, tpot_target, percentile, tolerance):
     missed just above it (0 and that target if a trickle, a thousandth of the saturation
     rate, misses it). Found to ``tolerance`` of the range by the Illinois method on how far
     the worse target is missed (``_excess``), which grows with the rate."""
-    # Regula falsi rather than bisection: a steady state with percentiles costs up to a
-    # second, and the excess is smooth enough for the secant to need a third of the steps.
+    # Regula falsi rather than bisection: on means it needs a third of the steady states; an
+    # excess that bends (Mixtral's p90 TPOT is not monotone in the rate) gains less.
     high = saturation_rate(s)
 
     def over(rate):
         state = steady_state_of(s, rate, percentiles=percentile is not None)
         excess = _excess(state, ttft_target, tpot_target, percentile)
-        return max(excess.values()), next((k for k, x in excess.items() if x > 0), None)
+        return max(excess.values()), _missed(excess)
 
     f_high, binds = over(high)
     if binds is None:
