@@ -141,6 +141,20 @@ def test_a_lone_prompt_takes_one_prefill_and_its_transfer():
     assert state["prefill"]["busy"] < 1e-3
 
 
+@pytest.mark.parametrize("speculative", [None, "eagle3"])
+def test_a_lone_request_decodes_as_fast_as_on_a_colocated_engine_speculating_or_not(speculative):
+    """Alone, a decode replica's steps are the colocated engine's: the TPOT per token agrees
+    (within the half step a cache waits to join, over its O - 1 tokens), a speculating step's
+    time divided by the tokens it yields on both sides, percentiles too."""
+    name, prompt, output, sizes = DENSE
+    options = {"speculative": speculative} if speculative else {}
+    apart = disaggregated.steady_state(name, G, 1e-3, prompt, output, **sizes, **options)
+    together = ia.steady_state(name, G, 1e-3, prompt, output, n_gpus=4, **options)
+    assert apart["tpot"] == pytest.approx(together["tpot"], rel=0.01)
+    for p, tpot in together["percentiles"]["tpot"].items():
+        assert apart["percentiles"]["tpot"][p] == pytest.approx(tpot, rel=0.01)
+
+
 def test_past_either_pools_saturation_is_an_error_naming_it():
     name, prompt, output, _ = DENSE
     sizes = {"prefill_gpus": 4, "decode_gpus": 4, "decode_replicas": 4}

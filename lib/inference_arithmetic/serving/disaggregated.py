@@ -198,14 +198,16 @@ def _decode(s: Scenario) -> _Decode:
 
 def _decode_state(s: Scenario, rate: float) -> dict | None:
     """The decode replica's steady state at ``rate``, with each request's TPOT (its wait to
-    join and its O - 1 steps, over O - 1) and its percentiles: normal about it with the spread
-    of the colocated engine's (``STEADY["tpot_spread"]``: here the decoding count's, its steps
-    having no prompts); None if saturated."""
+    join and its steps, over its O - 1 tokens: a speculating step yields ``tokens_per_step``)
+    and its percentiles: normal about it with the spread of the colocated engine's
+    (``STEADY["tpot_spread"]``: here the decoding count's, its steps having no prompts), per
+    token too; None if saturated."""
     state = _decode(s).state(rate)
     if state is None or not state["ok"]:
         return None
-    tpot = state["tpot"] + state["ttft"] / (s.output_len - 1)
-    spread = continuous._normal_quantiles(tpot, state["tpot_spread"])
+    tokens = s.tokens_per_step
+    tpot = state["tpot"] / tokens + state["ttft"] / (s.output_len - 1)
+    spread = continuous._normal_quantiles(tpot, state["tpot_spread"] / tokens)
     return {**state, "join": state["ttft"], "tpot": tpot, "percentiles": continuous._named(spread)}
 
 
