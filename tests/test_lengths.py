@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import inference_arithmetic as ia
-from inference_arithmetic.serving import continuous
+from inference_arithmetic.serving import continuous, lengths
 from inference_arithmetic.serving.lengths import Lengths, sums
 
 
@@ -40,13 +40,19 @@ def _workload(spread):
 
 
 @functools.cache
+def _rate(model, spread, load):
+    name, n = MODELS[model]
+    workload = Lengths.of(*_workload(spread))
+    prompt, output = workload.scenario_lengths()
+    s = ia.Scenario(name, "h100-sxm", n_gpus=n, in_waves=True, prompt_len=prompt, output_len=output)
+    return load * continuous.saturation_rate(s, workload)
+
+
+@functools.cache
 def _case(model, spread, load):
     name, n = MODELS[model]
     prompts, outputs = _workload(spread)
-    lengths = Lengths.of(prompts, outputs)
-    prompt, output = lengths.scenario_lengths()
-    s = ia.Scenario(name, "h100-sxm", n_gpus=n, in_waves=True, prompt_len=prompt, output_len=output)
-    rate = load * continuous.saturation_rate(s, lengths)
+    rate = _rate(model, spread, load)
     closed = ia.steady_state(name, "h100-sxm", rate, prompts, outputs, n_gpus=n)
     runs = [continuous.simulate(name, "h100-sxm", rate, prompts, outputs, n_gpus=n, seed=seed,
                                 requests=REQUESTS[load]) for seed in range(2)]  # fmt: skip
@@ -82,6 +88,20 @@ def test_without_the_distribution_the_steady_state_misses_the_tail():
     assert closed["percentiles"]["ttft"]["p99"] == pytest.approx(simulated, rel=0.15)
 
 
+def test_cut_by_requests_the_chat_spreads_tail_is_short(monkeypatch):
+    # The companion of the 15% for the chat spread: its sums and bins cut by their share of
+    # requests (``_cut`` without the tokens' mass), the first token's p99 is a fifth short.
+    name, n = MODELS["dense"]
+    closed, runs = _case("dense", "chat", 0.6)
+    by_tokens = lengths._cut
+    monkeypatch.setattr(lengths, "_cut", lambda v, s, groups, mass=None: by_tokens(v, s, groups))
+    rate = _rate("dense", "chat", 0.6)
+    by_requests = ia.steady_state(name, "h100-sxm", rate, *_workload("chat"), n_gpus=n)
+    simulated = np.mean([run["percentiles"]["ttft"]["p99"] for run in runs])
+    assert by_requests["percentiles"]["ttft"]["p99"] < 0.85 * simulated
+    assert closed["percentiles"]["ttft"]["p99"] == pytest.approx(simulated, rel=0.15)
+
+
 def test_one_length_given_as_a_sequence_is_the_steady_state_of_that_length():
     args = ("llama-3.1-8b", "h100-sxm", 4.0)
     assert Lengths.of(1024, 128) is None  # two lengths: the engine of one length, untouched
@@ -102,6 +122,13 @@ def test_the_distribution_enters_where_the_means_do_not_suffice():
     assert np.allclose(shares.sum(axis=1), 1.0) and points.shape == (6, 6)
     points, shares = sums((700.0,), (1.0,), range(3))
     assert points.tolist() == [[0.0], [700.0], [1400.0]] and shares.tolist() == [[1.0]] * 3
+    # Cut by their tokens, four or more of the chat prompts' 16 groups lie past their 99th
+    # percentile, where the first token's p99 reads them (two, cut by requests), and the groups
+    # keep the mean.
+    chat = _workload("chat")[0]
+    groups, shares = Lengths.of(*_workload("chat")).prompts
+    assert (np.array(groups) > np.percentile(chat, 99)).sum() >= 4
+    assert np.dot(groups, shares) == pytest.approx(chat.mean())
     # The same means at one rate: the spread lengthens the first token's tail and widens the
     # time per token (short answers average fewer steps).
     args = ("llama-3.1-8b", "h100-sxm", 4.0)
