@@ -3,12 +3,13 @@ workload's distribution of lengths against the SimPy engine drawing the same pai
 length given as a sequence against the scalars."""
 
 import functools
+import math
 
 import numpy as np
 import pytest
 
 import inference_arithmetic as ia
-from inference_arithmetic.serving import continuous
+from inference_arithmetic.serving import continuous, lengths
 from inference_arithmetic.serving.lengths import Lengths, sums
 
 
@@ -25,6 +26,10 @@ SPREADS = {
 }
 MODELS = {"dense": ("llama-3.1-8b", 1), "moe": ("mixtral-8x7b", 2)}
 LOADS = (0.3, 0.6, 0.85)
+# The chat spread at every load; chapter 09's up to 0.6 (at 0.85 its closed form alone takes
+# half a minute, and the chat spread's longer tail is the harder case there).
+CASES = [(m, "chat", load) for m in MODELS for load in LOADS]
+CASES += [(m, "chapter 09", load) for m in MODELS for load in LOADS[:2]]
 REQUESTS = {0.3: 2_000, 0.6: 4_000, 0.85: 10_000}
 
 
@@ -35,31 +40,29 @@ def _workload(spread):
 
 
 @functools.cache
+def _rate(model, spread, load):
+    name, n = MODELS[model]
+    workload = Lengths.of(*_workload(spread))
+    prompt, output = workload.scenario_lengths()
+    s = ia.Scenario(name, "h100-sxm", n_gpus=n, in_waves=True, prompt_len=prompt, output_len=output)
+    return load * continuous.saturation_rate(s, workload)
+
+
+@functools.cache
 def _case(model, spread, load):
     name, n = MODELS[model]
     prompts, outputs = _workload(spread)
-    lengths = Lengths.of(prompts, outputs)
-    prompt, output = lengths.scenario_lengths()
-    s = ia.Scenario(name, "h100-sxm", n_gpus=n, in_waves=True, prompt_len=prompt, output_len=output)
-    rate = load * continuous.saturation_rate(s, lengths)
+    rate = _rate(model, spread, load)
     closed = ia.steady_state(name, "h100-sxm", rate, prompts, outputs, n_gpus=n)
     runs = [continuous.simulate(name, "h100-sxm", rate, prompts, outputs, n_gpus=n, seed=seed,
                                 requests=REQUESTS[load]) for seed in range(2)]  # fmt: skip
     return closed, runs
 
 
-# Where the closed form falls short: the chat spread's first token at its p99 from 0.6 of
-# saturation, 17-30% below the simulation's. Its prompts' long tail (sigma 1.0) is cut into
-# ``BINS`` groups and each prefill's sum into ``NODES`` points; twice the points bring the dense
-# model's to 10% at six times the time. Held here to the side it errs on and to 35%, every other
-# percentile and mean to the issue's 15% and 10%.
-SHORT = {("chat", 0.6), ("chat", 0.85)}
-
-
-@pytest.mark.parametrize("load", LOADS)
-@pytest.mark.parametrize("spread", sorted(SPREADS))
-@pytest.mark.parametrize("model", sorted(MODELS))
+@pytest.mark.parametrize(("model", "spread", "load"), CASES)
 def test_the_steady_state_of_many_lengths_is_the_simulations(model, spread, load):
+    # The chat spread's p99 TTFT was 17-30% short from 0.6 while its sums and bins were cut by
+    # their share of requests, not of tokens (``serving.lengths.NODES``).
     closed, runs = _case(model, spread, load)
     for key in ("ttft", "tpot"):
         simulated = np.mean([run[key] for run in runs])
@@ -67,9 +70,6 @@ def test_the_steady_state_of_many_lengths_is_the_simulations(model, spread, load
         for tail in ("p90", "p99"):
             simulated = np.mean([run["percentiles"][key][tail] for run in runs])
             mine = closed["percentiles"][key][tail]
-            if (spread, load) in SHORT and (key, tail) == ("ttft", "p99"):
-                assert 0.65 * simulated < mine < simulated, (key, tail, mine, simulated)
-                continue
             assert mine == pytest.approx(simulated, rel=0.15), (key, tail, mine, simulated)
 
 
@@ -85,6 +85,20 @@ def test_without_the_distribution_the_steady_state_misses_the_tail():
     means = ia.steady_state(name, "h100-sxm", rate, 1024, 128, n_gpus=n)["percentiles"]
     simulated = np.mean([run["percentiles"]["ttft"]["p99"] for run in runs])
     assert abs(means["ttft"]["p99"] / simulated - 1) > 0.3, (means["ttft"]["p99"], simulated)
+    assert closed["percentiles"]["ttft"]["p99"] == pytest.approx(simulated, rel=0.15)
+
+
+def test_cut_by_requests_the_chat_spreads_tail_is_short(monkeypatch):
+    # The companion of the 15% for the chat spread: its sums and bins cut by their share of
+    # requests (``_cut`` without the tokens' mass), the first token's p99 is a fifth short.
+    name, n = MODELS["dense"]
+    closed, runs = _case("dense", "chat", 0.6)
+    by_tokens = lengths._cut
+    monkeypatch.setattr(lengths, "_cut", lambda v, s, groups, mass=None: by_tokens(v, s, groups))
+    rate = _rate("dense", "chat", 0.6)
+    by_requests = ia.steady_state(name, "h100-sxm", rate, *_workload("chat"), n_gpus=n)
+    simulated = np.mean([run["percentiles"]["ttft"]["p99"] for run in runs])
+    assert by_requests["percentiles"]["ttft"]["p99"] < 0.85 * simulated
     assert closed["percentiles"]["ttft"]["p99"] == pytest.approx(simulated, rel=0.15)
 
 
@@ -108,6 +122,13 @@ def test_the_distribution_enters_where_the_means_do_not_suffice():
     assert np.allclose(shares.sum(axis=1), 1.0) and points.shape == (6, 6)
     points, shares = sums((700.0,), (1.0,), range(3))
     assert points.tolist() == [[0.0], [700.0], [1400.0]] and shares.tolist() == [[1.0]] * 3
+    # Cut by their tokens, four or more of the chat prompts' 16 groups lie past their 99th
+    # percentile, where the first token's p99 reads them (two, cut by requests), and the groups
+    # keep the mean.
+    chat = _workload("chat")[0]
+    groups, shares = Lengths.of(*_workload("chat")).prompts
+    assert (np.array(groups) > np.percentile(chat, 99)).sum() >= 4
+    assert np.dot(groups, shares) == pytest.approx(chat.mean())
     # The same means at one rate: the spread lengthens the first token's tail and widens the
     # time per token (short answers average fewer steps).
     args = ("llama-3.1-8b", "h100-sxm", 4.0)
@@ -125,3 +146,49 @@ def test_bad_lengths_are_refused_by_name():
         ia.steady_state(*args, [1024, 0], 128)
     with pytest.raises(ia.ArgumentError, match="output_len must be a whole number from 2 up"):
         ia.steady_state(*args, [1024, 2048], [128, 1])
+
+
+# A chat service on one H100 per replica: the p99 of each request's TTFT and TPOT within 100 ms
+# and 30 ms. The spread's long prompts make the first token's tail, which its means do not have.
+TARGETS = {"ttft_target": 0.1, "tpot_target": 0.03, "percentile": 99}
+PLANNED_RATE = 14.4  # requests a second: one replica's goodput (9.6) times 1.5
+# (two replicas then take three quarters of it each, which the simulation's p99 meets with a
+# tenth to spare over three seeds; one takes 1.5 times it, which misses by two thirds).
+
+
+@functools.cache
+def _spread_goodput():
+    name, _ = MODELS["dense"]
+    return ia.goodput(name, "h100-sxm", *_workload("chat"), **TARGETS)
+
+
+def test_a_spread_lowers_the_goodput_of_the_same_means():
+    name, _ = MODELS["dense"]
+    spread = _spread_goodput()
+    means = Lengths.of(*_workload("chat")).scenario_lengths()
+    one_length = ia.goodput(name, "h100-sxm", *means, **TARGETS)
+    assert spread["binds"] == "ttft" and spread["ttft"] == pytest.approx(0.1, rel=1e-3)
+    assert spread["requests_per_s"] < 0.7 * one_length["requests_per_s"], (spread, one_length)
+
+
+def test_a_plan_on_a_spread_meets_its_targets_in_the_simulation():
+    # The plan's replicas, each serving an equal share, meet both p99s in the simulation of the
+    # same lengths; one replica fewer misses them there (the plan is not wasteful either).
+    name, _ = MODELS["dense"]
+    prompts, outputs = _workload("chat")
+    p = ia.plan(name, "h100-sxm", PLANNED_RATE, prompts, outputs, **TARGETS)
+    assert (p["n_gpus"], p["binds"]) == (1, "ttft")
+    assert p["replicas"] == math.ceil(PLANNED_RATE / _spread_goodput()["requests_per_s"]) > 1
+    for replicas, meets in ((p["replicas"], True), (p["replicas"] - 1, False)):
+        run = continuous.simulate(name, "h100-sxm", PLANNED_RATE / replicas, prompts, outputs,
+                                  requests=10_000)  # fmt: skip
+        judged = {key: run["percentiles"][key]["p99"] for key in ("ttft", "tpot")}
+        within = judged["ttft"] <= 0.1 and judged["tpot"] <= 0.03
+        assert within == meets, (replicas, judged)
+
+
+def test_pools_do_not_plan_a_workloads_lengths():
+    args = ("llama-3.1-8b", "h100-sxm", 4.0, [512, 1536], [64, 192], 1.0, 0.05)
+    for layout in ("disaggregated", "either"):
+        with pytest.raises(ia.ArgumentError, match=f"so layout='{layout}' cannot weigh them"):
+            ia.plan(*args, layout=layout)

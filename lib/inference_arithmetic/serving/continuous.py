@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import functools
 import heapq
+import math
 import statistics
 from collections import deque
 
@@ -847,13 +848,6 @@ def steady_state_of(s: Scenario, rate: float, percentiles: bool = True, lengths=
     return result
 
 
-def _misses(state, ttft_target, tpot_target, percentile) -> str | None:
-    """The first target a steady ``state`` misses, "ttft" or "tpot" (None if it meets both): a
-    target on the ``percentile`` of each request's time, or on the mean for None; a target of
-    None is not checked."""
-    return _missed(_excess(state, ttft_target, tpot_target, percentile))
-
-
 def _missed(excess) -> str | None:
     """The first target of ``excess`` (``_excess``) past 0, or None."""
     return next((key for key, x in excess.items() if x > 0), None)
@@ -865,6 +859,22 @@ def _excess(state, ttft_target, tpot_target, percentile) -> dict:
     judged = _judged(state, percentile)
     targets = {"ttft": ttft_target, "tpot": tpot_target}
     return {key: judged[key] / target - 1 for key, target in targets.items() if target is not None}
+
+
+def _judge(s: Scenario, rate, ttft_target, tpot_target, percentile, lengths=None):
+    """The steady state of ``s`` at ``rate`` (of requests of ``lengths``) and its ``_excess``
+    over the targets. A p90 or p99 is at least the mean (the TPOT is normal about it, the TTFT
+    skewed above it), so where the means already miss, their excess answers and the
+    percentiles, most of a steady state's cost near saturation, are not worked out."""
+    state = steady_state_of(s, rate, percentiles=False, lengths=lengths)
+    if percentile is None:
+        return state, _excess(state, ttft_target, tpot_target, None)
+    if percentile > 50:
+        excess = _excess(state, ttft_target, tpot_target, None)
+        if _missed(excess) is not None:
+            return state, excess
+    state = steady_state_of(s, rate, lengths=lengths)
+    return state, _excess(state, ttft_target, tpot_target, percentile)
 
 
 def _judged(state, percentile) -> dict:
@@ -893,7 +903,9 @@ def plan(
     domain; with ``parallel="pipeline"``, pipeline stages), whose steady state meets both
     targets (seconds), each replica taking an equal share of the requests: targets on the
     mean of each request's TTFT and TPOT, or with ``percentile`` (one of ``PERCENTILES``) on
-    that percentile of them, as service-level objectives are written. Returns ``replicas``,
+    that percentile of them, as service-level objectives are written. ``prompt_len`` and
+    ``output_len`` may be sequences, a workload's lengths (as ``steady_state`` takes them; its
+    cost is of their mean output length). Returns ``replicas``,
     ``n_gpus`` (per replica, its tensor-parallel or pipeline degree, as every deployment
     argument counts them), ``gpus`` (in all), ``ttft`` and ``tpot`` (the means, or the
     percentile judged), ``percentile``, ``binds`` (what one replica fewer of that degree
@@ -922,6 +934,7 @@ def plan(
     pipeline = options.get("parallel", "tensor") == "pipeline"
     degrees = pipeline_degrees if pipeline else tensor_parallel_degrees
     rate = checks.amount("requests_per_s", requests_per_s, "requests per second", positive=True)
+    prompt_len, output_len, lengths = _workload(prompt_len, output_len)
     _decoding(output_len)  # else every deployment would be skipped as if it saturated
     dtype = options.pop("dtype", AUTO)
     checks.amount("ttft_target", ttft_target, "seconds", positive=True)
@@ -939,16 +952,31 @@ def plan(
             raise
     best = None
     for degree in degrees(model, PLAN_DEGREE):
-        missed = None  # why one replica fewer of this degree fails
-        for replicas in range(1, most_gpus // degree + 1):
+        missed, first = None, 1  # why one replica fewer of this degree fails; the fewest tried
+        if best is not None and degree >= best["gpus"]:
+            continue  # one replica of it costs as much as the best (the costs go as the GPUs)
+        if percentile is not None:
+            # A percentile costs most near saturation, where one replica after another would
+            # be tried: start at as many as one replica's goodput (``_highest``, searched from
+            # below) needs; fewer would each take more than it meets.
+            try:
+                one = _scenario(model, device, prompt_len, output_len, degree, dtype, options)
+                most, missed = _highest(one, ttft_target, tpot_target, percentile, 1e-4, lengths)
+            except ValueError:
+                continue  # does not fit: nor do more replicas of it
+            if most == 0.0:
+                continue  # a trickle misses: so does any share of the rate
+            first = max(math.ceil(rate / most * (1 - 1e-9)), 1)
+            missed = missed if first > 1 else None
+        for replicas in range(first, most_gpus // degree + 1):
             try:
                 s = _scenario(model, device, prompt_len, output_len, degree, dtype,
                               {"replicas": replicas, **options})  # fmt: skip
-                state = steady_state_of(s, rate, percentiles=percentile is not None)
+                state, excess = _judge(s, rate, ttft_target, tpot_target, percentile, lengths)
             except ValueError:
                 missed = "saturation"
                 continue  # does not fit, or saturates: more replicas
-            if (miss := _misses(state, ttft_target, tpot_target, percentile)) is not None:
+            if (miss := _missed(excess)) is not None:
                 missed = miss
                 continue
             gpus = replicas * degree
@@ -976,29 +1004,54 @@ def _planned(best, most_gpus, device, rate, ttft_target, tpot_target, percentile
     return best
 
 
-def _highest(s: Scenario, ttft_target, tpot_target, percentile, tolerance):
-    """The most requests a second whose steady state meets the targets (``_misses``), and the
-    limit that binds there: "saturation" if a saturated engine meets them, else the target
-    missed just above it (0 and that target if a trickle, a thousandth of the saturation
-    rate, misses it). Found to ``tolerance`` of the range by the Illinois method on how far
-    the worse target is missed (``_excess``), which grows with the rate."""
+@functools.lru_cache(maxsize=256)  # plan's search and goodput share a replica's answer
+def _highest(s: Scenario, ttft_target, tpot_target, percentile, tolerance, lengths=None):
+    """The most requests a second whose steady state (of requests of ``lengths``) meets the
+    targets (``_judge``), and the limit that binds there: "saturation" if a saturated engine
+    meets them, else the target missed just above it (0 and that target if a trickle, a
+    thousandth of the saturation rate, misses it). Found to ``tolerance`` of the range by the
+    Illinois method on how far the worse target is missed (``_excess``), which grows with the
+    rate. On a p90 or p99, up to the means' answer: no higher rate meets them (``_judge``)."""
     # Regula falsi rather than bisection: on means it needs a third of the steady states; an
     # excess that bends (Mixtral's p90 TPOT is not monotone in the rate) gains less.
-    high = saturation_rate(s)
+    saturation = saturation_rate(s, lengths)
+    high, above = saturation, "saturation"  # the highest rate tried, and what binds past it
+    if percentile is not None and percentile > 50:
+        high, above = _highest(s, ttft_target, tpot_target, None, tolerance, lengths)
+        if high == 0.0:
+            return high, above
 
     def over(rate):
-        state = steady_state_of(s, rate, percentiles=percentile is not None)
-        excess = _excess(state, ttft_target, tpot_target, percentile)
+        excess = _judge(s, rate, ttft_target, tpot_target, percentile, lengths)[1]
         return max(excess.values()), _missed(excess)
 
-    f_high, binds = over(high)
-    if binds is None:
-        return high, "saturation"
-    low = high / 1000
+    low = saturation / 1000
+    span = high - low
+    if percentile is None:
+        f_high, binds = over(high)
+        if binds is None:
+            return high, above
     f_low, miss = over(low)
     if miss is not None:
         return 0.0, miss
-    span, kept = high - low, 0  # kept: +1 (-1) while the new point replaces high (low)
+    # A percentile costs most near saturation (an arrival's wait has more parts), where the
+    # top of the range lies: walk up from the trickle to a rate that misses, and search
+    # between. Each try is the line through the last two rates met, which overshoots the
+    # excess as it steepens (at most halfway to the top).
+    below = None  # the rate met before ``low``, and its excess
+    while percentile is not None:
+        rate = (low + high) / 2
+        if below is not None and f_low > below[1]:
+            rate = min(rate, low - f_low * (low - below[0]) / (f_low - below[1]))
+        rate = high if high - low <= tolerance * span else rate
+        f, binds = over(rate)
+        if binds is not None:
+            high, f_high = rate, f
+            break
+        if rate == high:
+            return high, above
+        below, low, f_low = (low, f_low), rate, f
+    kept = 0  # +1 (-1) while the new point replaces high (low)
     for _ in range(200):
         if high - low <= tolerance * span:
             break
@@ -1032,19 +1085,22 @@ def goodput(
 ) -> dict:  # fmt: skip
     """Goodput: the most requests a second the deployment serves with the ``percentile`` (one
     of ``PERCENTILES``, or None for the mean) of each request's TTFT and TPOT within the
-    targets (seconds), its steady state's (``steady_state``), the measure DistServe and
-    capacity planners maximise. Returns ``requests_per_s``, ``per_gpu`` (over every GPU of
+    targets (seconds), its steady state's (``steady_state``, of requests of ``prompt_len`` and
+    ``output_len``, each a length or a sequence of them), the measure DistServe and capacity
+    planners maximise. Returns ``requests_per_s``, ``per_gpu`` (over every GPU of
     every replica), ``binds`` ("saturation", "ttft" or "tpot": what stops a higher rate),
     ``percentile``, and the ``ttft`` and ``tpot`` judged at that rate (None at a goodput of 0).
     """
     checks.amount("ttft_target", ttft_target, "seconds", positive=True)
     checks.amount("tpot_target", tpot_target, "seconds", positive=True)
     percentile = _percentile(percentile)
+    prompt_len, output_len, lengths = _workload(prompt_len, output_len)
     s = _scenario(model, gpu, prompt_len, output_len, n_gpus, dtype, deployment)
     _decoding(s.output_len)
-    rate, binds = _highest(s, ttft_target, tpot_target, percentile, 1e-4)
+    rate, binds = _highest(s, ttft_target, tpot_target, percentile, 1e-4, lengths)
     rate = float(rate)
-    judged = _judged(steady_state_of(s, rate), percentile) if rate > 0 else {}
+    state = steady_state_of(s, rate, percentile is not None, lengths) if rate > 0 else None
+    judged = _judged(state, percentile) if rate > 0 else {}
     return {"requests_per_s": rate, "per_gpu": rate / (s.n_gpus * s.replicas), "binds": binds,
             "percentile": percentile, "ttft": judged.get("ttft"),
             "tpot": judged.get("tpot")}  # fmt: skip

@@ -13,13 +13,20 @@ from __future__ import annotations
 from inference_arithmetic.core import checks
 from inference_arithmetic.hardware.gpus import gpu as registry_gpu
 from inference_arithmetic.serving import continuous, disaggregated
+from inference_arithmetic.serving.lengths import sequences
 
-__all__ = ["LAYOUTS", "plan"]
+__all__ = ["LAYOUTS", "POOLS_OF_ONE_LENGTH", "plan"]
 
 _NONE_MEETS = continuous.NO_DEPLOYMENT.split("{", 1)[0]
 LAYOUTS = ("colocated", "disaggregated", "either")
 """How ``plan`` may lay a deployment out: one engine doing prefill and decode, pools of each
 (``ia.disaggregated``), or the cheaper of the two."""
+POOLS_OF_ONE_LENGTH = (
+    "prompt_len and output_len given as sequences are planned for one engine doing prefill and "
+    "decode (layout='colocated'): the disaggregated pools' steady state (ia.disaggregated) is of "
+    "requests of one length, so layout={layout!r} cannot weigh them"
+)
+"""``plan``'s message for a workload's lengths (``serving.lengths``) laid out in pools."""
 
 
 def plan(
@@ -29,8 +36,10 @@ def plan(
     """The cheapest deployment serving ``requests_per_s`` within both targets (seconds), laid
     out as ``layout`` (``LAYOUTS``) says: ``"colocated"``, one engine doing prefill and decode
     (``continuous.plan``: its arguments, ``percentile`` on a percentile of each request's
-    times, and its search); ``"disaggregated"``, pools of each (``disaggregated.fewest_gpus``,
-    on the same percentile); or ``"either"``, the cheaper.
+    times, and its search; ``prompt_len`` and ``output_len`` may be sequences, a workload's
+    lengths, as ``ia.steady_state`` takes them); ``"disaggregated"``, pools of each
+    (``disaggregated.fewest_gpus``, on the same percentile, of one length each:
+    ``POOLS_OF_ONE_LENGTH``); or ``"either"``, the cheaper.
 
     Returns ``layout``, ``replicas`` and ``n_gpus`` (per replica; None for pools), the pools'
     sizes for a disaggregated answer (``disaggregated.POOL_KEYWORDS``), ``gpus`` (in all),
@@ -40,6 +49,8 @@ def plan(
     ``price_date``, None for a given price); ``ValueError`` if no deployment of ``most_gpus``
     GPUs meets the targets."""
     layout = checks.choice("layout", layout, LAYOUTS)
+    if layout != "colocated" and sequences(prompt_len, output_len) is not None:
+        raise checks.ArgumentError(POOLS_OF_ONE_LENGTH.format(layout=layout))
     targets = (model, gpu, requests_per_s, prompt_len, output_len, ttft_target, tpot_target)
     costs = dict(most_gpus=most_gpus, price_per_hour=price_per_hour)
     found = []
