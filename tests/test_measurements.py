@@ -179,3 +179,41 @@ def test_the_validation_set_covers_several_gpus_engines_and_long_prompts():
     assert len({m.gpu for m in rows}) >= 5
     assert len({m.engine for m in rows}) >= 4
     assert sum(m.input_tokens >= 8192 for m in rows) >= 20
+
+
+def test_llama_cpp_rows_are_timed_as_llama_cpp_runs_them():
+    """Every llama-bench row is timed: its weights in their own format (4-bit files at the
+    registry's 4.84 bits), the products and the cache in fp16, up to the whole memory the driver
+    reports (llama.cpp reserves no share). The 70B 4-bit file on two RTX 4090s needs that: at
+    the library's default share it is refused."""
+    from inference_arithmetic.validation import published
+
+    rows, left = published.validation_set()
+    assert not [row for row, _ in left if row["engine"] == "llama.cpp"]
+    cpp = [m for m in rows if m.engine == "llama.cpp"]
+    assert len(cpp) == sum(r["engine"] == "llama.cpp" for r in published.published_rows())
+    assert {m.dtype for m in cpp} == {"fp16", "q4_k_m"}
+    for m in cpp:
+        s = m.scenario()
+        assert (s.compute_dtype, s.cache_dtype, s.memory_utilization) == ("fp16", "fp16", 1.0)
+    big = [m for m in cpp if m.gpu == "rtx-4090" and m.n_gpus == 2 and m.input_tokens == 8192]
+    assert big and big[0].dtype == "q4_k_m" and big[0].parallel == "pipeline"
+    with pytest.raises(ValueError, match="does not fit"):
+        big[0].scenario(memory_utilization=0.9)
+
+
+def test_a_row_is_read_in_its_stated_formats_or_set_aside_naming_the_format():
+    from inference_arithmetic.validation import published
+
+    rows, left = published.validation_set()
+    # What is left aside is what no registry can fix: a batch or lengths the source leaves out.
+    assert {reason.split(" (")[0] for _, reason in left} <= {
+        "the source does not state the batch",
+        "the source does not state the batch or the lengths",
+    }
+    qwen_fp8 = [m for m in rows if m.model == "qwen3-14b" and m.dtype != "bf16"]
+    assert qwen_fp8 and {(m.dtype, m.cache_dtype) for m in qwen_fp8} == {("fp8-block", "bf16")}
+    # The same row with a format the registry lacks is set aside, the reason naming it.
+    row = next(r for r in published.published_rows() if r["weights_dtype"] == "GGUF Q4_K_M")
+    with pytest.raises(ValueError, match="no registry format for the weights' 'GGUF Q3_K_S'"):
+        published._measurement({**row, "weights_dtype": "GGUF Q3_K_S"})

@@ -230,6 +230,7 @@ class Measurement:
     split: str = "fit"
     requests: int | None = None
     note: str = ""
+    memory_utilization: float | None = None
 
     def scenario(self, **options) -> Scenario:
         """The run as a ``Scenario`` timed kernel by kernel (``options`` override its
@@ -247,6 +248,8 @@ class Measurement:
             in_waves=self.mode in ("waves", "closed"),
             step="kernels",
         )
+        if self.memory_utilization is not None:  # else the Scenario's default share
+            settings["memory_utilization"] = self.memory_utilization
         arch = model(self.model)
         tokens = self.input_tokens + self.output_tokens
         if arch.context_window and tokens > arch.context_window:

@@ -27,7 +27,15 @@ from inference_arithmetic.hardware.gpus import gpu_names
 from inference_arithmetic.models.config import model_names
 from inference_arithmetic.validation.measurements import Measurement
 
-__all__ = ["GPUS", "MODELS", "ENGINES", "published_rows", "validation_set", "sources"]
+__all__ = [
+    "GPUS",
+    "MODELS",
+    "ENGINES",
+    "LLAMA_CPP",
+    "published_rows",
+    "validation_set",
+    "sources",
+]
 
 GPUS = {
     "H100-SXM5-80GB": "h100-sxm",
@@ -95,7 +103,36 @@ _MODES = {
     "single_request": "single",
 }
 
-_FORMATS = {"fp16": "fp16", "bf16": "bf16", "fp8": "fp8", "GGUF F16": "fp16"}
+_FORMATS = {
+    "fp16": "fp16",
+    "bf16": "bf16",
+    "fp8": "fp8",
+    "fp8 (block-wise, HF checkpoint)": "fp8-block",  # Qwen3-14B-FP8: weight_block_size 128 x 128
+    "GGUF F16": "fp16",
+    "GGUF Q4_K_M": "q4_k_m",
+    "f16 (llama-bench default)": "fp16",
+    "auto (bf16)": "bf16",
+}
+
+LLAMA_CPP = {"compute_dtype": "fp16", "memory_utilization": 1.0}
+"""How llama.cpp's CUDA and Metal builds of May 2024 ran the llama-bench rows, in the
+``Measurement``'s settings (the cache follows the products: fp16, llama-bench's f16 default).
+
+``compute_dtype``: ggml multiplies in fp16 whatever the weights' format. In
+``ggml_cuda_mul_mat`` (ggml-cuda.cu of ggerganov/llama.cpp, commit 005de593, the same dispatch
+as the builds 2795-2843 of the rows) a single token (tg) takes ``mul_mat_vec_q``, which reads
+the Q4_K blocks as stored and dots them with the activations quantized to q8_1: the 4.84 bits
+a weight the format registry gives (``dtypes.FORMATS``). A prompt of more than
+``MMQ_MAX_BATCH_SIZE`` (32) tokens on a GPU with tensor cores takes
+``ggml_cuda_op_mul_mat_cublas``: each Q4_K matrix unpacked into an fp16 copy (``to_fp16_cuda``),
+then ``cublasGemmEx`` on fp16 inputs (``CUBLAS_COMPUTE_16F``); on a Mac, ``kernel_mul_mm`` of
+ggml-metal.metal unpacks each weight tile into half-precision threadgroup memory
+(``dequantize_func``, ``simdgroup_half8x8``) and sums in fp32. So both run at the fp16 rate: the
+registry's bf16 for GGUF types would be wrong here, and the M1 and M2 have no bf16 rate.
+
+``memory_utilization``: llama.cpp reserves no share of the memory, as vLLM's 0.9 does: it
+allocates the weights, the cache of the test's tokens and a compute buffer, and fails only when
+the driver has no more. Its limit is the memory the driver reports, whole."""
 
 
 def _read(name):
@@ -123,10 +160,9 @@ def _number(text: str) -> float | None:
 
 def _format(text: str) -> str | None:
     """The registry dtype of a source's weights or cache format, or None if it has none."""
-    for key, dtype in _FORMATS.items():
-        if text == key or text.split(" ")[0] == key:
-            return dtype
-    return None
+    if text in _FORMATS:
+        return _FORMATS[text]
+    return _FORMATS.get(text.split(" ")[0])
 
 
 def _engine(row) -> str:
@@ -162,10 +198,11 @@ def _measurement(row) -> Measurement:
     prompt, output = (max(round(t), 1) for t in tokens)  # llama-bench's tg: from one token
     if row["input_tokens"].strip() == "0":
         output += 1  # tg N decodes N tokens after the first
-    cache = "fp8" if "fp8" in row["kv_dtype"] else None
+    cache = _format(row["kv_dtype"])  # None where not stated: the products' format
     requests = None
     if mode == "closed":
         requests = max(4 * round(batch), 100)  # enough to pass the warm-up (not stated)
+    engine = LLAMA_CPP if row["engine"] == "llama.cpp" else {}
     note = row["notes"]
     if "not stated" in row["gpu"]:
         note = f"form factor assumed SXM; {note}"
@@ -188,6 +225,7 @@ def _measurement(row) -> Measurement:
         split="validation",
         requests=requests,
         note=note,
+        **engine,
     )
 
 
