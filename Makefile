@@ -41,7 +41,8 @@ help:
 # installs them. Either way the same pinned versions, compiled to bytecode as pip does.
 # Then the calculator's formulas of every registry model are compiled (and printed for its page)
 # into the disk cache (inference_arithmetic.serving.cache), so that a model's first calculation
-# in a process is fast: the formulas and the page's data, one process each, side by side.
+# in a process is fast: the report's and steady state's formulas, the keyword functions' (tensor
+# and pipeline) and the page's data, one process each, side by side.
 UV_VERSION := 0.13.9
 PIP_QUIET := --quiet --disable-pip-version-check
 WARM = $(BIN)/python -c "import inference_arithmetic as ia; ia.$(1).warm()"
@@ -53,8 +54,8 @@ $(STAMP): requirements.txt pyproject.toml
 		--compile-bytecode --index-strategy unsafe-best-match -r requirements.txt || { \
 		echo "uv could not install requirements.txt: pip installs it"; \
 		$(BIN)/python -m pip install $(PIP_QUIET) -r requirements.txt; }
-	$(call WARM,serving) & formulas=$$!; $(call WARM,calculator); page=$$?; \
-		wait $$formulas && exit $$page
+	$(call WARM,serving) & formulas=$$!; $(call WARM,timing) & timing=$$!; \
+		$(call WARM,calculator); page=$$?; wait $$formulas && wait $$timing && exit $$page
 	touch $@
 
 # The execution cache is keyed on each chapter's text, not on the library it imports: drop it

@@ -11,10 +11,11 @@ The cache lives in ``$IA_CACHE_DIR``, else ``$XDG_CACHE_HOME/inference-arithmeti
 named after a hash of the library's source and the SymPy and NumPy versions, so a changed
 library never reads an old entry. A folder that cannot be written, or an entry that cannot be
 read, only costs the compile: the formulas are built as if there were no cache.
-``ia.serving.warm()`` (which ``make`` runs when it sets up the environment) compiles the
-calculator's formulas and the steady state's step of every registry model ahead of their first
-use. ``formulas`` keeps formulas compiled together for single numbers, ``formula`` one for
-arrays (as ``numeric`` compiles it).
+``ia.serving.warm()`` and ``ia.timing.warm()`` (which ``make`` runs when it sets up the
+environment) compile the calculator's formulas, the steady state's step and the keyword
+functions' formulas of every registry model ahead of their first use. ``formulas`` keeps
+formulas compiled together for single numbers, ``formula`` one for arrays (as ``numeric``
+compiles it).
 """
 
 from __future__ import annotations

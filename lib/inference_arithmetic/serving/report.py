@@ -347,8 +347,8 @@ def warm() -> int:
     for key in continuous.REPLICAS:
         continuous._replica(key)
     for name in model_names():
-        _compiled(model(name))  # the default step model; the roofline's compiles on first use
         for parallel in ("tensor", "pipeline"):
+            _compiled(model(name), parallel=parallel)  # the default step model, not the roofline
             scenario._rules(model(name), parallel)
         continuous._step(model(name))  # kernel by kernel, as _compiled
     return len(model_names())

@@ -35,7 +35,7 @@ from inference_arithmetic.core import checks
 from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas
 from inference_arithmetic.core.symbols import T
 from inference_arithmetic.formulas import latency
-from inference_arithmetic.models.config import AUTO, weight_number_values
+from inference_arithmetic.models.config import AUTO, model_names, weight_number_values
 from inference_arithmetic.models.config import model as registry_model
 from inference_arithmetic.serving import bands, cache
 from inference_arithmetic.serving.scenario import (  # noqa: F401  (DEFAULT_*: ia.timing.DEFAULT_*)
@@ -46,7 +46,9 @@ from inference_arithmetic.serving.scenario import (  # noqa: F401  (DEFAULT_*: i
     DEFAULT_LINK_LATENCY,
     DEFAULT_MEMORY_UTILIZATION,
     DEFAULT_NETWORK_BANDWIDTH,
+    DEFAULT_STEP,
     DEFAULT_TOKEN_BUDGET,
+    STEPS,
     Scenario,
     check_window,
     deployment_keywords,
@@ -70,6 +72,7 @@ __all__ = [
     "in_waves",
     "PHASES",
     "kernels",
+    "warm",
 ]
 
 PARALLEL = latency.PARALLEL
@@ -404,3 +407,20 @@ def kernels(
         }  # fmt: skip
     )
     return rows
+
+
+def warm() -> int:
+    """Compile and keep in the disk cache what the keyword functions evaluate for every
+    registry model on the default step model, with tensor and pipeline parallelism: the
+    prefill, the decode step and the requests that fit; the number of models."""
+    # A model's first prefill_time or generation otherwise builds these in the call (seconds
+    # each); ``make`` runs this beside ``ia.serving.warm`` and the page's, one process each.
+    timing = STEPS[DEFAULT_STEP]
+    for name in model_names():
+        arch = registry_model(name)
+        for parallel in ("tensor", "pipeline"):
+            _formula(timing.prefill_time, arch, parallel)
+            _formula(timing.decode_step_time, arch, "absorbed", parallel)
+            _formula(latency.max_concurrency, arch, parallel, None)
+        _formula(_decode_bound, arch)
+    return len(model_names())
