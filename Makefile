@@ -61,7 +61,8 @@ $(STAMP): requirements.txt pyproject.toml
 # The execution cache is keyed on each chapter's text, not on the library it imports: drop it
 # whenever the library changes, or a chapter could show results of an older library. Sphinx's
 # environment too: it re-reads only pages whose source changed, and would keep old outputs.
-_build/.library-stamp: $(shell find lib -name '*.py') $(STAMP)
+# The page's scripts (page/*.js) are the library too: chapter 14's output embeds them.
+_build/.library-stamp: $(shell find lib -name '*.py' -o -name '*.js') $(STAMP)
 	rm -rf _build/.jupyter_cache _build/.doctrees
 	@mkdir -p _build && touch $@
 

@@ -687,6 +687,17 @@ def _check_new_controls(page, root):
     assert tighter is None or tighter["gpus"] >= plan["gpus"]
     assert enter("ttft_target", 0.001) is None and "no deployment of up to" in _readout(root)
     assert enter("ttft_target", -1) is None and "ttft_target must be a positive" in _readout(root)
+    # The plan over a pipeline's stages (the stream's parallelisms only are offered): looser
+    # targets, met by 3 stages, fewer GPUs than tensor parallelism's 2 x 2 and no split of
+    # 70B's heads.
+    assert root.locator('select[name="parallel"] option').all_text_contents() == list(
+        ia.calculator.STREAM_PARALLEL
+    )
+    enter("ttft_target", 1.0)
+    tensor = enter("tpot_target", 0.15)
+    staged = choose("parallel", "pipeline")
+    assert staged is not None and staged["gpus"] == 3 < tensor["gpus"]
+    choose("parallel", "tensor")
     enter("ttft_target", 0.5)
     enter("tpot_target", 0.05)
     # A pipeline (the static mode's): any number of stages up to the layers.
@@ -697,6 +708,12 @@ def _check_new_controls(page, root):
     piped = choose("n_gpus", 5)  # 5 stages: not a tensor-parallel degree of 70B
     assert piped is not None and piped["parallel"] == "pipeline" and piped != static
     choose("n_gpus", 4)
+    # Its steady state: each request waits for its micro-batch's round (the sum of
+    # formulas.continuous.pipeline_wait over the chain's steps), longer than one engine's step.
+    piped = choose("mode", "continuous serving")
+    tensor = choose("parallel", "tensor")
+    assert piped is not None and piped["tpot"] > tensor["tpot"]
+    choose("mode", "static batch")
     choose("parallel", "tensor")
     # FP4 where the GPU has an fp4 rate.
     choose("gpu", "b200")
@@ -770,6 +787,10 @@ def test_the_calculator_offers_expert_parallelism_and_the_serving_options(browse
     assert choose("parallel", "expert") is not None
     assert choose("model", "llama-3.1-8b") is None  # dense: the reason, not a number
     assert ia.formulas.latency.NO_EXPERTS.format(model="llama-3.1-8b") in _readout(root)
+    # The stream's steady state is of tensor parallelism or a pipeline: experts are named.
+    assert choose("mode", "continuous serving") is None
+    assert ia.calculator._not_streamed("expert") in _readout(root)
+    choose("mode", "static batch")
     choose("parallel", "tensor")
     choose("n_gpus", 1)
     # A stream with a prefix cache and speculation, and the plan over it.

@@ -128,10 +128,12 @@ def test_the_page_carries_the_steady_states_formulas_and_messages():
     for key, expr in ia.continuous.STEADY.items():
         assert spec["steady"][key] == calculator._js(expr), key
     page = spec["models"]["llama-3.1-70b"]
-    for name in scenario.STEPS:
-        step = ia.continuous.STEP_FORMULAS[name](ia.model("llama-3.1-70b"))
+    for name in scenario.STEPS:  # a step of each parallelism the stream offers, printed together
+        formula = ia.continuous.STEP_FORMULAS[name]
+        steps = {p: formula(ia.model("llama-3.1-70b"), p) for p in calculator.STREAM_PARALLEL}
         plain = calculator.step_key((), None)
-        assert page["continuous"]["step"][name][plain] == calculator._js(step)
+        assert page["continuous"]["step"][name][plain] == calculator._js_block(steps)
+    assert spec["pipeline_wait"] == calculator._js(ia.formulas.continuous.pipeline_wait())
     assert page["degree_list"] == scenario.tensor_parallel_degrees(ia.model("llama-3.1-70b"))
     assert spec["models"]["gpt2"]["degree_list"] == [1, 2, 3, 4, 6, 12]  # 12 heads
     assert spec["saturated"] == ia.continuous.SATURATED
@@ -314,7 +316,7 @@ def test_the_plan_is_a_mode_of_the_form():
     w = calculator.widget(model="llama-3.1-70b", mode=calculator.PLAN, requests_per_s=10.0)
     expected = ia.continuous.plan("llama-3.1-70b", "h100-sxm", 10.0, 2048, 256, 0.5, 0.05)
     assert w.result == expected and w.values["cost_output"] == expected["cost"]["output"]
-    assert "GPUs per replica (tensor-parallel degree)" in w.html()
+    assert "GPUs per replica (its parallelism's degree)" in w.html()
     w.update(ttft_target=0.001)  # no deployment meets it: the library's message
     assert w.result is None and w.message.startswith("no deployment of up to 64 x h100-sxm")
     assert "within ttft 1 ms and tpot 50 ms" in w.message
@@ -427,5 +429,36 @@ def test_the_serving_options_are_controls_of_the_stream_and_the_plan():
     assert drafts == [None, "head"]  # n-gram lookups on the host; EAGLE-3's and MTP's heads
     both = ("prefix", "speculative")
     for draft in drafts:
-        step = ia.continuous.STEP_FORMULAS["kernels"](arch, options=both, draft=draft)
-        assert page["kernels"][calculator.step_key(both, draft)] == calculator._js(step), draft
+        steps = {p: ia.continuous.STEP_FORMULAS["kernels"](arch, p, options=both, draft=draft)
+                 for p in calculator.STREAM_PARALLEL}  # fmt: skip
+        assert page["kernels"][calculator.step_key(both, draft)] == calculator._js_block(steps)
+
+
+def test_a_pipeline_is_a_choice_of_the_stream_and_the_plan():
+    # The steady state of n micro-batches in flight, its memory of each batch in flight.
+    big = dict(model="llama-3.1-70b", n_gpus=4, parallel="pipeline")
+    w = calculator.widget(mode=calculator.CONTINUOUS, requests_per_s=3.0, **big)
+    assert w.result == ia.steady_state("llama-3.1-70b", "h100-sxm", 3.0, n_gpus=4,
+                                       parallel="pipeline")  # fmt: skip
+    tensor = calculator.widget(mode=calculator.CONTINUOUS, requests_per_s=3.0,
+                               **{**big, "parallel": "tensor"})  # fmt: skip
+    assert w.values["tpot"] > tensor.values["tpot"]  # each request waits for the round
+    in_batch = math.ceil(w.values["concurrency"] / 4)  # one of the 4 batches in flight
+    static = calculate("llama-3.1-70b", "h100-sxm", n_gpus=4, parallel="pipeline",
+                       batch=in_batch)["memory"]  # fmt: skip
+    assert (w.values["kv_cache"], w.values["memory"]) == (static["kv_cache"], static["total"])
+    assert w.values["memory"] <= w.values["budget"]  # the engine's capacity holds them
+    # The plan searches the pipeline's stages: 3, which do not split 70B's heads (the search
+    # itself is test_continuous's; one run of it here, not two, for the test's time).
+    w.update(mode=calculator.PLAN, requests_per_s=2.0, ttft_target=1.0, tpot_target=0.15)
+    assert (w.result["replicas"], w.result["n_gpus"]) == (1, 3)
+    chosen = ia.steady_state("llama-3.1-70b", "h100-sxm", 2.0, n_gpus=3, parallel="pipeline")
+    assert (w.result["ttft"], w.result["tpot"]) == (chosen["ttft"], chosen["tpot"])
+    page = w.spec()["models"]["llama-3.1-70b"]["plan_degrees"]
+    assert page["pipeline"] == scenario.pipeline_degrees(ia.model("llama-3.1-70b"), 8)
+    # Expert parallelism's steady state is the library's only: the form says so, by name.
+    w.update(model=MOE, parallel="expert-dp")
+    assert w.result is None and w.message == calculator.NOT_STREAMED.format(
+        choices="tensor or pipeline", parallel="expert-dp"
+    )
+    assert calculator.widget(model=MOE, parallel="expert-dp", n_gpus=4).result is not None

@@ -101,10 +101,8 @@ def test_a_cycle_is_its_slowest_micro_batchs_step():
 def test_the_period_is_the_mean_of_the_slowest_of_n_steps():
     # The engine's order statistic against every draw of the n - 1 others, enumerated.
     engine = continuous._Engine(_scenario("llama-3.1-8b", 4))
-    values, weights = np.array([0.01, 0.03, 0.2]), np.array([0.7, 0.25, 0.05])
-    order = np.argsort(values)
-    slowest = np.diff(np.cumsum(weights[order]) ** 3, prepend=0.0)
-    engine.others = (values[order], slowest)
+    values, weights = np.array([0.03, 0.2, 0.01]), np.array([0.25, 0.05, 0.7])
+    engine.others = engine.slowest(values, weights)  # formulas.pipeline_wait, summed
     for t in (0.005, 0.02, 0.5):
         exact = sum(np.prod(weights[list(draw)]) * max(t, *values[list(draw)])
                     for draw in itertools.product(range(3), repeat=3))  # fmt: skip

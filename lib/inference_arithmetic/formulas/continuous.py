@@ -19,7 +19,7 @@ import sympy
 from inference_arithmetic.core.symbols import B, B_d, D, P_t, S, T, V
 from inference_arithmetic.formulas import latency, roofline, transformer
 
-__all__ = ["step_sides", "step", "pipeline_cycle", "pipeline_period"]
+__all__ = ["step_sides", "step", "pipeline_cycle", "pipeline_period", "pipeline_wait"]
 
 
 def step_sides(arch, parallel="tensor"):
@@ -85,3 +85,19 @@ def pipeline_period(n=None):
     below = sympy.Function("G")(x)
     slower = 1 - below ** (n - 1)  # P(M > x); none with one stage
     return t + (sympy.Integral(slower, (x, t, sympy.oo)) if slower != 0 else 0)
+
+
+def pipeline_wait():
+    """``pipeline_period`` where G takes finitely many values, as a chain's steps do: the
+    other micro-batches' steps are x_j (ascending) with shares g_j, G = g_1 + ... + g_j at x_j.
+    The slowest of n - 1 draws is x_j with probability G^(n - 1) - (G - g)^(n - 1), and a
+    micro-batch of step t then lasts Max(t, x_j): this term, summed over j, is E[max(t, M)]
+    (``ia.continuous``'s ``_Engine.period``, and the calculator's page, printed to JavaScript).
+
+    >>> pipeline_wait()
+    (G**(n - 1) - (G - g)**(n - 1))*Max(t, x)
+    """
+    t, x = sympy.symbols("t x", positive=True)
+    below, share = sympy.symbols("G g", real=True)  # a stationary share may be -1e-19
+    n = sympy.Symbol("n", positive=True, integer=True)
+    return (below ** (n - 1) - (below - share) ** (n - 1)) * sympy.Max(t, x)

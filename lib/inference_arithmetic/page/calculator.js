@@ -162,9 +162,10 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
       return list;
     }
     var list = degreesOf("tensor", "heads"), experts = degreesOf("expert-dp", "experts");
+    function planned(degrees) { return degrees.filter(function (n) { return n <= spec.plan.degree; }); }
     m = Object.assign(m, base, {sizes: sizes, context_window: span, degree_list: list,
       degrees: list.join(", "), expert_degree_list: experts,
-      plan_degrees: list.filter(function (n) { return n <= spec.plan.degree; })});
+      plan_degrees: {tensor: planned(list), pipeline: planned(degreesOf("pipeline", "layers"))}});
     return m;
   }
   function price(g) { return state.price_per_hour === null ? g.price_per_hour : state.price_per_hour; }
@@ -181,12 +182,14 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     var bad = checkNumbers();
     if (bad) return {error: bad};
     var m = model(), g = spec.gpus[state.gpu], mode = state.mode;
+    var streaming = mode === spec.modes.continuous;
+    if (mode !== spec.modes.static && spec.stream_parallel.indexOf(state.parallel) < 0) {
+      return {error: fill(spec.not_streamed, {parallel: state.parallel})};
+    }
     if (m.error) return {error: m.error};
     var names = Object.assign({}, spec.options, state);
     if (mode === spec.modes.plan) return plan(m, g, names);
-    var streaming = mode === spec.modes.continuous;
-    var d = deployment(m, g, names, state.n_gpus, state.replicas,
-                       streaming ? "tensor" : state.parallel, streaming);
+    var d = deployment(m, g, names, state.n_gpus, state.replicas, state.parallel, streaming);
     if (d.error) return {error: fill(d.error, d.names)};
     var v = d.values, cost = price(g);
     v.price_per_hour = cost === null ? 1 : cost;
@@ -197,17 +200,21 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
   }
   function engine(m, v, serving) {  // ia.continuous._Engine of these values, its saturation kept
     // Each prompt's tokens to compute (a prefix cache holds the rest), each decode's rows in
-    // the step and the tokens a step yields it (speculating): the library's formulas.
+    // the step and the tokens a step yields it (speculating): the library's formulas. A
+    // pipeline has n_gpus micro-batches in flight (its capacity is of each).
+    var parallel = state.parallel, stages = call(spec.in_flight, v)[parallel];
     var e = iaSteady({prompt_counts: spec.prompt_counts, context: spec.context,
-      capacity: m.continuous.capacity, step: m.continuous.step[state.step][serving.key],
+      capacity: m.continuous.capacity, step: m.continuous.step[state.step][serving.key], parallel: parallel,
+      stages: stages, wait: spec.pipeline_wait,
       steady: spec.steady, spread: spec.spread, speculating: serving.speculating,
       rows: serving.speculating ? call(spec.serving.verified, v) : 1,
       tokens_per_step: serving.speculating ? call(spec.serving.expected, v) : 1,
       prefilled: serving.prefix ? Math.round(call(spec.serving.prefilled, v)) : v.seq_len},
       call, v);
-    var key = JSON.stringify([state.model, state.gpu, state.step, serving.key, v]);  // v: sizes
+    var key = JSON.stringify([state.model, state.gpu, state.step, serving.key, parallel, v]);
     if (!(key in saturations)) saturations[key] = e.saturation();
     e.replica_saturation = saturations[key];
+    e.stages = stages;
     return e;
   }
   function oneToken() {
@@ -230,10 +237,11 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
         prompt_len: state.prompt_len, output_len: state.output_len})};
     }
     one.replica_concurrency = s.concurrency;
-    // The memory of the requests in one replica's engine, each at its whole T + O tokens, and
-    // the cost of all the GPUs at the rate (calculator._stream_values).
-    var memory = call(m.report[state.step].tensor, Object.assign({}, v,
-                      {batch: Math.ceil(s.concurrency)}));
+    // The memory of the requests in one replica's engine (in each of a pipeline's batches in
+    // flight), each at its whole T + O tokens, and the cost of all the GPUs at the rate
+    // (calculator._stream_values).
+    var memory = call(m.report[state.step][state.parallel], Object.assign({}, v,
+                      {batch: Math.ceil(s.concurrency / e.stages)}));
     var gpus = v.n_gpus * v.replicas, cost = price(g);
     var costs = call(spec.stream, Object.assign({}, v, {n_gpus: gpus, requests_per_s: rate}));
     return {rows: spec.continuous_rows, note: note(g, state.mode), values: {
@@ -252,8 +260,8 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     if (error) return {error: error};
     var cost = price(g);
     if (cost === null) return {error: g.no_price};
-    var found = iaPlan(spec.plan, m.plan_degrees, function (degree) {
-      var d = deployment(m, g, Object.assign({}, names), degree, 1, "tensor", true);
+    var found = iaPlan(spec.plan, m.plan_degrees[state.parallel], function (degree) {
+      var d = deployment(m, g, Object.assign({}, names), degree, 1, state.parallel, true);
       if (d.fatal) throw new Error(fill(d.error, d.names));  // refused at every degree
       if (d.error) return null;
       d.values.price_per_hour = cost;
@@ -340,6 +348,14 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     options(degrees, list.sort(function (a, b) { return a - b; }));
     degrees.value = String(state.n_gpus);
   }
+  function offerParallel() {  // a stream's parallelisms (spec.stream_parallel), and the one chosen
+    var select = root.querySelector('select[name="parallel"]');
+    var list = spec.controls.filter(function (x) { return x.name === "parallel"; })[0].options;
+    if (state.mode !== spec.modes.static) list = spec.stream_parallel.slice();
+    if (list.indexOf(state.parallel) < 0) list = list.concat([state.parallel]);
+    options(select, list);
+    select.value = state.parallel;
+  }
   function showUsed() {  // each setting's own inputs (calculator.ONLY)
     spec.controls.forEach(function (c) { rows[c.name].style.display = used(c) ? "" : "none"; });
   }
@@ -375,12 +391,13 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
       input.addEventListener("change", function () {
         state[c.name] = input.value;
         if (c.name === "model" || c.name === "parallel") offerDegrees();
+        if (c.name === "mode") offerParallel();
         showUsed(); draw();
       });
     }
     input.name = c.name; input.setAttribute("aria-label", c.label);
     row.appendChild(input); box.appendChild(row);
   });
-  offerDegrees(); showUsed();
+  offerDegrees(); offerParallel(); showUsed();
   draw();
 });

@@ -38,6 +38,7 @@ from inference_arithmetic.core.dtypes import (
     compute_format,
 )
 from inference_arithmetic.core.numeric import ArgumentError
+from inference_arithmetic.formulas import continuous as formulas_continuous
 from inference_arithmetic.formulas import economics, latency, techniques
 from inference_arithmetic.hardware.gpus import gpu as registry_gpu
 from inference_arithmetic.hardware.gpus import gpu_names
@@ -64,7 +65,8 @@ __all__ = [
     "COMPUTED",
 ]
 __all__ += ["BANDED_CELL", "NOTES", "MODES", "STATIC", "CONTINUOUS", "CONTINUOUS_ROWS", "label"]
-__all__ += ["PAGE_PARALLEL", "NO_SPECULATION", "SERVING_OPTIONS"]
+__all__ += ["PAGE_PARALLEL", "STREAM_PARALLEL", "NOT_STREAMED", "NO_SPECULATION"]
+__all__ += ["SERVING_OPTIONS"]
 __all__ += ["PLAN", "PLAN_ROWS", "AMOUNTS", "ONLY", "used", "amount_message", "amount_range"]
 
 STATIC, CONTINUOUS, PLAN = "static batch", "continuous serving", "sizing from targets"
@@ -77,6 +79,17 @@ PAGE_PARALLEL = latency.PARALLEL
 """The parallelisms the page offers, the library's own; expert parallelism
 (``latency.EXPERT_PARALLEL``) where the model has experts (a dense one gets
 ``latency.NO_EXPERTS``)."""
+STREAM_PARALLEL = ("tensor", "pipeline")
+"""The parallelisms of the page's steady state (the continuous and plan modes): tensor
+parallelism, and a pipeline's micro-batches in flight (``continuous._Engine.period``, its cycle
+``formulas.continuous.pipeline_wait`` printed). Expert parallelism's steady state is the
+library's only: its steps would add a fifth to an MoE model's part of the page (25 of
+Qwen3-30B-A3B's 112 kB), each evaluated at every step of the chain beside these."""
+NOT_STREAMED = (
+    "the calculator's continuous and plan modes time {choices}; parallel='{parallel}' is the "
+    "static mode's here (ia.steady_state and ia.plan take it)"
+)
+"""The form's message for a parallelism its steady state does not carry (``STREAM_PARALLEL``)."""
 NO_SPECULATION = "none"
 """The speculation choice that decodes one token a step (``speculative=None``)."""
 SERVING_OPTIONS = ("prefix_hit_rate", "speculative")
@@ -126,7 +139,6 @@ blank price is the GPU's example (None)."""
 
 ONLY = {
     "batch": {"mode": [STATIC]},
-    "parallel": {"mode": [STATIC]},
     "n_gpus": {"mode": [STATIC, CONTINUOUS]},
     "replicas": {"mode": [STATIC, CONTINUOUS]},
     "requests_per_s": {"mode": [CONTINUOUS, PLAN]},
@@ -143,10 +155,8 @@ ONLY = {
 everywhere): the batch in the static mode, the rate and targets where the steady state is
 asked, the GPUs where the form does not choose them (the plan does), the efficiencies of
 chapter 08's single roofline (the kernel model takes the GPU's measured kernels), the
-imbalance of experts where they are spread, the serving options where a stream is served. A
-steady state is of tensor parallelism here: the other parallelisms are the static mode's (the
-library's steady state of a pipeline, ``continuous._Engine.period``, needs the chain's step
-distribution)."""
+imbalance of experts where they are spread (the static mode's: ``STREAM_PARALLEL``), the
+serving options where a stream is served."""
 
 
 def used(name: str, state: dict) -> bool:
@@ -229,7 +239,7 @@ cost_request    | cost per request (GPUs paid busy or idle) | usd
 # The plan's readout: a key of ``ia.plan``'s result (its output cost as cost_output).
 _PLAN_TABLE = """
 replicas        | replicas                                 | integer
-n_gpus          | GPUs per replica (tensor-parallel degree) | integer
+n_gpus          | GPUs per replica (its parallelism's degree) | integer
 gpus            | GPUs in all                              | integer
 ttft            | time to first token                      | seconds
 tpot            | time per output token                    | seconds
@@ -270,7 +280,7 @@ NOTES = {
     "window changes)",
     "continuous": "the steady state of a continuously batching engine (ia.steady_state); its "
     "memory is that of the requests in the engine",
-    "plan": "the cheapest replicas x tensor-parallel degree (up to "
+    "plan": "the cheapest replicas x degree of the parallelism chosen (up to "
     f"{continuous.PLAN_DEGREE}) whose steady state meets both targets (ia.plan)",
     "band": bands.describe(),
 }
@@ -480,8 +490,8 @@ class Calculator:
         for name in ("compute_efficiency", "bandwidth_efficiency"):
             if not used(name, self.state):  # the kernel model's are the GPU's measured ones
                 del arguments[name]
-        if mode != STATIC:  # one request at a time enters one tensor-parallel engine
-            arguments |= {"batch": 1, "in_waves": True, "parallel": "tensor"}
+        if mode != STATIC:  # one request at a time enters the engine
+            arguments |= {"batch": 1, "in_waves": True}
         return arguments
 
     def update(self, **changes):
@@ -522,11 +532,13 @@ class Calculator:
         for name, check in AMOUNTS.items():
             if used(name, state) and state[name] is not None:
                 check(name, state[name])
+        if mode != STATIC and state["parallel"] not in STREAM_PARALLEL:
+            raise ArgumentError(_not_streamed(state["parallel"]))
         price = state["price_per_hour"]
         if mode == PLAN:
             arguments = self.arguments()
             options = {k: arguments[k] for k in arguments if k in scenario.DEPLOYMENT}
-            for name in ("n_gpus", "replicas", "parallel"):  # the plan chooses them
+            for name in ("n_gpus", "replicas"):  # the plan chooses them
                 del options[name]
             r = continuous.plan(
                 arguments["model"], state["gpu"], state["requests_per_s"], state["prompt_len"],
@@ -625,6 +637,10 @@ class Calculator:
         return bundle
 
 
+def _not_streamed(parallel) -> str:
+    return NOT_STREAMED.format(choices=" or ".join(STREAM_PARALLEL), parallel=parallel)
+
+
 def _typed_price(text):
     """A price field's text as the form's value: None for a blank, else the number, else the
     text itself (which the form refuses by name)."""
@@ -645,10 +661,13 @@ def _stream():
 def _stream_values(s, steady: dict, rate: float, price) -> dict:
     """The continuous mode's memory and cost rows: the report's memory formulas at a batch of
     the requests in one replica's engine, rounded up to whole requests (each holding its whole
-    cache of T + O tokens, as the engine's capacity counts them), and ``STREAM`` at the rate."""
+    cache of T + O tokens, as the engine's capacity counts them; a pipeline's, of each of its
+    ``latency.batches_in_flight``), and ``STREAM`` at the rate."""
     price, _, _ = s.gpu.price(price)
-    per_replica = math.ceil(steady["concurrency"] / s.replicas)
-    values = {**s.values(), "batch": per_replica, "price_per_hour": price or 1.0}
+    flight = latency.batches_in_flight(s.parallel)
+    in_flight = int(flight.subs({x: s.values()[x.name] for x in flight.free_symbols}))
+    per_batch = math.ceil(steady["concurrency"] / s.replicas / in_flight)
+    values = {**s.values(), "batch": per_batch, "price_per_hour": price or 1.0}
     r = _report_compiled(s).from_values(values)
     gpus = s.n_gpus * s.replicas
     costs = _stream().from_values({**values, "n_gpus": gpus, "requests_per_s": rate})
@@ -740,16 +759,23 @@ def _drafts() -> list:
 
 def _steps(arch, step) -> dict:
     """The continuous step of ``arch`` by ``step_key``: the plain step, and with the kernel
-    model each set of serving options (``Scenario.formula_options``)."""
-    steps = {step_key((), None): _js(continuous.STEP_FORMULAS[step](arch))}
+    model each set of serving options (``Scenario.formula_options``); each of tensor
+    parallelism and a pipeline's micro-batch (``STREAM_PARALLEL``), printed together: their
+    common parts, most of a pipeline's, are carried once (5 kB of JavaScript for both of 70B's
+    plain kernel steps, against 3.7 for the tensor step alone and 3.3 for the pipeline's)."""
+
+    def both(**options):
+        formulas = continuous.STEP_FORMULAS[step]
+        return _js_block({p: formulas(arch, p, **options) for p in STREAM_PARALLEL})
+
+    steps = {step_key((), None): both()}
     if step != "kernels":
         return steps
     for prefix, draft in itertools.product((False, True), [False, *_drafts()]):
         options = ("prefix",) * prefix + ("speculative",) * (draft is not False)
         if options:
             draft = None if draft is False else draft
-            formula = continuous.STEP_FORMULAS[step](arch, options=options, draft=draft)
-            steps[step_key(options, draft)] = _js(formula)
+            steps[step_key(options, draft)] = both(options=options, draft=draft)
     return steps
 
 
@@ -762,12 +788,15 @@ def _print_model(arch) -> dict:
         "context_window": arch.context_window,
         "degrees": ", ".join(map(str, scenario.tensor_parallel_degrees(arch))),
         "degree_list": scenario.tensor_parallel_degrees(arch),
-        "plan_degrees": scenario.tensor_parallel_degrees(arch, continuous.PLAN_DEGREE),
+        "plan_degrees": {  # continuous.plan's: a pipeline's stages, else the heads' split
+            "tensor": scenario.tensor_parallel_degrees(arch, continuous.PLAN_DEGREE),
+            "pipeline": scenario.pipeline_degrees(arch, continuous.PLAN_DEGREE),
+        },
         "expert_degrees": ", ".join(map(str, scenario.expert_parallel_degrees(arch))),
         "expert_degree_list": scenario.expert_parallel_degrees(arch, ranges()["n_gpus"][1]),
-        "continuous": {  # the page's steady state is of tensor parallelism (ONLY)
+        "continuous": {  # the page's steady state, of each of STREAM_PARALLEL
             "step": {s: _steps(arch, s) for s in scenario.STEPS},
-            "capacity": _js(latency.max_concurrency(arch)),
+            "capacity": _js_block({p: latency.max_concurrency(arch, p) for p in STREAM_PARALLEL}),
         },
         "report": {
             s: {p: _js_block(serving.report_formulas(arch, s, p)) for p in parallels}
@@ -899,6 +928,10 @@ def _page_data() -> dict:
         "plan_rows": _rows_data(PLAN_ROWS, continuous.BANDED),
         "context": _js(latency.mean_context()),
         "steady": {k: _js(e) for k, e in continuous.STEADY.items()},
+        "pipeline_wait": _js(formulas_continuous.pipeline_wait()),
+        "in_flight": _js_block({p: latency.batches_in_flight(p) for p in STREAM_PARALLEL}),
+        "stream_parallel": STREAM_PARALLEL,
+        "not_streamed": _not_streamed("{parallel}"),
         "replicas": {k: _js(e) for k, e in continuous.REPLICAS.items()},
         "stream": _js_block(STREAM),
         "prompt_counts": continuous.PROMPT_COUNTS,

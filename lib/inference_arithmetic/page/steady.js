@@ -4,14 +4,20 @@
 // memory's capacity, the mean context and the steady relations (continuous.STEADY) all come
 // from ``data``; only the chain's arithmetic (Poisson weights, chunks under the token budget,
 // linear equations, the fixed point, the spread, the bisection) is here, step for step as in
-// Python.
+// Python. A pipeline (``data.stages`` micro-batches in flight) steps as its cycle lasts: the
+// sum of ``data.wait`` (formulas.continuous.pipeline_wait, printed) over the other
+// micro-batches' steps, drawn from the chain's own (``_Engine.period`` and ``meet``).
 window.iaSteady = window.iaSteady || function (data, call, v) {
   var N = data.prompt_counts, T = data.prefilled, O = v.output_len, logf = [0];
   var budget = v.token_budget, rows = data.rows, E = data.tokens_per_step;
+  var stages = data.stages, others = null;  // others: the other micro-batches' steps
+  // The cycle's term, called with its arguments in order (t's at ``at``): thousands a rate.
+  var names = data.wait.args, at = names.indexOf("t");
+  var wait = new Function(names.join(","), data.wait.body);
   for (var i = 1; i < N; i++) logf.push(logf[i - 1] + Math.log(i));
   var point = Object.assign({}, v, {context_len: call(data.context, v)});
-  var capacity = Math.floor(call(data.capacity, Object.assign({}, v,
-                                                              {context_len: v.seq_len + O})));
+  var whole = Object.assign({}, v, {context_len: v.seq_len + O});
+  var capacity = Math.floor(call(data.capacity, whole)[data.parallel]);
   // T: the tokens each prompt computes (a prefix cache holds the rest); speculating, a
   // decode is rows of the step and yields E tokens, so the chain counts a request's steps,
   // 1 + (O - 1) / E, as if of that many tokens.
@@ -20,7 +26,14 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
   function step(decodes, tokens) {  // one step's time: decodes and prompt tokens
     point.decoding = Math.max(decodes, 0);
     point.prefill_tokens = tokens;
-    return call(data.step, point);
+    var t = call(data.step, point)[data.parallel];
+    if (others === null) return t;
+    var cycle = 0;  // a pipeline's: E[max(t, M)], M the slowest of the others (period)
+    for (var j = 0; j < others.length; j++) {
+      others[j][at] = t;
+      cycle += wait.apply(null, others[j]);
+    }
+    return cycle;
   }
   function macro(decodes, rate) {  // continuous._Engine.macro, for each count of prompts
     var room = Math.max(budget - rows * decodes, 1), full = step(decodes, room);
@@ -82,12 +95,26 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
     return {times: times, moves: moves, pi: pi, counts: m.counts};
   }
   function perStep(c) { return dot(product(c.pi, c.counts), c.times) / dot(c.pi, c.counts); }
+  function meet(rate, decodes) {  // _Engine.meet: others, the chain's own steps and shares
+    others = null;
+    var c = chain(rate, decodes), shares = product(c.pi, c.counts), total = 0, below = 0;
+    var order = c.times.map(function (_, k) { return k; });
+    order.sort(function (a, b) { return c.times[a] - c.times[b]; });
+    order.forEach(function (k) { total += shares[k]; });
+    others = order.map(function (k) {
+      below += shares[k];
+      var term = {x: c.times[k], G: below / total, g: shares[k] / total, n: stages};
+      return names.map(function (name) { return term[name]; });
+    });
+  }
   function tau(rate, start) {
+    others = null;  // a pipeline's cycle is worked out afresh at each rate
     var t = start || step(0, 0);
     for (var n = 0; n < 200; n++) {
       var c = chain(rate, rate * (O - 1) * t), mean = perStep(c), tail = 0;
       for (var k = N - 8; k < N; k++) tail += c.pi[k];
       if (mean > 1e3 || !isFinite(mean) || tail > 1e-6) return null;
+      if (stages > 1) meet(rate, rate * (O - 1) * t);
       if (Math.abs(mean - t) <= 1e-10 * mean) return mean;
       t = mean;
     }
@@ -116,7 +143,8 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
     }
     return s;
   }
-  function state(rate, start) {
+  function state(rate, start) {  // a pipeline's micro-batch: at a share of the rate
+    rate = rate / stages;
     var t = tau(rate, start);
     if (t === null) return null;
     var decodes = rate * (O - 1) * t, c = chain(rate, decodes), more = chain(rate, decodes + 1);
@@ -153,7 +181,7 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
     var request = first + (O - 1) * steady.tpot;
     // The time per token: a step's over the tokens it yields.
     return {ttft: first, tpot: steady.tpot / E, mean_step: t, request_time: request,
-      concurrency: rate * request, ok: rows * decodes < budget && rate * request <= capacity};
+      concurrency: stages * rate * request, ok: rows * decodes < budget && rate * request <= capacity};
   }
   function saturation() {
     var low = 0, high = 1, below = null, s;

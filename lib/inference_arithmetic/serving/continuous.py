@@ -247,6 +247,14 @@ _COUNTS = _K.astype(float)
 
 
 @functools.cache
+def _pipeline_wait():
+    """``formulas.continuous.pipeline_wait`` compiled, and its cut for ``bind`` at t (the
+    slow part of a bind, which each pipeline's ``meet`` makes)."""
+    wait = cache.formulas("pipeline wait", lambda: {"wait": continuous.pipeline_wait()})
+    return wait, cache.data("pipeline wait bound t", lambda: wait.split("t"))
+
+
+@functools.cache
 def _mean_context():
     return cache.formulas("mean context", lambda: {"context": latency.mean_context()})
 
@@ -306,22 +314,29 @@ class _Engine:
     def period(self, times):
         """A pipeline's step: the cycle's, as long as the slowest of the n micro-batches'
         steps (``formulas.continuous.pipeline_cycle``), the others' drawn from the chain's
-        steps (``others``): E[max(t, M)], M the largest of n - 1 draws."""
-        values, slowest = self.others
-        return np.maximum(times[..., None], values) @ slowest
+        steps (``others``): E[max(t, M)], M the largest of n - 1 draws, the sum of
+        ``formulas.continuous.pipeline_wait`` over their values."""
+        return self.others(np.asarray(times)[..., None])[0].sum(-1)
 
     def meet(self, rate, decodes):
         """Set ``others`` to the steps of the chain at ``rate`` and ``decodes``: each count's
         own step time (not the cycle's; at each point of its tokens where lengths differ),
         weighted by how often it is taken, stationary share times steps; the largest of n - 1
-        of them."""
+        of them (``pipeline_wait`` bound to them, a function of t)."""
         self.others = None
         _, points = self.chain(rate, [decodes], points=True)
         own, _, at, steps = (x[0] for x in points)
-        order = np.argsort(own)
-        below = np.cumsum((at * steps)[order])
-        slowest = np.diff((below / below[-1]) ** (self.stages - 1), prepend=0.0)
-        self.others = (own[order], slowest)
+        self.others = self.slowest(own, at * steps)
+
+    def slowest(self, values, shares):
+        """``pipeline_wait`` bound to the other micro-batches' steps, ``values`` taken in
+        ``shares``: the cycle of a step t as a function of t (``period`` sums it)."""
+        order = np.argsort(values)
+        shares = np.asarray(shares, dtype=float)[order]
+        total = shares.sum()
+        drawn = {"x": values[order], "G": np.cumsum(shares) / total, "g": shares / total}
+        wait, split = _pipeline_wait()
+        return wait.bind({**drawn, "n": self.stages}, "t", split=split)
 
     def steps(self, decodes, prompts):
         """Step times for ``decodes`` decoding requests and each count of ``prompt tokens``."""
