@@ -664,9 +664,7 @@ def _stream_values(s, steady: dict, rate: float, price) -> dict:
     cache of T + O tokens, as the engine's capacity counts them; a pipeline's, of each of its
     ``latency.batches_in_flight``), and ``STREAM`` at the rate."""
     price, _, _ = s.gpu.price(price)
-    flight = latency.batches_in_flight(s.parallel)
-    in_flight = int(flight.subs({x: s.values()[x.name] for x in flight.free_symbols}))
-    per_batch = math.ceil(steady["concurrency"] / s.replicas / in_flight)
+    per_batch = math.ceil(steady["concurrency"] / s.replicas / continuous._in_flight(s))
     values = {**s.values(), "batch": per_batch, "price_per_hour": price or 1.0}
     r = _report_compiled(s).from_values(values)
     gpus = s.n_gpus * s.replicas

@@ -259,6 +259,14 @@ def _mean_context():
     return cache.formulas("mean context", lambda: {"context": latency.mean_context()})
 
 
+def _in_flight(s: Scenario) -> int:
+    """The batches ``s`` works on at once (``latency.batches_in_flight``): a pipeline's
+    micro-batches, one for every other parallelism."""
+    flight = latency.batches_in_flight(s.parallel)
+    values = s.values()
+    return int(flight.xreplace({x: values[x.name] for x in flight.free_symbols}))
+
+
 class _Engine:
     """The steady-state equations of one Scenario, as functions of the arrival rate; of
     requests of its lengths, or of the ``lengths`` of a workload (``serving.lengths``: the
@@ -308,7 +316,7 @@ class _Engine:
         self._step = step.bind(self.values, *free, split=split)
         # A pipeline is n micro-batches in flight, each this chain at a share of the rate,
         # whose steps last the cycle's (``_Engine.period``) once ``tau`` has their spread.
-        self.stages = s.n_gpus if s.parallel == "pipeline" else 1
+        self.stages = _in_flight(s)
         self.others = None  # the other micro-batches' steps: (times, P(the slowest is each))
 
     def period(self, times):
