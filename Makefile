@@ -88,7 +88,7 @@ pdf: $(STAMP)
 		(apt-get update -qq && apt-get install -y -qq texlive-latex-recommended \
 		texlive-latex-extra texlive-fonts-recommended latexmk poppler-utils)
 	$(BIN)/jupyter-book build . --builder pdflatex
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests/check_pdf.py
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/book/check_pdf.py
 	@echo "PDF: $$(ls $(CURDIR)/_build/latex/*.pdf)"
 
 # External links need the network, so this is not part of `make test`; internal references
@@ -149,7 +149,7 @@ bench: $(STAMP)
 
 # The band every prediction carries: the 10-90% range of the validation set's residuals at the
 # library's defaults, shipped as serving/data/bands.json. Run it when the predictions change;
-# tests/test_residuals.py fails until the file is the recomputation.
+# tests/lib/test_residuals.py fails until the file is the recomputation.
 bands: $(STAMP)
 	$(BIN)/python tools/bands.py
 

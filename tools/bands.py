@@ -1,6 +1,6 @@
 """Write the bands every prediction carries (inference_arithmetic/serving/data/bands.json)
 from the validation set's residuals at the library's defaults: ``make bands``. Run it whenever
-the predictions change; tests/test_residuals.py fails until it is."""
+the predictions change; tests/lib/test_residuals.py fails until it is."""
 
 import json
 import sys

@@ -9,7 +9,7 @@ number the book prints.
 
 What a reference resolves to is read off the chapters' sources, numbered as the book numbers
 them (a chapter's number is its file's, the introduction's 0): sections, figures and exercises
-in the order they come. tests/test_notebooks.py compares them with the built HTML.
+in the order they come. tests/book/test_notebooks.py compares them with the built HTML.
 """
 
 from __future__ import annotations

@@ -9,9 +9,9 @@ Every formula is a SymPy expression in ``inference_arithmetic.formulas``, derive
 of the book; ``numeric`` compiles any of them into a vectorized numpy function.
 """
 
-# The layers, bottom up (README.md and tests/test_layers.py): core < formulas < models, hardware <
-# serving < validation, page; this file sits on top, and exercises, the answer key written
-# against the public API as the chapters are, above it.
+# The layers, bottom up (README.md and tests/lib/test_layers.py): core < formulas < models,
+# hardware < serving < validation, page; this file sits on top, and exercises, the answer key
+# written against the public API as the chapters are, above it.
 from inference_arithmetic import formulas, hardware, models, serving
 from inference_arithmetic.core import checks, dtypes, format, registry, symbols
 from inference_arithmetic.core.dtypes import DTYPE_BYTES, FORMATS, bytes_per_number, compute_path

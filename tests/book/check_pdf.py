@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_chapters import CHAPTERS
+from tests.book.test_chapters import CHAPTERS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def _pdf() -> Path:

@@ -14,9 +14,9 @@ from urllib.parse import unquote, urlparse
 
 import pytest
 
-from tests.test_chapters import CHAPTERS, DOCUMENTS
+from tests.book.test_chapters import CHAPTERS, DOCUMENTS
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 HTML = ROOT / "_build" / "html"
 
 

@@ -17,7 +17,7 @@ from types import SimpleNamespace
 import pytest
 from bs4 import BeautifulSoup
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tools"))
 import book_html  # noqa: E402
 

@@ -17,8 +17,8 @@ import sympy
 
 import inference_arithmetic as ia
 from inference_arithmetic import formulas
-from tests.test_book import HTML, _page_path
-from tests.test_chapters import CHAPTERS
+from tests.book.test_book import HTML, _page_path
+from tests.book.test_chapters import CHAPTERS
 
 CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = [
@@ -424,7 +424,7 @@ def test_the_page_formats_every_case_as_the_library_does(browser):
 
     from inference_arithmetic.core import format as fmt
 
-    table = (Path(__file__).parent / "format_cases.json").read_text("utf-8")
+    table = (Path(__file__).parents[1] / "format_cases.json").read_text("utf-8")
     page = browser.new_page()
     errors = []
     page.on("pageerror", lambda error: errors.append(str(error)))

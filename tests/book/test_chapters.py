@@ -15,7 +15,7 @@ import yaml
 
 from inference_arithmetic.page.widgets import PALETTE
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 TOC = yaml.safe_load((ROOT / "_toc.yml").read_text())
 
 

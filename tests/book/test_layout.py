@@ -31,8 +31,8 @@ from urllib.parse import unquote, urlparse
 import pytest
 
 from inference_arithmetic.page import figures
-from tests.test_book import HTML
-from tests.test_browser import browser  # noqa: F401  (the Chromium fixture, launched once)
+from tests.book.test_book import HTML
+from tests.book.test_browser import browser  # noqa: F401  (the Chromium fixture, launched once)
 
 ROOT = Path(os.environ.get("IA_LAYOUT_HTML") or HTML)
 NOT_PAGES = {"genindex.html", "search.html", "index.html", "py-modindex.html"}

@@ -15,10 +15,10 @@ import nbformat
 import pytest
 
 from inference_arithmetic import exercises
-from tests.test_chapters import CHAPTERS
-from tests.test_student_notebooks import _book_names
+from tests.book.test_chapters import CHAPTERS
+from tests.book.test_student_notebooks import _book_names
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "_build" / "notebooks"
 # The pages with code: every chapter and the generated formula reference (the Makefile's list).
 PAGES = [*CHAPTERS, "book/appendix-formulas"]

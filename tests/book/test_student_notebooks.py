@@ -28,9 +28,9 @@ import nbformat
 import pytest
 
 from inference_arithmetic import exercises
-from tests.test_chapters import CHAPTERS, KERNEL_NAMES, _statements
+from tests.book.test_chapters import CHAPTERS, KERNEL_NAMES, _statements
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 STUDENT = ROOT / "_build" / "notebooks" / "student"
 INSTRUCTOR = ROOT / "_build" / "notebooks" / "instructor"
 MARKER = re.compile(r":::\{solution-(start|end)\}[ \t]*(\S*)")

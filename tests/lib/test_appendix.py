@@ -24,7 +24,7 @@ from inference_arithmetic import formulas
 from inference_arithmetic.models.config import model, model_names
 from inference_arithmetic.page import reference_page
 
-BOOK = Path(__file__).resolve().parents[1] / "book"
+BOOK = Path(__file__).resolve().parents[2] / "book"
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ import inference_arithmetic as ia
 from inference_arithmetic.core import format as fmt
 from inference_arithmetic.page import diagrams, figures
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 DRAWINGS = {
     "two_layer_network": {},
@@ -50,7 +50,7 @@ CHAPTERS = {
 }
 
 # Drawn for a phone: the text column of a 390 px wide page (its width in CSS pixels) and the
-# least text size readable there (tests/test_layout.py checks the built book the same way).
+# least text size readable there (tests/book/test_layout.py checks the built book the same way).
 PHONE_COLUMN = 342  # measured: a figure's width in the built page at a 390 px viewport
 LEAST_PX = 9
 

@@ -9,7 +9,7 @@ import pytest
 
 import inference_arithmetic as ia
 from inference_arithmetic.models.config import MODEL_TYPES, ModelConfig
-from tests.test_counts import cached_heads, every_expert
+from tests.lib.test_counts import cached_heads, every_expert
 
 FAMILIES = json.loads(
     resources.files("inference_arithmetic.models.reference").joinpath("families.json").read_text()

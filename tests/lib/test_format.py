@@ -222,7 +222,7 @@ def test_formula_table_prints_the_latex_of_each_formula():
 
 # --- One table for Python and the page: format.show here, iaShow in test_browser.py -----------
 
-CASES = json.loads((Path(__file__).parent / "format_cases.json").read_text("utf-8"))
+CASES = json.loads((Path(__file__).parents[1] / "format_cases.json").read_text("utf-8"))
 
 
 def _case_id(case):

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-LIB = Path(__file__).resolve().parents[1] / "lib"
+LIB = Path(__file__).resolve().parents[2] / "lib"
 PACKAGE = LIB / "inference_arithmetic"
 RANK = {
     "core": 0,

@@ -11,7 +11,7 @@ import pytest
 import inference_arithmetic as ia
 from inference_arithmetic.validation import machine
 
-HARNESS = Path(__file__).resolve().parents[1] / "tools" / "measure" / "machine.py"
+HARNESS = Path(__file__).resolve().parents[2] / "tools" / "measure" / "machine.py"
 MEASUREMENT = machine.load()
 
 

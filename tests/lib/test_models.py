@@ -78,7 +78,7 @@ def test_every_registry_model_names_its_source(name):
 
 
 def test_every_supported_model_type_has_a_real_model_or_a_family_reference():
-    from tests.test_families import FAMILIES
+    from tests.lib.test_families import FAMILIES
 
     registry = {model(name).model_type for name in model_names()}
     assert registry <= set(MODEL_TYPES) <= registry | set(FAMILIES)

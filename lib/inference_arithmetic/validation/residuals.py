@@ -10,7 +10,7 @@ the predicted speed over the measured one. The 10th and 90th percentiles of a ki
 over the validation set, which no number of the library was fitted on, are its band
 (``bands``): a prediction p of that kind is measured between 0.1-quantile x p and
 0.9-quantile x p on eight held-out runs of ten. ``serving.bands`` ships them; chapter 11
-derives them and ``tests/test_residuals.py`` recomputes them.
+derives them and ``tests/lib/test_residuals.py`` recomputes them.
 
 A term of the kernel model is a few of its symbols (``TERMS``); switched off, they take the
 values that make the term vanish (no fixed cost, every KV head read once, every expert's product
