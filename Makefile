@@ -1,5 +1,6 @@
-# Two commands matter: `make book` builds the book, `make test` checks everything.
-# Both create .venv from the pinned requirements.txt on first use.
+# Two commands matter: `make book` builds the book, `make test` checks everything (`make quick`
+# checks the library alone, in under a minute). Each creates .venv from the pinned
+# requirements.txt on first use.
 
 PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
@@ -8,22 +9,22 @@ STAMP := $(VENV)/.installed
 # The pages with code: the chapters and the generated formula reference (not the glossary,
 # the API reference or the bibliography, which are plain MyST).
 CHAPTERS := $(wildcard book/[0-9][0-9]-*.md) book/appendix-formulas.md
-# Two editions of each (tools/notebooks.py): the instructor's is the chapter, the student's has
-# an answer cell in place of each solution.
-NOTEBOOKS := $(foreach edition,student instructor,\
-	$(patsubst book/%.md,_build/notebooks/$(edition)/%.ipynb,$(CHAPTERS)))
 EXERCISES := $(wildcard lib/inference_arithmetic/exercises/*.py)
 JOBS ?= 2
 # Strict: warnings are errors, broken references are reported, all problems in one run.
 BOOK_FLAGS := -W -n --keep-going
 
-.PHONY: book execute test lint format unit notebooks lab bench bands reference measure linkcheck pdf clean help
+.PHONY: book execute test quick lint format notebooks browser lab bench bands reference measure \
+	linkcheck pdf clean help
 
 help:
 	@echo "make book       build the HTML book (executes every chapter; warnings are errors)"
 	@echo "make test       ruff, the strict book build (runs every chapter), the tests, the browser test"
+	@echo "                (installs Debian's chromium for the browser test where it can)"
+	@echo "make quick      ruff and the library's tests (tests/lib, the doctests): no book"
 	@echo "make notebooks  the chapters as .ipynb, student and instructor editions, in _build/notebooks/"
 	@echo "                (runs the chapters first, as make book does, for the numbers in the text)"
+	@echo "make execute    run the chapters whose code, library or data changed, into the cache"
 	@echo "make lab        JupyterLab on the chapters"
 	@echo "make bench      import time, first and warm calculate, steady state, plan, compiled"
 	@echo "                formula vs numpy, a step model, widget update time"
@@ -39,13 +40,10 @@ help:
 # installs uv (UV_VERSION) from the index pip is set to use, and uv is handed pip's indexes
 # (tools/uv_env.py: uv reads no pip configuration). Where uv cannot be had or fails, pip
 # installs them. Either way the same pinned versions, compiled to bytecode as pip does.
-# Then the calculator's formulas of every registry model are compiled (and printed for its page)
-# into the disk cache (inference_arithmetic.serving.cache), so that a model's first calculation
-# in a process is fast: the report's and steady state's formulas, the keyword functions' (tensor
-# and pipeline) and the page's data, one process each, side by side.
+# Nothing is compiled ahead: each chapter and each test compiles the formulas it needs into
+# the disk cache (inference_arithmetic.serving.cache) as it runs, two at a time.
 UV_VERSION := 0.13.9
 PIP_QUIET := --quiet --disable-pip-version-check
-WARM = $(BIN)/python -c "import inference_arithmetic as ia; ia.$(1).warm()"
 
 $(STAMP): requirements.txt pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -54,28 +52,18 @@ $(STAMP): requirements.txt pyproject.toml
 		--compile-bytecode --index-strategy unsafe-best-match -r requirements.txt || { \
 		echo "uv could not install requirements.txt: pip installs it"; \
 		$(BIN)/python -m pip install $(PIP_QUIET) -r requirements.txt; }
-	$(call WARM,serving) & formulas=$$!; $(call WARM,timing) & timing=$$!; \
-		$(call WARM,calculator); page=$$?; wait $$formulas && wait $$timing && exit $$page
 	touch $@
 
-# The execution cache is keyed on each chapter's text, not on the library it imports: drop it
-# whenever the library changes, or a chapter could show results of an older library. Sphinx's
-# environment too: it re-reads only pages whose source changed, and would keep old outputs.
-# The page's scripts (page/*.js) are the library too: chapter 14's output embeds them.
-_build/.library-stamp: $(shell find lib -name '*.py' -o -name '*.js') $(STAMP)
-	rm -rf _build/.jupyter_cache _build/.doctrees
-	@mkdir -p _build && touch $@
-
-# The chapters run two at a time (jupyter-cache's parallel executor, with the reader myst-nb
-# uses) into the build's execution cache; the build then reads them from it, and so do the
-# student notebooks (their glued numbers). A chapter that fails is not cached, so the build
-# runs it again and fails on it with its traceback.
-JCACHE := $(BIN)/jcache
+# The chapters run JOBS at a time into the build's execution cache (tools/execute.py, around
+# jupyter-cache, with the reader myst-nb uses); the build then reads them from it, and so do the
+# student notebooks (their glued numbers). Each chapter's record keeps what its outputs depend
+# on: its code, the library's code, the installed packages, and every file of the repository
+# it read while it ran; a chapter runs again when any of them changed, and only then. A chapter
+# that fails is not cached: its traceback is printed and make stops.
 CACHE := _build/.jupyter_cache
 
-execute: $(STAMP) _build/.library-stamp
-	yes | $(JCACHE) notebook -p $(CACHE) add -r myst_nb_md $(CHAPTERS) > /dev/null
-	$(JCACHE) project -p $(CACHE) execute -e local-parallel -t 300
+execute: $(STAMP)
+	$(BIN)/python tools/execute.py --jobs $(JOBS) --timeout 300 --cache $(CACHE) $(CHAPTERS)
 
 book: execute
 	$(BIN)/jupyter-book build . $(BOOK_FLAGS)
@@ -96,21 +84,27 @@ pdf: $(STAMP)
 linkcheck: $(STAMP)
 	$(BIN)/jupyter-book build . --builder linkcheck
 
-# All at once (a grouped target): one process converts every chapter whose source changed.
-# The student edition prints each glued number as the book does, read from the execution
-# cache: the chapters run first (`execute`, which `make book` shares, so none runs twice).
-$(NOTEBOOKS) &: $(CHAPTERS) $(EXERCISES) tools/notebooks.py tools/myst_plain.py \
-		book/references.bib _build/.library-stamp | execute
+# All at once, after `execute` (which `make book` shares, so no chapter runs twice): one process
+# converts every chapter; the student edition prints each glued number as the book does, read
+# from the execution cache, so the notebooks are written again whenever the chapters ran.
+notebooks: execute
 	$(BIN)/python tools/notebooks.py _build/notebooks $(CHAPTERS)
-
-notebooks: $(NOTEBOOKS)
 	@echo "Notebooks: $(CURDIR)/_build/notebooks/student/ and .../instructor/"
 
-# The chapters' code is linted and format-checked through their generated notebooks;
-# `make format` formats the library, the tests and the chapters' code cells in place.
-lint: $(NOTEBOOKS)
-	$(BIN)/ruff check lib tests tools $(NOTEBOOKS)
-	$(BIN)/ruff format --check lib tests tools $(NOTEBOOKS)
+# The chapters' code is linted and format-checked in the class notebooks' cells, in both editions
+# (tools/notebooks.py: the instructor's is the chapter, the student's has an answer cell in place
+# of each solution), written from the MyST sources without running anything (--code): lint
+# never waits for the book. `make format` formats the library, the tests and the chapters' code
+# cells in place.
+LINTED := $(foreach edition,student instructor,\
+	$(patsubst book/%.md,_build/lint/$(edition)/%.ipynb,$(CHAPTERS)))
+
+$(LINTED) &: $(CHAPTERS) $(EXERCISES) tools/notebooks.py tools/myst_plain.py $(STAMP)
+	$(BIN)/python tools/notebooks.py --code _build/lint $(CHAPTERS)
+
+lint: $(STAMP) $(LINTED)
+	$(BIN)/ruff check lib tests tools $(LINTED)
+	$(BIN)/ruff format --check lib tests tools $(LINTED)
 
 format: $(STAMP)
 	$(BIN)/ruff format lib tests tools
@@ -118,20 +112,40 @@ format: $(STAMP)
 		$(BIN)/jupytext --quiet --pipe "$(CURDIR)/$(BIN)/ruff format -" $$chapter || exit 1; \
 	done
 
-# pytest on JOBS workers; PYTEST_FLAGS adds options (e.g. --durations=20, -k calculator).
+# pytest on JOBS workers, each test file on one (a file's tests share what they compute);
+# PYTEST_FLAGS adds options (e.g. --durations=20, -k calculator). The library's tests are
+# tests/lib and the doctests in lib/; the book's (its sources, notebooks and built HTML) are
+# tests/book.
 DIST ?= loadfile
-PYTEST = $(BIN)/python -m pytest -n $(JOBS) --dist $(DIST) $(PYTEST_FLAGS) lib tests
+PYTEST = $(BIN)/python -m pytest -n $(JOBS) --dist $(DIST) $(PYTEST_FLAGS)
 
-unit: $(STAMP) $(NOTEBOOKS)
-	$(PYTEST)
+quick: lint
+	$(PYTEST) lib tests/lib
 
-# The book build comes before pytest, whose tests read the built HTML; pytest's summary is
-# the last thing printed.
-# The build executes every chapter once (a failing cell fails it, with its traceback); the
-# notebooks, which lint reads, take their numbers from that execution; the tests then check
-# what it made, and that the class notebooks hold the chapters' code, without running them.
-test: book lint $(NOTEBOOKS)
-	$(PYTEST)
+# The browser tests drive Debian's Chromium ($CHROMIUM names another build): installed here
+# where this user can (root, with apt-get); otherwise make stops at once and says what to do.
+# IA_SKIP_BROWSER=1 leaves the browser tests out (pytest reports them skipped).
+browser:
+	@if [ "$${IA_SKIP_BROWSER:-0}" = 1 ] || [ -x "$${CHROMIUM:-}" ] \
+		|| command -v chromium >/dev/null 2>&1; then exit 0; fi; \
+	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "Installing Debian's chromium for the browser tests (apt-get install chromium)"; \
+		apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
+	else \
+		echo "make test: the browser tests need Chromium, and only root can install it here." >&2; \
+		echo "  Install Debian's: sudo apt-get install chromium" >&2; \
+		echo "  or point CHROMIUM at a Chromium build: make test CHROMIUM=/path/to/chrome" >&2; \
+		echo "  or leave the browser tests out: make test IA_SKIP_BROWSER=1" >&2; \
+		exit 1; \
+	fi
+
+# The browser first (it may stop everything at once); the book build, then pytest, whose tests
+# read the built HTML and the notebooks; pytest's summary is the last thing printed. The build
+# executes every chapter once (`execute`; a failing cell stops it, with its traceback); the
+# notebooks take their numbers from that execution; the tests then check what it made, and
+# that the class notebooks hold the chapters' code, without running them.
+test: browser lint book notebooks
+	$(PYTEST) lib tests
 
 # JupyterLab opens the chapters' .md sources as notebooks (jupytext's viewer by default).
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json

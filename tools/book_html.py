@@ -11,6 +11,11 @@ weight, figures that shrink with the column, wide math and code scrolling in the
 
 It numbers the introduction's exercises and figures 0.1, 0.2, ..., apart from chapter 1's.
 
+It reads a page again when tools/execute.py has executed it again (its code is the same, but
+the library or a data file it reads changed, and so did its outputs): the page's stamp in
+_build/.executed/, touched by each execution, is one of the page's dependencies, which Sphinx
+compares with the time it last read the page.
+
 It also typesets the math of the boxes marked ``ia-lazy-math`` (the formula reference's
 collapsed per-architecture forms) when a reader first opens one, not while the page loads:
 MathJax blocks the page while it typesets, and there are over a hundred such forms.
@@ -250,6 +255,13 @@ def _write_notebooks(app, exception):
             notebooks.write(Path(app.env.doc2path(docname)), target, pages=pages)
 
 
+def _depend_on_the_execution(app, docname, source):
+    cache = Path(app.env.mystnb_config.execution_cache_path or Path(app.outdir).parent)
+    stamp = cache.parent / ".executed" / docname
+    if stamp.exists():
+        app.env.note_dependency(str(stamp.resolve()))
+
+
 def _number_the_introduction(app, env):
     """Number the introduction's exercises and figures 0.1, 0.2, ... as the chapters number
     theirs 1.1, 6.4: unnumbered, they would read "Exercise 1", which a reader takes for
@@ -276,6 +288,7 @@ def setup(app):
     app.connect("html-page-context", _notebook_download, priority=500)
     app.connect("html-page-context", _student_binder, priority=600)  # after the theme's buttons
     app.connect("build-finished", _write_notebooks)
+    app.connect("source-read", _depend_on_the_execution)
     # After Sphinx's own numbering (TocTreeCollector, at the default priority 500).
     app.connect("env-get-updated", _number_the_introduction, priority=600)
     # After the MathJax configuration that sphinx.ext.mathjax writes (which replaces

@@ -17,6 +17,12 @@ get a cell of their own. In both editions the cells the book hides are folded (`
 One process for all: importing jupytext takes seconds, converting a chapter a few tens of
 milliseconds. The book's ".ipynb" download (tools/book_html.py) is the student edition,
 written by the same ``write``.
+
+    python tools/notebooks.py --code OUT_DIR book/01-quantities.md ...
+
+writes the same two editions with their Markdown left as it is (``Unrendered``): their code
+cells, which `make lint` checks, are those of the class notebooks, and need no glued value, so
+no chapter has to run first.
 """
 
 import ast
@@ -219,8 +225,26 @@ def write(source: Path, target: Path, edition: str = "student", pages: Book | No
     jupytext.write(notebook, target, fmt="ipynb")
 
 
-def main(out: str, *sources: str) -> None:
-    pages = book()
+class Unrendered:
+    """A ``Book`` that leaves Markdown as it is and names exercises as the book does: the
+    class notebooks' code cells without their Markdown's glued values (what lint reads)."""
+
+    def __init__(self, sources):
+        self.exercise = Book(sources, glue=_no_glue).exercise
+
+    @staticmethod
+    def render(text: str, doc: str, solutions: bool = False) -> str:
+        return text
+
+
+def _no_glue(doc: str) -> dict:
+    raise LookupError(f"{doc}: no glued value is read for the notebooks' code alone")
+
+
+def main(*arguments: str) -> None:
+    code_only = arguments[0] == "--code"
+    out, *sources = arguments[code_only:]
+    pages = Unrendered(sorted((ROOT / "book").glob("*.md"))) if code_only else book()
     for source in map(Path, sources):
         for edition in EDITIONS:
             write(source, Path(out) / edition / f"{source.stem}.ipynb", edition, pages)

@@ -1,0 +1,152 @@
+"""The book's execution cache (tools/execute.py): a page runs again exactly when its code, the
+library's code or a file it read changed, so that no page is served stale.
+
+A tiny book in a temporary folder: a "library" (lib/: a module and a data file), a page that
+reads the data file, one that lists a folder and one that reads nothing; each is executed in a
+real kernel with the hook the book's pages run under (tools/book_reads.py).
+"""
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+import execute  # noqa: E402
+
+FRONT = """---
+jupytext:
+  text_representation:
+    extension: .md
+    format_name: myst
+kernelspec:
+  display_name: Python 3
+  language: python
+  name: python3
+---
+
+"""
+PAGES = {
+    # Importing the library opens and lists files too: the library's code is keyed whole.
+    "reads": 'import json, sys\n\nsys.path.insert(0, "../lib")\nimport tiny\n\n'
+    'print(json.load(open("../lib/data/specs.json"))["bandwidth"] * tiny.VALUE)',
+    "lists": 'import os\n\nprint(sorted(os.listdir("../lib/profiles")))',
+    "plain": "print(6 * 7)",
+}
+
+
+def _write(root: Path, files: dict) -> None:
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text)
+
+
+def _page(code: str) -> str:
+    return FRONT + "```{code-cell} ipython3\n" + code + "\n```\n"
+
+
+def _printed(cache_dir: Path, page: Path) -> str:
+    from jupyter_cache import get_cache
+
+    _, notebook = get_cache(str(cache_dir)).merge_match_into_notebook(execute.read(page))
+    return "".join(output["text"] for output in notebook.cells[0]["outputs"])
+
+
+@pytest.fixture(scope="module")
+def book(tmp_path_factory):
+    """The tiny book, executed once (every page runs: none is in the cache)."""
+    root = tmp_path_factory.mktemp("book")
+    _write(root, {
+        "lib/tiny/__init__.py": '"""A library."""\n\nVALUE = 1\n',
+        "lib/data/specs.json": json.dumps({"bandwidth": 3.35}),
+        "lib/data/unread.csv": "a,b\n1,2\n",
+        "lib/profiles/a.json": "{}",
+        **{f"pages/{name}.md": _page(code) for name, code in PAGES.items()},
+    })  # fmt: skip
+    pages = [root / "pages" / f"{name}.md" for name in PAGES]
+    cache = root / "_build" / ".jupyter_cache"
+    ran, failed = execute.execute(pages, cache, root, jobs=2, out=lambda line: None)
+    assert not failed and sorted(ran) == sorted(pages)
+    return root, cache, {page.stem: page for page in pages}
+
+
+def _stale(root, cache, pages):
+    """The pages that would run again, their records left in the cache."""
+    from jupyter_cache import get_cache
+
+    library = execute.library_key(root / "lib")
+    stale, _ = execute.stale(pages.values(), get_cache(str(cache)), root, library, drop=False)
+    return sorted(page.stem for page in stale)
+
+
+def test_a_page_records_the_files_it_reads_and_the_folders_it_lists(book):
+    root, cache, pages = book
+    from jupyter_cache import get_cache
+    from jupyter_cache.cache.db import NbCacheRecord
+
+    records = {}
+    for name, page in pages.items():
+        _, key = get_cache(str(cache)).create_hashed_notebook(execute.read(page))
+        record = NbCacheRecord.record_from_hashkey(key, get_cache(str(cache)).db)
+        records[name] = record.data["inputs"]
+    assert list(records["reads"]["files"]) == ["lib/data/specs.json"]
+    assert records["reads"]["folders"] == {} and not records["reads"]["whole"]
+    assert list(records["lists"]["folders"]) == ["lib/profiles"] and not records["lists"]["files"]
+    assert records["plain"]["files"] == records["plain"]["folders"] == {}
+    assert (cache.parent / ".executed" / "pages" / "reads").exists()  # the page's stamp
+    assert _printed(cache, pages["reads"]) == "3.35\n"
+
+
+def test_nothing_changed_runs_nothing(book):
+    root, cache, pages = book
+    assert _stale(root, cache, pages) == []
+    assert execute.execute(pages.values(), cache, root, out=lambda line: None) == ([], [])
+
+
+def test_a_data_edit_runs_again_the_page_that_read_it_and_no_other(book):
+    root, cache, pages = book
+    (root / "lib" / "data" / "unread.csv").write_text("a,b\n3,4\n")  # read by no page
+    assert _stale(root, cache, pages) == []
+    (root / "lib" / "data" / "specs.json").write_text(json.dumps({"bandwidth": 4.8}))
+    ran, failed = execute.execute(pages.values(), cache, root, out=lambda line: None)
+    assert ran == [pages["reads"]] and not failed
+    assert _printed(cache, pages["reads"]) == "4.8\n"  # its new number, not the old one
+    (root / "lib" / "profiles" / "b.json").write_text("{}")  # a file more in a listed folder
+    ran, _ = execute.execute(pages.values(), cache, root, out=lambda line: None)
+    assert ran == [pages["lists"]]
+    assert _printed(cache, pages["lists"]) == "['a.json', 'b.json']\n"
+
+
+def test_a_library_edit_docstrings_included_makes_every_page_stale(book):
+    root, cache, pages = book
+    module = root / "lib" / "tiny" / "__init__.py"
+    before = module.read_text()
+    try:
+        module.write_text(before.replace("A library.", "A library, documented."))
+        assert _stale(root, cache, pages) == ["lists", "plain", "reads"]
+    finally:
+        module.write_text(before)
+    assert _stale(root, cache, pages) == []
+
+
+def test_a_page_started_another_process_depends_on_every_file_of_the_library(tmp_path):
+    root = tmp_path
+    _write(root, {
+        "lib/data/specs.json": "{}",
+        "pages/shell.md": _page('import subprocess\n\nsubprocess.run(["true"], check=True)'),
+    })  # fmt: skip
+    cache = root / "_build" / ".jupyter_cache"
+    ran, failed = execute.execute([root / "pages" / "shell.md"], cache, root, out=print)
+    assert len(ran) == 1 and not failed
+    (root / "lib" / "data" / "specs.json").write_text('{"changed": true}')
+    assert _stale(root, cache, {"shell": root / "pages" / "shell.md"}) == ["shell"]
+
+
+def test_a_failing_page_is_not_cached(tmp_path):
+    _write(tmp_path, {"lib/x.py": "", "pages/fails.md": _page("1 / 0")})
+    cache, page = tmp_path / "cache", tmp_path / "pages" / "fails.md"
+    lines = []
+    ran, failed = execute.execute([page], cache, tmp_path, out=lines.append)
+    assert failed == [page] and "ZeroDivisionError" in "\n".join(lines)
+    assert _stale(tmp_path, cache, {"fails": page}) == ["fails"]
