@@ -13,6 +13,10 @@ EXERCISES := $(wildcard lib/inference_arithmetic/exercises/*.py)
 JOBS ?= 2
 # Strict: warnings are errors, broken references are reported, all problems in one run.
 BOOK_FLAGS := -W -n --keep-going
+# Python keeps each module it compiles in __pycache__/ (ignored by git) even where the
+# environment asks it not to: every test process, kernel and command it runs would otherwise
+# compile the library and pytest rewrite the tests again, seconds each.
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: book execute test quick lint format notebooks browser lab bench bands reference measure \
 	linkcheck pdf clean help

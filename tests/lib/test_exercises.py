@@ -92,22 +92,38 @@ def test_feedback_shows_in_a_notebook():
     assert repr(exercises.check(label)) == str(exercises.check(label))
 
 
-def _whole_number_answers():
-    """Every number part whose answer is a count of whole things below 10,000 (requests, GPUs,
-    conversations): there one more or one fewer is a different answer, not a rounding."""
-    for label in ALL:
-        for part in exercises.EXERCISES[label].parts:
-            value = part.expected() if part.kind == "number" else None
-            if isinstance(value, int | sympy.Integer) and 0 < value < 10_000:
-                yield label, part.name, int(value)
+def _number_parts():
+    """Every number part of every exercise, by label and name: what each part asks is known
+    without computing its answer (pytest collects this in each of its processes)."""
+    return [
+        (label, part.name)
+        for label in ALL
+        for part in exercises.EXERCISES[label].parts
+        if part.kind == "number"
+    ]
 
 
-@pytest.mark.parametrize("label, name, value", list(_whole_number_answers()))
-def test_a_whole_number_answer_passes_no_neighbour(label, name, value):
+@pytest.mark.parametrize("label, name", _number_parts())
+def test_a_number_passes_within_its_tolerance_and_a_whole_count_passes_no_neighbour(label, name):
     right = exercises.answers(label)
-    assert exercises.check(label, **{**right, name: value}).correct
-    for neighbour in (value - 1, value + 1):
-        assert not exercises.check(label, **{**right, name: neighbour}).correct, neighbour
+    value = right[name]
+    if isinstance(value, int | sympy.Integer) and 0 < value < 10_000:
+        # A count of whole things (requests, GPUs, conversations): one more or one fewer is a
+        # different answer, not a rounding.
+        value = int(value)
+        assert exercises.check(label, **{**right, name: value}).correct
+        for neighbour in (value - 1, value + 1):
+            assert not exercises.check(label, **{**right, name: neighbour}).correct, neighbour
+        return
+    # A measure: within the part's tolerance it passes, twice the tolerance off it does not
+    # (and its feedback is computed, never raised: a student's wrong answer gets hints).
+    tolerance, value = exercises.EXERCISES[label].part(name).tolerance, float(value)
+    inside = value * (1 + tolerance / 2)
+    outside = value * (1 + 2 * tolerance) if tolerance else math.nextafter(value, math.inf)
+    if value == 0:  # nothing is within a tolerance of 0 but 0
+        outside = 1e-12
+    assert exercises.check(label, **{**right, name: inside}).correct, inside
+    assert not exercises.check(label, **{**right, name: outside}).correct, outside
 
 
 def test_one_request_short_of_the_balance_point_is_told_so():

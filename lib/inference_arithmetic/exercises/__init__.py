@@ -64,10 +64,10 @@ SLIPS = {
 @dataclass(frozen=True)
 class Part:
     """One answer of an exercise: ``expected()`` computes it with the library, from the
-    exercise's inputs. ``unit`` says what the number is in (words: "bytes", "seconds");
-    ``hints`` maps a ratio of a wrong answer to the right one (2, 0.5, 1e3, ...) to a question
-    that teaches ("did you count both K and V?"), or is a function that returns such a mapping
-    when a wrong answer first needs it (hints that take a computation)."""
+    exercise's inputs, once a process. ``unit`` says what the number is in (words: "bytes",
+    "seconds"); ``hints`` maps a ratio of a wrong answer to the right one (2, 0.5, 1e3, ...) to
+    a question that teaches ("did you count both K and V?"), or is a function that returns such
+    a mapping when a wrong answer first needs it (hints that take a computation)."""
 
     name: str
     expected: Callable[[], object]
@@ -77,7 +77,10 @@ class Part:
     hints: Mapping[float, str] | Callable[[], Mapping[float, str]] = field(default_factory=dict)
 
     def __post_init__(self):
-        if callable(self.hints):  # computed once, when a wrong answer first needs them
+        # Each computed once, when first needed: every check of an exercise compares with
+        # the answer, and a wrong answer may need the hints.
+        object.__setattr__(self, "expected", functools.cache(self.expected))
+        if callable(self.hints):
             object.__setattr__(self, "hints", functools.cache(self.hints))
         if self.kind not in KINDS:
             raise ValueError(f"Part {self.name!r}: kind must be one of {KINDS}, got {self.kind!r}")

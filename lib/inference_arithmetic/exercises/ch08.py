@@ -30,6 +30,7 @@ IDEAL = tuple(ia.timing.IDEAL.items())
 DEFAULTS = (
     ("compute_efficiency", ia.timing.DEFAULT_COMPUTE_EFFICIENCY),
     ("bandwidth_efficiency", ia.timing.DEFAULT_BANDWIDTH_EFFICIENCY),
+    ("attention_efficiency", ia.timing.DEFAULT_ATTENTION_EFFICIENCY),
 )
 EXACT = 1e-9  # an exact count: only float rounding is forgiven
 

@@ -52,8 +52,8 @@ def _holding(dtype: str, mistaken: str, bytes_per_number: str) -> Part:
 
 
 def _time_per_token(**formats) -> float:
-    formats = {"dtype": "fp8", "cache_dtype": "fp8", **formats}
-    return ia.decode_step_time(HUGE, GPU, 1, CONTEXT, HUGE_GPUS, **formats, **ia.timing.ROOFLINE)
+    formats = {"dtype": "fp8", "cache_dtype": "fp8", **ia.timing.ROOFLINE, **formats}
+    return ia.decode_step_time(HUGE, GPU, 1, CONTEXT, HUGE_GPUS, **formats)
 
 
 register(
