@@ -67,7 +67,7 @@ $(STAMP): requirements.txt pyproject.toml
 CACHE := _build/.jupyter_cache
 
 execute: $(STAMP)
-	$(BIN)/python tools/execute.py --jobs $(JOBS) --timeout 300 --cache $(CACHE) $(CHAPTERS)
+	$(BIN)/python tools/execute.py --jobs $(JOBS) --timeout 600 --cache $(CACHE) $(CHAPTERS)
 
 book: execute
 	$(BIN)/jupyter-book build . $(BOOK_FLAGS)
@@ -120,8 +120,9 @@ format: $(STAMP)
 # PYTEST_FLAGS adds options (e.g. --durations=20, -k calculator). The library's tests are
 # tests/lib and the doctests in lib/; the book's (its sources, notebooks and built HTML) are
 # tests/book.
+# tests/conftest.py orders the files, longest first; xdist keeps that order.
 DIST ?= loadfile
-PYTEST = $(BIN)/python -m pytest -n $(JOBS) --dist $(DIST) $(PYTEST_FLAGS)
+PYTEST = $(BIN)/python -m pytest -n $(JOBS) --dist $(DIST) --no-loadscope-reorder $(PYTEST_FLAGS)
 
 quick: lint
 	$(PYTEST) lib tests/lib

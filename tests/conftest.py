@@ -1,4 +1,5 @@
-"""Shared test settings: a headless matplotlib backend and a fast hypothesis profile."""
+"""Shared test settings: a headless matplotlib backend, a fast hypothesis profile, a cache of
+compiled formulas of the tests' own, and the longest test files first."""
 
 import os
 import shutil
@@ -35,3 +36,40 @@ from hypothesis import settings  # noqa: E402
 # Compiling a formula (lambdify) on first use takes longer than hypothesis' default deadline.
 settings.register_profile("library", max_examples=50, deadline=None, database=None)
 settings.load_profile("library")
+
+
+# --- The longest test files first --------------------------------------------------------------
+# pytest-xdist runs all of a file's tests on one worker (`--dist loadfile`: they share what they
+# compute), in the order the files come (with --no-loadscope-reorder); a long file that starts
+# last leaves the other workers idle at the end. So the files run longest first: by the seconds
+# each took in the last run here (kept in pytest's cache), a file not timed yet before them all,
+# the largest first.
+SECONDS = "inference-arithmetic/seconds-per-file"
+_seconds: dict[str, float] = {}
+
+
+def _file(nodeid: str) -> str:
+    return nodeid.split("::")[0]
+
+
+def pytest_collection_modifyitems(config, items):
+    timed = config.cache.get(SECONDS, {}) if getattr(config, "cache", None) else {}
+
+    def longest_first(item):
+        path = _file(item.nodeid)
+        if path in timed:
+            return (1, -timed[path], path)
+        return (0, -os.path.getsize(os.path.join(config.rootpath, path)), path)
+
+    items.sort(key=longest_first)  # stable: a file's tests keep their order
+
+
+def pytest_runtest_logreport(report):
+    _seconds[_file(report.nodeid)] = _seconds.get(_file(report.nodeid), 0.0) + report.duration
+
+
+def pytest_sessionfinish(session):
+    config = session.config
+    if hasattr(config, "workerinput") or not getattr(config, "cache", None) or not _seconds:
+        return  # a worker's are the controller's to keep
+    config.cache.set(SECONDS, {**config.cache.get(SECONDS, {}), **_seconds})

@@ -58,6 +58,8 @@ def _install_the_hook():
         path = os.path.realpath(os.fsdecode(path))
         if not path.startswith(root + os.sep) or path.startswith(left_out):
             return
+        if kind == "folder" and os.path.basename(path) == "__pycache__":
+            return  # Python's bytecode, not an input
         if sys._getframe(1).f_code.co_filename.startswith("<frozen importlib"):
             if kind == "folder" or not path.endswith((".py", ".pyc")):
                 return

@@ -16,7 +16,7 @@ started another process (whose reads cannot be seen) depends on every file under
 
 The pages run JOBS at a time (default 2), the longest first; each executed page's stamp,
 _build/.executed/PAGE, is touched, so that Sphinx reads the page again (tools/book_html.py
-makes the stamp a dependency of the page) and ``make`` rebuilds what is made from its outputs.
+makes the stamp a dependency of the page).
 A page that fails is not cached: its traceback is printed and the exit status is 1.
 """
 
@@ -66,9 +66,10 @@ def file_hash(path: Path) -> str | None:
 
 
 def folder_hash(path: Path) -> str | None:
-    """A hash of a folder's listing (not its files' contents), as a page that lists it sees."""
+    """A hash of a folder's listing (not its files' contents), as a page that lists it sees,
+    less Python's bytecode (``__pycache__``), which comes and goes with no edit."""
     try:
-        names = sorted(os.listdir(path))
+        names = sorted(name for name in os.listdir(path) if name != "__pycache__")
     except (FileNotFoundError, NotADirectoryError):
         return None
     return hashlib.sha256("\n".join(names).encode()).hexdigest()
@@ -127,7 +128,11 @@ def run(page: str, root: str, timeout: int) -> tuple[dict, float, str | None, li
         os.environ.update(PYTHONSTARTUP=str(READS), IA_BOOK_ROOT=root, IA_BOOK_READS=str(log))
         notebook = read(Path(page))
         result = single_nb_execution(
-            notebook, cwd=str(Path(page).parent), timeout=timeout, allow_errors=False
+            notebook,
+            cwd=str(Path(page).parent),
+            timeout=timeout,
+            allow_errors=False,
+            extra_arguments=["--IPKernelApp.log_level=ERROR"],  # not its warning about TCP
         )
         reads = [json.loads(line) for line in log.read_text().splitlines()]
     return result.nb, result.time, result.exc_string, reads
@@ -175,7 +180,9 @@ def execute(pages, cache_dir, root: Path = ROOT, jobs: int = 2, timeout: int = 3
     stale_pages, took = stale(pages, cache, root, library)
     if not stale_pages:
         return [], []
-    longest_first = sorted(stale_pages, key=lambda p: (-took.get(p, 1e9), str(p)))
+    # The longest first, so that none is left to run alone at the end: a page not run before
+    # first, the longest source first, then by the time each took last.
+    longest_first = sorted(stale_pages, key=lambda p: (p in took, -took.get(p, p.stat().st_size)))
     names = ", ".join(p.stem for p in longest_first)
     out(f"executing {len(stale_pages)} of {len(pages)} pages: {names}")
     failed = []
