@@ -18,8 +18,8 @@ BOOK_FLAGS := -W -n --keep-going
 # compile the library and pytest rewrite the tests again, seconds each.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: book execute test quick lint format notebooks browser lab bench bands reference measure \
-	linkcheck pdf clean help
+.PHONY: book execute test test-library test-book quick lint format notebooks browser lab bench \
+	bands reference measure linkcheck pdf clean help
 
 help:
 	@echo "make book       build the HTML book (executes every chapter; warnings are errors)"
@@ -144,13 +144,19 @@ browser:
 		exit 1; \
 	fi
 
-# The browser first (it may stop everything at once); the book build, then pytest, whose tests
-# read the built HTML and the notebooks; pytest's summary is the last thing printed. The build
-# executes every chapter once (`execute`; a failing cell stops it, with its traceback); the
-# notebooks take their numbers from that execution; the tests then check what it made, and
-# that the class notebooks hold the chapters' code, without running them.
-test: browser lint book notebooks
-	$(PYTEST) lib tests
+# The browser first (it may stop everything at once), and lint; then the chapters run (each
+# once, `execute`). Then two pytest runs side by side: the library's tests, which start from the
+# formulas the chapters compiled, while the book is built, and the book's tests, which read the
+# built HTML and the class notebooks (taking their numbers from that execution). Each run's
+# output is printed whole when it ends (-Otarget), pytest's summary last.
+test: browser lint execute
+	@$(MAKE) --no-print-directory -j2 -Otarget test-library test-book
+
+test-library: execute
+	$(PYTEST) lib tests/lib
+
+test-book: book notebooks
+	$(PYTEST) tests/book
 
 # JupyterLab opens the chapters' .md sources as notebooks (jupytext's viewer by default).
 LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json

@@ -219,8 +219,11 @@ def main(argv=None) -> int:
     parser.add_argument("--timeout", type=int, default=300)
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    _, failed = execute(args.pages, args.cache, ROOT, args.jobs, args.timeout)
-    print(f"pages executed in {time.perf_counter() - start:.0f} s" if not failed else "")
+    ran, failed = execute(args.pages, args.cache, ROOT, args.jobs, args.timeout)
+    if not ran:
+        print(f"no page to execute: the outputs of all {len(args.pages)} are current")
+    elif not failed:
+        print(f"{len(ran)} pages executed in {time.perf_counter() - start:.0f} s")
     return 1 if failed else 0
 
 
