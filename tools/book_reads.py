@@ -5,10 +5,11 @@ runs before the first cell, and with ``IA_BOOK_ROOT`` (the repository) and ``IA_
 (a file to append to) in its environment. An audit hook then writes a line for each file under
 the repository the page opens to read (with its modification time and size then), and each
 folder it lists, the first time: the inputs its outputs depend on beside its code and the
-library's. What the import system opens or lists is
-left out (the library's code is keyed whole); a module imported from the repository outside
-the library is recorded as its source file. Starting another process (a shell command, a
-subprocess) is recorded too: what that process reads cannot be seen from here.
+library's. What the import system opens or lists is left out (the library's code is keyed
+whole), and so is what importlib.metadata reads of the installed packages (the executor keys
+their versions); a module imported from the repository outside the library is recorded as its
+source file. Starting another process (a shell command, a subprocess, a fork) is recorded too:
+what that process reads cannot be seen from here.
 
 Every name this file binds is deleted at its end, so the page's namespace is a fresh kernel's.
 """
@@ -25,6 +26,8 @@ def _install_the_hook():
     log = open(os.environ["IA_BOOK_READS"], "a", buffering=1)
     seen = set()
     processes = {"subprocess.Popen", "os.system", "os.posix_spawn", "os.spawn", "os.exec"}
+    processes |= {"os.fork", "os.forkpty"}
+    metadata = os.path.join(os.sep + "importlib", "metadata") + os.sep  # installed packages
 
     def write(kind, path):
         if (kind, path) in seen:
@@ -60,9 +63,10 @@ def _install_the_hook():
             return
         if kind == "folder" and os.path.basename(path) == "__pycache__":
             return  # Python's bytecode, not an input
-        if sys._getframe(1).f_code.co_filename.startswith("<frozen importlib"):
+        caller = sys._getframe(1).f_code.co_filename
+        if caller.startswith("<frozen importlib") or metadata in caller:
             if kind == "folder" or not path.endswith((".py", ".pyc")):
-                return
+                return  # the import system's look-ups, and importlib.metadata's of packages
             source = path  # a module: its source, unless the library's (keyed whole)
             if path.endswith(".pyc"):
                 folder, name = os.path.split(path)

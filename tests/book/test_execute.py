@@ -28,8 +28,10 @@ kernelspec:
 
 """
 PAGES = {
-    # Importing the library opens and lists files too: the library's code is keyed whole.
-    "reads": 'import json, sys\n\nsys.path.insert(0, "../lib")\nimport tiny\n\n'
+    # Importing the library opens and lists files too, and so does looking up the installed
+    # packages (on sys.path, with lib/ on it): the library's code and the packages are keyed.
+    "reads": 'import importlib.metadata, json, sys\n\nsys.path.insert(0, "../lib")\nimport tiny\n\n'
+    "assert list(importlib.metadata.distributions())\n"
     'print(json.load(open("../lib/data/specs.json"))["bandwidth"] * tiny.VALUE)',
     "lists": 'import os\n\nprint(sorted(os.listdir("../lib/profiles")))',
     "plain": "print(6 * 7)",
