@@ -39,11 +39,11 @@ def step_sides(arch, parallel="tensor"):
     prompts = transformer.attention_flops(arch, causal=True, mla="absorbed").subs(S, 0)
     attention = decoding + prompts.subs(B, P_t / T)  # P_t / T prompts of T tokens
     flops = per_token * (B_d + P_t) + attention + 2 * D * V * B_d
-    share = latency._share(parallel)  # n with tensor parallelism, 1 in a pipeline
-    compute = latency.serving_compute_time(flops, attention) / share  # 1/n each
-    weights = latency.weight_bytes_read(arch, B_d + P_t) / share
+    split = latency.work_split(parallel)  # n with tensor parallelism, 1 in a pipeline
+    compute = latency.serving_compute_time(flops, attention) / split  # 1/n each
+    weights = latency.weight_bytes_read(arch, B_d + P_t) / split
     cache = latency.cache_bytes(arch).subs(B, B_d)
-    if latency._mode(parallel) == "tensor":
+    if latency.check_parallel(parallel) == "tensor":
         cache = cache / latency.kv_split(arch)
     memory = roofline.memory_time(weights + cache)
     return compute, memory, latency.communication_time(arch, B_d + P_t, parallel)

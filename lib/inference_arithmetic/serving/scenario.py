@@ -661,7 +661,7 @@ time finite); the calculator's page reads it from here."""
 def check_imbalance(value) -> float:
     """``expert_imbalance``: the busiest GPU's load over the mean, from 1 (balanced) up."""
     low, high = IMBALANCE
-    if not checks._real(value) or not low <= value <= high:
+    if not checks.is_real(value) or not low <= value <= high:
         raise ArgumentError(
             f"expert_imbalance must be a number from {low:g} (every GPU's experts equally busy) "
             f"to {high:g}, the busiest GPU's tokens over the mean GPU's, got {value!r}"
