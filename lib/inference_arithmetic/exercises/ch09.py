@@ -270,8 +270,9 @@ def _goodput_hints():
 @functools.cache
 def _compared(prompt_len=LONG_PROMPT):
     """Exercise 7's comparison (``ia.disaggregated.compare``) for prompts of ``prompt_len``."""
-    return ia.disaggregated.compare(LARGE, GPU, prompt_len, OUTPUT, SPLIT_TTFT, SPLIT_TPOT,
-                                    most_gpus=SPLIT_GPUS)  # fmt: skip
+    return ia.disaggregated.compare(
+        LARGE, GPU, prompt_len, OUTPUT, SPLIT_TTFT, SPLIT_TPOT, most_gpus=SPLIT_GPUS
+    )
 
 
 def _split_hints(side):

@@ -401,8 +401,13 @@ def _widths(options):
     return new, rows
 
 
-ROUTED = ("experts up", "expert activation", "experts down", "all-to-all (dispatch)",
-          "all-to-all (combine)")  # fmt: skip
+ROUTED = (
+    "experts up",
+    "expert activation",
+    "experts down",
+    "all-to-all (dispatch)",
+    "all-to-all (combine)",
+)
 """The kernels of expert parallelism that work on the whole step's tokens, spread over the
 GPUs: each GPU's routed experts and the all-to-alls. With data-parallel attention every other
 kernel works on one GPU's own requests (``own_requests``)."""

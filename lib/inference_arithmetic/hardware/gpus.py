@@ -268,8 +268,8 @@ class GPU:
         formats = {}  # formats of the same rate together, the fastest first
         for dtype, rate in self.peak_flop_rate.items():
             formats.setdefault(rate, []).append(dtype)
-        rates = ", ".join(f"{fmt.flop_rate(r)} {'/'.join(formats[r])}"
-                          for r in sorted(formats, reverse=True))  # fmt: skip
+        fastest_first = sorted(formats, reverse=True)
+        rates = ", ".join(f"{fmt.flop_rate(r)} {'/'.join(formats[r])}" for r in fastest_first)
         memory = f"{fmt.nbytes(self.memory_bytes)} at {fmt.bandwidth(self.memory_bandwidth)}"
         link = "no link"
         if self.interconnect_bandwidth is not None:
@@ -278,8 +278,8 @@ class GPU:
             link += f" x {self.link_domain}" if (self.link_domain or 1) > 1 else ""
         parts = [rates, memory, link]
         if self.price_per_hour is not None:
-            parts.append(f"${self.price_per_hour:g}/h" + (f" ({self.price_date})"
-                                                          if self.price_date else ""))  # fmt: skip
+            dated = f" ({self.price_date})" if self.price_date else ""
+            parts.append(f"${self.price_per_hour:g}/h{dated}")
         mark = "; user-supplied" if self.user_supplied else ""
         return f"GPU({self.name!r}: {', '.join(parts)}{mark})"
 
