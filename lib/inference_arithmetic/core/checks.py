@@ -27,7 +27,7 @@ import warnings
 
 from inference_arithmetic.core.numeric import ArgumentError, expression
 
-__all__ = ["ArgumentError", "COUNT", "count", "fraction", "share", "amount", "choice", "renamed"]
+__all__ = ["ArgumentError", "count", "fraction", "share", "amount", "choice", "renamed"]
 __all__ += ["expression", "is_real"]
 
 FRACTION = (0.001, 1.0)

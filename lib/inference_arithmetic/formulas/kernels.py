@@ -103,14 +103,12 @@ from inference_arithmetic.formulas import parallel as parallelism
 
 __all__ = [
     "OPTIONS",
-    "COMPOSED",
     "KINDS",
     "Kernel",
     "matmul_rate",
     "gemm",
     "elementwise",
     "all_reduce_time",
-    "ROUTED",
     "own_requests",
     "step_kernels",
     "fixed_cost",

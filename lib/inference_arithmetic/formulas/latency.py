@@ -66,7 +66,6 @@ from inference_arithmetic.formulas import parallel as parallelism
 __all__ = [
     "PARALLEL",
     "EXPERT_PARALLEL",
-    "NO_EXPERTS",
     "routed_expert_params",
     "experts_touched",
     "weight_bytes_read",

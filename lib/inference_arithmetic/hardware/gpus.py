@@ -60,7 +60,7 @@ from inference_arithmetic.core.numeric import ArgumentError, UnknownName
 from inference_arithmetic.core.registry import Registry, lookup
 
 __all__ = ["GPU", "gpu", "gpu_names", "FLOP_DTYPES", "FIGURES", "ON_CHIP", "ACHIEVED"]
-__all__ += ["achieved_figure", "USER_SUPPLIED"]
+__all__ += ["achieved_figure"]
 
 FLOP_DTYPES = COMPUTE_FORMATS
 """The dtypes a peak FLOP rate may be given for (``dtypes.COMPUTE_FORMATS``): the plain formats,

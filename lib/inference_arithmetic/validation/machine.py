@@ -40,7 +40,6 @@ from inference_arithmetic.serving.scenario import Scenario
 from inference_arithmetic.serving.timing import IDEAL, decode_step_time, prefill_time
 
 __all__ = [
-    "DATA",
     "load",
     "figures",
     "device",
