@@ -21,7 +21,7 @@ import sympy
 
 import inference_arithmetic as ia
 from inference_arithmetic.core.symbols import B, b, eta_m
-from inference_arithmetic.exercises import Part, register
+from inference_arithmetic.exercises import EXACT, Part, register
 from inference_arithmetic.formulas import kv_cache, transformer
 
 SMALL, LARGE = "llama-3.1-8b", "llama-3.1-70b"
@@ -37,7 +37,6 @@ TARGET_TTFT = 0.3  # seconds to the first token, exercise 5's promise
 BUDGETS = tuple(256 * 2**k for k in range(6))  # exercise 5's token budgets, 256 to 8,192
 GOODPUT_TARGETS = {"ttft_target": 1.0, "tpot_target": 0.05}  # seconds, exercise 6's, on p90
 LONG_PROMPT, SPLIT_TTFT, SPLIT_TPOT, SPLIT_GPUS = 8192, 2.0, 0.025, 24  # exercise 7
-EXACT = 1e-9  # an exact count: only float rounding is forgiven
 # Efficiencies as arguments of the cached functions below: the ideal roofline, the defaults.
 _IDEAL = tuple(ia.timing.IDEAL.items())
 _DEFAULTS = (
