@@ -13,7 +13,7 @@ of the book; ``numeric`` compiles any of them into a vectorized numpy function.
 # serving < validation, page; this file sits on top, and exercises, the answer key written
 # against the public API as the chapters are, above it.
 from inference_arithmetic import formulas, hardware, models, serving
-from inference_arithmetic.core import checks, dtypes, format, registry, symbols
+from inference_arithmetic.core import cache, checks, dtypes, format, registry, symbols
 from inference_arithmetic.core.dtypes import DTYPE_BYTES, FORMATS, bytes_per_number, compute_path
 from inference_arithmetic.core.numeric import ArgumentError, UnknownName, evaluate, numeric
 from inference_arithmetic.hardware.engines import Engine, engine, engine_names
@@ -35,7 +35,6 @@ from inference_arithmetic.models.counts import (
 )
 from inference_arithmetic.serving import (
     bands,
-    cache,
     continuous,
     disaggregated,
     economics,

@@ -28,7 +28,7 @@ import numbers
 import sympy
 
 from inference_arithmetic import serving
-from inference_arithmetic.core import checks
+from inference_arithmetic.core import cache, checks
 from inference_arithmetic.core import format as fmt
 from inference_arithmetic.core.dtypes import (
     ALIASES,
@@ -51,7 +51,7 @@ from inference_arithmetic.models.config import (
 from inference_arithmetic.models.config import model as registry_model
 from inference_arithmetic.page import own_config
 from inference_arithmetic.page.live import FORMAT_RUNTIME, embed_json
-from inference_arithmetic.serving import bands, cache, continuous, scenario, speculative
+from inference_arithmetic.serving import bands, continuous, scenario, speculative
 
 __all__ = [
     "Calculator",
@@ -653,9 +653,8 @@ def _typed_price(text):
         return text
 
 
-@functools.cache
-def _stream():
-    return cache.formulas("calculator stream", lambda: STREAM)
+def _stream() -> dict:
+    return STREAM
 
 
 def _stream_values(s, steady: dict, rate: float, price) -> dict:
@@ -668,7 +667,7 @@ def _stream_values(s, steady: dict, rate: float, price) -> dict:
     values = {**s.values(), "batch": per_batch, "price_per_hour": price or 1.0}
     r = _report_compiled(s).from_values(values)
     gpus = s.n_gpus * s.replicas
-    costs = _stream().from_values({**values, "n_gpus": gpus, "requests_per_s": rate})
+    costs = cache.formulas(_stream).from_values({**values, "n_gpus": gpus, "requests_per_s": rate})
     memory = {k: r[k] for k in ("weights", "kv_cache", "memory", "budget", "capacity")}
     return {**memory, "gpus": gpus, **{k: v if price else None for k, v in costs.items()}}
 
@@ -720,7 +719,7 @@ def _js_body(exprs: list) -> tuple[str, list[str]]:
 def _model_data(arch) -> dict:
     """One model's part of the page's data, printed once and kept in the disk cache (printing
     a model's kernels and their common parts takes about a second a parallelism)."""
-    return cache.data(f"calculator page {arch!r}", lambda: _print_model(arch))
+    return cache.data(_print_model, arch)
 
 
 def _print_checks(arch, parallel) -> list:

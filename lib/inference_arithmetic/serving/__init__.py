@@ -1,9 +1,9 @@
 """Serving: a deployment evaluated. A ``Scenario`` (scenario), its times (timing), a
 continuously batching engine (continuous) and a workload of many lengths for it (lengths), its
-cost (economics), one report of it all (report) and the disk cache of compiled formulas (cache).
+cost (economics) and one report of it all (report).
 
 ``ia.serving.calculate`` and ``ia.serving.report`` are the report's; the other modules are
-reached as ``ia.scenario``, ``ia.timing``, ``ia.continuous``, ``ia.economics`` and ``ia.cache``.
+reached as ``ia.scenario``, ``ia.timing``, ``ia.continuous`` and ``ia.economics``.
 """
 
 # Re-exported, with the one list of names, that module's __all__.

@@ -46,12 +46,12 @@ from collections import deque
 import numpy as np
 import sympy
 
-from inference_arithmetic.core import checks
+from inference_arithmetic.core import cache, checks
 from inference_arithmetic.core import format as fmt
 from inference_arithmetic.core.symbols import B_d, O, P_t, R, S
 from inference_arithmetic.formulas import continuous, economics, kernels, latency, techniques
 from inference_arithmetic.models.config import AUTO
-from inference_arithmetic.serving import bands, cache
+from inference_arithmetic.serving import bands
 from inference_arithmetic.serving.lengths import Lengths, sequences, sums
 from inference_arithmetic.serving.scenario import (
     DEFAULT_TOKEN_BUDGET,
@@ -166,23 +166,19 @@ of the model and its ``parallel`` (a pipeline's step is one micro-batch's, stage
 
 # Building a model's step and compiling it is most of a first steady state (a second or so):
 # kept on disk, as the calculator's formulas are (``ia.serving.warm`` fills it).
-@functools.lru_cache(maxsize=64)
 def _step(arch, step="kernels", parallel="tensor", **options):
-    """``options``: a scenario's ``formula_options`` (none: the plain step, its key as ever).
-    Expert parallelism's step lives in the kernels' step (the chain is the same: its ranks
-    step together, in lockstep at every MoE layer)."""
-    key = f"step {step} {arch!r}" + _parallel_key(parallel)
-    key += f" {options!r}" if options else ""
-    return cache.formula(key, lambda: STEP_FORMULAS[step](arch, parallel, **options))
+    """``options``: a scenario's ``formula_options``. Expert parallelism's step lives in the
+    kernels' step (the chain is the same: its ranks step together, in lockstep at every MoE
+    layer)."""
+    return cache.formula(STEP_FORMULAS[step], arch, parallel, **options)
 
 
-def _parallel_key(parallel):
-    return "" if parallel == "tensor" else f" {parallel}"
+def _steady_relations() -> dict:
+    return STEADY
 
 
-@functools.cache
 def _steady():
-    return cache.formulas("steady", lambda: STEADY)
+    return cache.formulas(_steady_relations)
 
 
 OWN_TPOT_SPREAD = _tpot_spread(_own)
@@ -190,11 +186,15 @@ OWN_TPOT_SPREAD = _tpot_spread(_own)
 ``output_len`` (``serving.lengths``)."""
 
 
+def _own_spread_formula() -> dict:
+    return {"spread": OWN_TPOT_SPREAD}
+
+
 @functools.cache
 def _own_spread():
     """``OWN_TPOT_SPREAD`` as a function of its arguments in order, unchecked (a mean length
     is fractional)."""
-    spread = cache.formulas("own tpot spread", lambda: {"spread": OWN_TPOT_SPREAD})
+    spread = cache.formulas(_own_spread_formula)
     return spread.args, spread.bind({}, *spread.args)
 
 
@@ -246,17 +246,33 @@ _LOG_FACTORIALS = np.cumsum(np.log(np.maximum(_K, 1)))  # log k! for k in _K
 _COUNTS = _K.astype(float)
 
 
-@functools.cache
-def _pipeline_wait():
-    """``formulas.continuous.pipeline_wait`` compiled, and its cut for ``bind`` at t (the
-    slow part of a bind, which each pipeline's ``meet`` makes)."""
-    wait = cache.formulas("pipeline wait", lambda: {"wait": continuous.pipeline_wait()})
-    return wait, cache.data("pipeline wait bound t", lambda: wait.split("t"))
+def _pipeline_wait_formula() -> dict:
+    return {"wait": continuous.pipeline_wait()}
 
 
-@functools.cache
+def _pipeline_wait_split() -> str:
+    """The cut of ``_pipeline_wait_formula`` for ``bind`` at t (the slow part of a bind, which
+    each pipeline's ``meet`` makes)."""
+    return cache.formulas(_pipeline_wait_formula).split("t")
+
+
+def _mean_context_formula() -> dict:
+    return {"context": latency.mean_context()}
+
+
 def _mean_context():
-    return cache.formulas("mean context", lambda: {"context": latency.mean_context()})
+    return cache.formulas(_mean_context_formula)
+
+
+def _fit_formula(arch, parallel, draft) -> dict:
+    """The requests of a scenario's lengths whose whole caches its memory holds (of one batch
+    in flight in a pipeline; a draft model's weights and cache take room)."""
+    return {"n": latency.max_concurrency(arch, parallel, draft)}
+
+
+def _step_split(arch, step, parallel, free, **options) -> str:
+    """The cut of ``_step`` for ``bind`` at the arguments ``free``."""
+    return _step(arch, step, parallel, **options).split(*free)
 
 
 def _in_flight(s: Scenario) -> int:
@@ -302,17 +318,14 @@ class _Engine:
         self.loads, self.load_shares = sums(*self.own, _K)
         self.tokens = self.loads.ravel()
         whole = {**self.values, "context_len": self.T + s.output_len}
-        concurrency = latency.max_concurrency  # of one batch (in a pipeline, each in flight)
-        draft = s.formula_options.get("draft")  # a draft model's weights and cache take room
-        key = f"fit {s.model!r}" + _parallel_key(s.parallel) + (f" {draft!r}" if draft else "")
-        fit = cache.formulas(key, lambda: {"n": concurrency(s.model, s.parallel, draft)})
+        draft = s.formula_options.get("draft")
+        fit = cache.formulas(_fit_formula, s.model, s.parallel, draft)
         self.capacity = int(fit.from_values(whole)["n"])
         # The chain evaluates the step a thousand times at the scenario's values: checked once.
         free = ("decoding", "context_len", "prefill_tokens")
-        step = _step(s.model, s.step, s.parallel, **s.formula_options)
-        key = f"step {s.step} {s.model!r} bound {free}" + _parallel_key(s.parallel)
-        key += f" {s.formula_options!r}" if s.formula_options else ""
-        split = cache.data(key, lambda: step.split(*free))
+        options = s.formula_options
+        step = _step(s.model, s.step, s.parallel, **options)
+        split = cache.data(_step_split, s.model, s.step, s.parallel, free, **options)
         self._step = step.bind(self.values, *free, split=split)
         # A pipeline is n micro-batches in flight, each this chain at a share of the rate,
         # whose steps last the cycle's (``_Engine.period``) once ``tau`` has their spread.
@@ -343,7 +356,7 @@ class _Engine:
         shares = np.asarray(shares, dtype=float)[order]
         total = shares.sum()
         drawn = {"x": values[order], "G": np.cumsum(shares) / total, "g": shares / total}
-        wait, split = _pipeline_wait()
+        wait, split = cache.formulas(_pipeline_wait_formula), cache.data(_pipeline_wait_split)
         return wait.bind({**drawn, "n": self.stages}, "t", split=split)
 
     def steps(self, decodes, prompts):
@@ -646,9 +659,8 @@ def _mixture_quantiles(weights, starts, widths, qs):
     return np.interp(qs, cdf, grid)
 
 
-@functools.cache
-def _prefilled_formula():
-    return cache.formulas("prefilled", lambda: {"new": techniques.prefilled_tokens()})
+def _prefilled_formula() -> dict:
+    return {"new": techniques.prefilled_tokens()}
 
 
 def _prefilled(s: Scenario, prompts=None):
@@ -658,9 +670,9 @@ def _prefilled(s: Scenario, prompts=None):
     if "prefix" not in s.step_options:
         return s.prompt_len if prompts is None else prompts
     if prompts is None:
-        return round(_prefilled_formula().from_values(s.values())["new"])
+        return round(cache.formulas(_prefilled_formula).from_values(s.values())["new"])
     values = {**s.values(), "prompt_len": np.asarray(prompts)}
-    return np.rint(_prefilled_formula().from_values(values)["new"]).astype(int)
+    return np.rint(cache.formulas(_prefilled_formula).from_values(values)["new"]).astype(int)
 
 
 @functools.lru_cache(maxsize=256)
@@ -824,9 +836,12 @@ def _workload(prompt_len, output_len):
     return (*lengths.scenario_lengths(), lengths)
 
 
-@functools.cache
+def _replica_formula(key) -> dict:
+    return {key: REPLICAS[key]}
+
+
 def _replica(key):
-    return cache.formulas(f"replicas {key}", lambda: {key: REPLICAS[key]})
+    return cache.formulas(_replica_formula, key)
 
 
 def _replicas(key, values) -> float:
@@ -1129,9 +1144,12 @@ def goodput(
             "tpot": judged.get("tpot")}  # fmt: skip
 
 
-@functools.cache
+def _stream_cost_formula() -> dict:
+    return {"cost": economics.output_cost_at_rate(_rate)}
+
+
 def _stream_cost():
-    return cache.formulas("stream cost", lambda: {"cost": economics.output_cost_at_rate(_rate)})
+    return cache.formulas(_stream_cost_formula)
 
 
 def _output_cost(price_per_hour, gpus, rate, output_len) -> float:

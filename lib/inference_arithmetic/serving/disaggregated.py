@@ -40,11 +40,11 @@ import math
 
 import numpy as np
 
-from inference_arithmetic.core import checks
+from inference_arithmetic.core import cache, checks
 from inference_arithmetic.formulas import disaggregation
 from inference_arithmetic.models.config import AUTO
 from inference_arithmetic.models.config import model as registry_model
-from inference_arithmetic.serving import cache, continuous
+from inference_arithmetic.serving import continuous
 from inference_arithmetic.serving.scenario import Scenario, tensor_parallel_degrees
 
 __all__ = ["PATHS", "POOL_KEYWORDS", "SATURATED", "NOT_HERE"]
@@ -219,13 +219,6 @@ def _saturation(s: Scenario, pool: str) -> float:
     return _highest(lambda rate: _decode_state(s, rate) is not None)
 
 
-@functools.lru_cache(maxsize=64)
-def _transfer_formula(arch, path):
-    return cache.formula(
-        f"kv transfer {path} {arch!r}", lambda: disaggregation.kv_transfer_time(arch, path)
-    )
-
-
 class _Pools:
     """The two pools' scenarios (one replica each) and the transfer between them."""
 
@@ -260,7 +253,10 @@ class _Pools:
         # Each side's GPUs send or receive their parts at once: the fewer of them set the lanes.
         lanes = min(self.sizes["prefill_gpus"], self.sizes["decode_gpus"])
         values = {**self.decode.values(), "n_gpus": lanes}
-        self.transfer = float(_transfer_formula(self.decode.model, self.path).from_values(values))
+        transfer = disaggregation.kv_transfer_time
+        self.transfer = float(
+            cache.formula(transfer, self.decode.model, self.path).from_values(values)
+        )
 
     @property
     def gpus(self) -> int:

@@ -26,15 +26,13 @@ tokens as that many mean requests' caches, as ``simulate`` admits them.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
 
-from inference_arithmetic.core import checks
+from inference_arithmetic.core import cache, checks
 from inference_arithmetic.core.symbols import O, T
 from inference_arithmetic.formulas import latency
-from inference_arithmetic.serving import cache
 
 __all__ = ["LENGTHS", "BINS", "NODES", "Lengths", "sequences", "sums"]
 
@@ -124,9 +122,8 @@ def _bins(lengths, by_tokens=False) -> tuple[tuple[float, ...], tuple[float, ...
     return tuple(map(float, means)), tuple(map(float, shares))
 
 
-@functools.cache
-def _lengths():
-    return cache.formulas("lengths", lambda: LENGTHS)
+def _lengths() -> dict:
+    return LENGTHS
 
 
 @dataclass(frozen=True)
@@ -151,7 +148,9 @@ class Lengths:
         prompts, outputs = pairs
         if shortest is not None:
             shortest(int(outputs.min()))
-        summed = _lengths().over({T.name: prompts, O.name: outputs})  # T: the prompt's
+        summed = cache.formulas(_lengths).over(
+            {T.name: prompts, O.name: outputs}
+        )  # T: the prompt's
         return cls(
             means=(float(prompts.mean()), float(outputs.mean())),
             context=float(summed["decode_context"].mean() / summed["decode_steps"].mean()),

@@ -30,17 +30,16 @@ derive its formulas.
 
 from __future__ import annotations
 
-import functools
-
 import sympy
 
+from inference_arithmetic.core import cache
 from inference_arithmetic.core import format as fmt
 from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas
 from inference_arithmetic.core.symbols import B, B_d, L_w, M, O, P_t, R, S, T, W, n_gpus
 from inference_arithmetic.formulas import economics, kernels, latency
 from inference_arithmetic.formulas import parallel as parallelism
 from inference_arithmetic.models.config import AUTO, model, model_names
-from inference_arithmetic.serving import bands, cache, continuous, scenario
+from inference_arithmetic.serving import bands, continuous, scenario
 from inference_arithmetic.serving.scenario import (
     DEFAULT_STEP,
     FIGURES,
@@ -167,10 +166,8 @@ def report_formulas(arch, step=DEFAULT_STEP, parallel="tensor", **options) -> di
     }
 
 
-@functools.lru_cache(maxsize=64)
 def _compiled(arch, step=DEFAULT_STEP, parallel="tensor", **options) -> CompiledFormulas:
-    key = f"report {step} {parallel} {arch!r}" + (f" {options!r}" if options else "")
-    return cache.formulas(key, lambda: report_formulas(arch, step, parallel, **options))
+    return cache.formulas(report_formulas, arch, step, parallel, **options)
 
 
 def bound_text(*flags) -> str:
@@ -251,11 +248,8 @@ def report_values(s: Scenario, price_per_hour: float | None = None) -> dict[str,
     return {k: None if k.startswith("cost_") and not price else v for k, v in r.items()}
 
 
-@functools.cache
-def _link_used() -> CompiledFormulas:
-    return cache.formulas(
-        "link bandwidth used", lambda: {"link": parallelism.link_bandwidth_used()}
-    )
+def _link_used() -> dict:
+    return {"link": parallelism.link_bandwidth_used()}
 
 
 def notes(s: Scenario, r: dict) -> list[str]:
@@ -271,7 +265,7 @@ def notes(s: Scenario, r: dict) -> list[str]:
     one_domain = {**s.values(), "link_domain": s.n_gpus, "price_per_hour": 1.0}
     compiled = _compiled(s.model, s.step, s.parallel, **s.formula_options)
     extra = r["tpot"] - compiled.from_values(one_domain)["tpot"]
-    network = _link_used().from_values(s.values())["link"]  # the formulas' own rule
+    network = cache.formulas(_link_used).from_values(s.values())["link"]  # the formulas' own rule
     return [
         NETWORK_NOTES[s.parallel].format(
             n_gpus=s.n_gpus,

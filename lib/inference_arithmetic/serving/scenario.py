@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import sympy
 
-from inference_arithmetic.core import checks
+from inference_arithmetic.core import cache, checks
 from inference_arithmetic.core import format as fmt
 from inference_arithmetic.core.dtypes import (
     activation_bytes,
@@ -47,7 +47,6 @@ from inference_arithmetic.models.config import (
     weight_number_values,
 )
 from inference_arithmetic.models.config import model as registry_model
-from inference_arithmetic.serving import cache
 from inference_arithmetic.serving.speculative import Speculative, speculation
 
 __all__ = [
@@ -277,11 +276,12 @@ def _rules(
     """The checks that apply to ``arch`` with ``parallel`` (and a draft model's memory,
     ``draft``), and their conditions compiled as one function (1 where a check holds)."""
     rules = tuple(c for c in CHECKS if c.applies(arch, parallel))
-    key = f"checks {arch!r} {parallel}" + (f" draft {draft!r}" if draft is not None else "")
-    conditions = cache.formulas(
-        key, lambda: {c.name: c.holds(arch, parallel, draft) for c in rules}
-    )
-    return rules, conditions
+    return rules, cache.formulas(_conditions, arch, parallel, draft)
+
+
+def _conditions(arch: ModelConfig, parallel: str, draft=None) -> dict:
+    """The conditions of the checks that apply to ``arch`` with ``parallel``, by name."""
+    return {c.name: c.holds(arch, parallel, draft) for c in CHECKS if c.applies(arch, parallel)}
 
 
 def default_budget() -> int:
