@@ -241,7 +241,8 @@ def test_a_builder_must_be_a_named_function_at_the_top_of_a_module():
     def nested():
         return {"f": mlp.params()}
 
-    for build in (lambda: {"f": mlp.params()}, nested, ia.Scenario("gpt2", "h100-sxm", prompt_len=64).values):
+    method = ia.Scenario("gpt2", "h100-sxm", prompt_len=64).values
+    for build in (lambda: {"f": mlp.params()}, nested, method):
         with pytest.raises(TypeError, match="a function defined at the top of a module"):
             cache.formulas(build)
     with pytest.raises(TypeError, match="a function defined at the top of a module"):
@@ -254,3 +255,14 @@ def test_an_argument_of_an_unknown_type_is_refused_by_its_type(value):
         cache.key(three, value)
     with pytest.raises(TypeError, match=type(value).__name__):
         cache.key(three, 1, more=[value])  # however deep it lies
+
+
+def test_each_serving_module_warms_its_own_and_serving_warms_them_all(monkeypatch):
+    # What make runs at install: every module that compiles formulas warms its own.
+    names = ("bands", "scenario", "report", "queueing", "engine", "continuous", "planning")
+    modules = [sys.modules[f"inference_arithmetic.serving.{name}"] for name in names]
+    warmed = []
+    for module in modules:
+        monkeypatch.setattr(module, "warm", lambda name=module.__name__: warmed.append(name))
+    assert serving.warm() == len(ia.model_names())
+    assert sorted(warmed) == sorted(module.__name__ for module in modules)

@@ -38,12 +38,16 @@ from inference_arithmetic.serving import (
     continuous,
     disaggregated,
     economics,
+    efficiencies,
     planning,
+    queueing,
     scenario,
+    simulation,
     speculative,
+    targets,
     timing,
 )
-from inference_arithmetic.serving.continuous import goodput, steady_state
+from inference_arithmetic.serving.continuous import steady_state
 from inference_arithmetic.serving.economics import (
     api_prices,
     break_even_utilization,
@@ -54,6 +58,7 @@ from inference_arithmetic.serving.report import calculate
 from inference_arithmetic.serving.scenario import Scenario
 from inference_arithmetic.serving.speculative import Speculative
 from inference_arithmetic.serving.sweep import sweep
+from inference_arithmetic.serving.targets import goodput
 from inference_arithmetic.serving.timing import (
     compute_bound_batch,
     decode_step_time,
@@ -77,6 +82,10 @@ __all__ = [
     "continuous",
     "disaggregated",
     "planning",
+    "queueing",
+    "simulation",
+    "targets",
+    "efficiencies",
     "cache",
     "checks",
     "scenario",

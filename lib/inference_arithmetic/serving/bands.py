@@ -88,3 +88,8 @@ def describe() -> str:
         f"{high * 100:.0f}th percentile of the model's errors on {rows} published measurements "
         "it was never fitted on"
     )
+
+
+def warm() -> None:
+    """Compile and keep in the disk cache the bands' ends."""
+    cache.formulas(_ends)

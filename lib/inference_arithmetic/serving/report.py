@@ -39,7 +39,7 @@ from inference_arithmetic.core.symbols import B, B_d, L_w, M, O, P_t, R, S, T, W
 from inference_arithmetic.formulas import economics, kernels, latency
 from inference_arithmetic.formulas import parallel as parallelism
 from inference_arithmetic.models.config import AUTO, model, model_names
-from inference_arithmetic.serving import bands, continuous, scenario
+from inference_arithmetic.serving import bands
 from inference_arithmetic.serving.scenario import (
     DEFAULT_STEP,
     FIGURES,
@@ -61,7 +61,6 @@ __all__ = [
     "notes",
     "calculate",
     "report",
-    "warm",
 ]
 
 BOUNDS = ("bandwidth", "compute")
@@ -166,7 +165,8 @@ def report_formulas(arch, step=DEFAULT_STEP, parallel="tensor", **options) -> di
     }
 
 
-def _compiled(arch, step=DEFAULT_STEP, parallel="tensor", **options) -> CompiledFormulas:
+def compiled_report(arch, step=DEFAULT_STEP, parallel="tensor", **options) -> CompiledFormulas:
+    """``report_formulas`` compiled together, kept in the disk cache (``core.cache``)."""
     return cache.formulas(report_formulas, arch, step, parallel, **options)
 
 
@@ -244,7 +244,7 @@ def report_values(s: Scenario, price_per_hour: float | None = None) -> dict[str,
     (default: the GPU's example; costs None where there is neither)."""
     price, _, _ = s.gpu.price(price_per_hour)
     values = {**s.values(), "price_per_hour": price or 1.0}
-    r = _compiled(s.model, s.step, s.parallel, **s.formula_options).from_values(values)
+    r = compiled_report(s.model, s.step, s.parallel, **s.formula_options).from_values(values)
     return {k: None if k.startswith("cost_") and not price else v for k, v in r.items()}
 
 
@@ -263,7 +263,7 @@ def notes(s: Scenario, r: dict) -> list[str]:
     if s.parallel not in NETWORK_NOTES or s.n_gpus <= domain or domain == 1:
         return []
     one_domain = {**s.values(), "link_domain": s.n_gpus, "price_per_hour": 1.0}
-    compiled = _compiled(s.model, s.step, s.parallel, **s.formula_options)
+    compiled = compiled_report(s.model, s.step, s.parallel, **s.formula_options)
     extra = r["tpot"] - compiled.from_values(one_domain)["tpot"]
     network = cache.formulas(_link_used).from_values(s.values())["link"]  # the formulas' own rule
     return [
@@ -332,17 +332,9 @@ def report(s: Scenario, price_per_hour: float | None = None) -> dict:
     }
 
 
-def warm() -> int:
-    """Compile and keep the calculator's formulas and checks of every registry model (tensor
-    and pipeline parallelism), the steady state's step of each and its other formulas, in the
-    disk cache; the number of models."""
-    bands._ends()
-    continuous._steady(), continuous._mean_context(), continuous._stream_cost()
-    for key in continuous.REPLICAS:
-        continuous._replica(key)
+def warm() -> None:
+    """Compile and keep in the disk cache the report's formulas of every registry model, on
+    the default step model, with tensor and pipeline parallelism."""
     for name in model_names():
         for parallel in ("tensor", "pipeline"):
-            _compiled(model(name), parallel=parallel)  # the default step model, not the roofline
-            scenario._rules(model(name), parallel)
-        continuous._step(model(name))  # kernel by kernel, as _compiled
-    return len(model_names())
+            compiled_report(model(name), parallel=parallel)

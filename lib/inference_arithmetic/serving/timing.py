@@ -37,11 +37,13 @@ from inference_arithmetic.core.symbols import T
 from inference_arithmetic.formulas import latency
 from inference_arithmetic.models.config import AUTO, model_names, weight_number_values
 from inference_arithmetic.models.config import model as registry_model
-from inference_arithmetic.serving import bands
-from inference_arithmetic.serving.scenario import (  # noqa: F401  (DEFAULT_*: ia.timing.DEFAULT_*)
+from inference_arithmetic.serving import bands, simulation
+from inference_arithmetic.serving.efficiencies import (  # noqa: F401  (ia.timing.DEFAULT_*)
     DEFAULT_ATTENTION_EFFICIENCY,
     DEFAULT_BANDWIDTH_EFFICIENCY,
     DEFAULT_COMPUTE_EFFICIENCY,
+)
+from inference_arithmetic.serving.scenario import (  # noqa: F401  (DEFAULT_*: ia.timing.DEFAULT_*)
     DEFAULT_EXPERT_IMBALANCE,
     DEFAULT_LINK_LATENCY,
     DEFAULT_MEMORY_UTILIZATION,
@@ -55,7 +57,8 @@ from inference_arithmetic.serving.scenario import (  # noqa: F401  (DEFAULT_*: i
     one_step,
 )
 
-# The DEFAULT_* efficiencies are the scenario's (documented there), here as ia.timing.DEFAULT_*.
+# The DEFAULT_* settings are the scenario's and the efficiencies' (documented there), here as
+# ia.timing.DEFAULT_*.
 __all__ = [
     "PARALLEL",
     "IDEAL",
@@ -176,13 +179,11 @@ def generation(
 def in_waves(s: Scenario) -> dict[str, float]:
     """``serve`` of a ``Scenario`` whose ``batch`` requests queue: in waves of as many as fit,
     or, on a continuously batching engine timed kernel by kernel, as that engine admits them
-    (``continuous.burst``)."""
+    (``simulation.burst``)."""
     if not s.in_waves:
         s = s.replace(in_waves=True)
     if s.step == "kernels" and s.engine.batching == "continuous":
-        from inference_arithmetic.serving import continuous
-
-        r = continuous.burst(s)
+        r = simulation.burst(s)
         waves = -(-s.batch // r["concurrency"])  # the batch over the most at once, rounded up
         return {"waves": waves, **r}
     values = {**s.values(), "context_len": s.prompt_len + s.output_len}
@@ -383,8 +384,16 @@ def kernels(
         )
     if "draft" in got:  # the draft's passes, as one row
         zero = {"flops": 0.0, "bytes": 0.0, "compute": 0.0, "memory": 0.0}
-        rows.append({"kernel": "draft", "kind": "draft", "count": s.speculative.draft_len,
-                     **zero, "bound": "draft", "time": got["draft"]})  # fmt: skip
+        rows.append(
+            {
+                "kernel": "draft",
+                "kind": "draft",
+                "count": s.speculative.draft_len,
+                **zero,
+                "bound": "draft",
+                "time": got["draft"],
+            }
+        )
     # The engine's own time: tau_s a step, tau_r for each request it schedules.
     step = got["fixed"]
     rows.append(
@@ -398,7 +407,7 @@ def kernels(
             "memory": 0.0,
             "bound": "fixed",
             "time": step,
-        }  # fmt: skip
+        }
     )
     return rows
 

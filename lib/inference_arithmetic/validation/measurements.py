@@ -323,11 +323,11 @@ def predicted(m: Measurement, scenario: Scenario | None = None, **options) -> fl
     """The library's prediction of what ``m`` measured, at the library's defaults unless
     ``options`` (any ``Scenario`` setting) override them, or of ``scenario`` (the run's own,
     changed)."""
-    from inference_arithmetic.serving import continuous
+    from inference_arithmetic.serving import simulation
 
     s = m.scenario(**options) if scenario is None else scenario
     if m.mode == "closed":
-        r = continuous.closed_loop(s.replace(batch=1, in_waves=False), m.batch, m.requests)
+        r = simulation.closed_loop(s.replace(batch=1, in_waves=False), m.batch, m.requests)
         seconds, done = r["elapsed"], m.requests
     elif m.mode == "waves":
         r = in_waves(s)
@@ -392,9 +392,9 @@ def _speeds(m: Measurement, structural: dict, figures: dict) -> np.ndarray:
         chosen["engine"] = dataclasses.replace(e, kv_shared=chosen.pop("kv_shared"))
     s = m.scenario(**chosen)
     if m.mode == "waves" and s.engine.batching == "continuous":
-        from inference_arithmetic.serving import continuous
+        from inference_arithmetic.serving import simulation
 
-        seconds = continuous.burst(s, **figures)["elapsed"]
+        seconds = simulation.burst(s, **figures)["elapsed"]
     else:
         total = _generation(s.model, s.parallel)
         seconds = total.from_values({**s.values(), **figures})
