@@ -40,7 +40,7 @@ help:
 # (tools/uv_env.py: uv reads no pip configuration). Where uv cannot be had or fails, pip
 # installs them. Either way the same pinned versions, compiled to bytecode as pip does.
 # Then the calculator's formulas of every registry model are compiled (and printed for its page)
-# into the disk cache (inference_arithmetic.serving.cache), so that a model's first calculation
+# into the disk cache (inference_arithmetic.core.cache), so that a model's first calculation
 # in a process is fast: the report's and steady state's formulas, the keyword functions' (tensor
 # and pipeline) and the page's data, one process each, side by side.
 UV_VERSION := 0.13.9

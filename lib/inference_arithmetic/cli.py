@@ -289,7 +289,7 @@ AUTO_HELP = f"weights' format: bf16, fp8, nvfp4, q4_k_m, ... ({ia.AUTO}: as the 
 
 def _percentile(p, default: str) -> None:
     """The percentile a command's targets are on."""
-    choices = [*map(str, ia.continuous.PERCENTILES), "mean"]
+    choices = [*map(str, ia.queueing.PERCENTILES), "mean"]
     text = f"targets on this percentile of each request's times ({default})"
     p.add_argument("--percentile", choices=choices, default=default, help=text)
 

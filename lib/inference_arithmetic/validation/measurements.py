@@ -26,7 +26,7 @@ from inference_arithmetic.formulas import kernels, latency
 from inference_arithmetic.hardware.engines import engine as registry_engine
 from inference_arithmetic.hardware.gpus import gpu
 from inference_arithmetic.models.config import model
-from inference_arithmetic.serving import continuous
+from inference_arithmetic.serving import simulation
 from inference_arithmetic.serving.scenario import Scenario
 from inference_arithmetic.serving.timing import in_waves, run, serve
 
@@ -328,7 +328,7 @@ def predicted(m: Measurement, scenario: Scenario | None = None, **options) -> fl
     changed)."""
     s = m.scenario(**options) if scenario is None else scenario
     if m.mode == "closed":
-        r = continuous.closed_loop(s.replace(batch=1, in_waves=False), m.batch, m.requests)
+        r = simulation.closed_loop(s.replace(batch=1, in_waves=False), m.batch, m.requests)
         seconds, done = r["elapsed"], m.requests
     elif m.mode == "waves":
         r = in_waves(s)
@@ -389,7 +389,7 @@ def _speeds(m: Measurement, structural: dict, figures: dict) -> np.ndarray:
         chosen["engine"] = dataclasses.replace(e, kv_shared=chosen.pop("kv_shared"))
     s = m.scenario(**chosen)
     if m.mode == "waves" and s.engine.batching == "continuous":
-        seconds = continuous.burst(s, **figures)["elapsed"]
+        seconds = simulation.burst(s, **figures)["elapsed"]
     else:
         total = _generation(s.model, s.parallel)
         seconds = total.from_values({**s.values(), **figures})
