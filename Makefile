@@ -45,7 +45,7 @@ help:
 # (tools/uv_env.py: uv reads no pip configuration). Where uv cannot be had or fails, pip
 # installs them. Either way the same pinned versions, compiled to bytecode as pip does.
 # Nothing is compiled ahead: each chapter and each test compiles the formulas it needs into
-# the disk cache (inference_arithmetic.serving.cache) as it runs, two at a time.
+# the disk cache (inference_arithmetic.core.cache) as it runs, two at a time.
 UV_VERSION := 0.13.9
 PIP_QUIET := --quiet --disable-pip-version-check
 

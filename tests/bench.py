@@ -228,7 +228,7 @@ def step_model_times():
     every registry model on a GPU that holds it: the compiled step at a scenario's values, one
     step of decodes and prompt tokens. Returns (model, seconds) pairs, slowest first."""
     import inference_arithmetic as ia
-    from inference_arithmetic.serving import continuous
+    from inference_arithmetic.serving.engine import compiled_step
 
     times = []
     for name in ia.model_names():
@@ -241,7 +241,7 @@ def step_model_times():
                 continue
         else:
             continue  # larger than 64 H200s: not a step anyone runs
-        step = continuous._step(s.model, s.step)  # compiled once, as the library keeps it
+        step = compiled_step(s.model, s.step)  # compiled once, as the library keeps it
         point = {**s.values(), "decoding": 64, "context_len": 512, "prefill_tokens": 512}
         step.from_values(point)
         run = functools.partial(step.from_values, point)

@@ -13,16 +13,17 @@ os.environ.setdefault(
     os.path.join(tempfile.gettempdir(), "inference-arithmetic-hypothesis"),
 )
 
-# Compiled formulas are cached on disk (inference_arithmetic.serving.cache). The tests keep a
+# Compiled formulas are cached on disk (inference_arithmetic.core.cache). The tests keep a
 # cache of their own, so that they leave the user's alone; it starts as a copy of the entries
-# that `make` compiled for this very library (its warm step, into the folder named after the
-# library's source and the SymPy and NumPy versions), so that the tests read the compiled
-# formulas the book and a reader read rather than compile them all again; what is not there is
-# compiled. test_cache.py checks that an entry read back gives the numbers of a fresh compile.
+# compiled for this very library (by the chapters `make test` ran first, into the folder named
+# after the library's code and data and the SymPy and NumPy versions), so that the tests read
+# the compiled formulas the book and a reader read rather than compile them all again; what is
+# not there is compiled. test_cache.py checks that an entry read back gives the numbers of a
+# fresh compile.
 # IA_CACHE_DIR set beforehand (an empty folder, or "off") is used as it is.
 if "IA_CACHE_DIR" not in os.environ:
     try:
-        from inference_arithmetic.serving import cache
+        from inference_arithmetic.core import cache
 
         made = cache.folder()  # the user's: where `make` compiled
     except Exception:  # a library that does not import: its tests say so, one by one

@@ -13,7 +13,7 @@ of the book; ``numeric`` compiles any of them into a vectorized numpy function.
 # hardware < serving < validation, page; this file sits on top, and exercises, the answer key
 # written against the public API as the chapters are, above it.
 from inference_arithmetic import formulas, hardware, models, serving
-from inference_arithmetic.core import checks, dtypes, format, registry, symbols
+from inference_arithmetic.core import cache, checks, dtypes, format, registry, symbols
 from inference_arithmetic.core.dtypes import DTYPE_BYTES, FORMATS, bytes_per_number, compute_path
 from inference_arithmetic.core.numeric import ArgumentError, UnknownName, evaluate, numeric
 from inference_arithmetic.hardware.engines import Engine, engine, engine_names
@@ -35,16 +35,19 @@ from inference_arithmetic.models.counts import (
 )
 from inference_arithmetic.serving import (
     bands,
-    cache,
     continuous,
     disaggregated,
     economics,
+    efficiencies,
     planning,
+    queueing,
     scenario,
+    simulation,
     speculative,
+    targets,
     timing,
 )
-from inference_arithmetic.serving.continuous import goodput, steady_state
+from inference_arithmetic.serving.continuous import steady_state
 from inference_arithmetic.serving.economics import (
     api_prices,
     break_even_utilization,
@@ -55,6 +58,7 @@ from inference_arithmetic.serving.report import calculate
 from inference_arithmetic.serving.scenario import Scenario
 from inference_arithmetic.serving.speculative import Speculative
 from inference_arithmetic.serving.sweep import sweep
+from inference_arithmetic.serving.targets import goodput
 from inference_arithmetic.serving.timing import (
     compute_bound_batch,
     decode_step_time,
@@ -78,6 +82,10 @@ __all__ = [
     "continuous",
     "disaggregated",
     "planning",
+    "queueing",
+    "simulation",
+    "targets",
+    "efficiencies",
     "cache",
     "checks",
     "scenario",

@@ -219,11 +219,9 @@ def _steady(args) -> dict:
 
 def _plan(args) -> dict:
     options = _deployment(args)  # no n_gpus: the plan chooses it
-    return ia.plan(
-        _model(args.model), _gpu(args.gpu), args.rate, args.prompt_len, args.output_len,
-        args.ttft, args.tpot, percentile=_judged(args), layout=args.layout,
-        most_gpus=args.most_gpus, **options,
-    )  # fmt: skip
+    workload = (args.rate, args.prompt_len, args.output_len, args.ttft, args.tpot)
+    choices = dict(percentile=_judged(args), layout=args.layout, most_gpus=args.most_gpus)
+    return ia.plan(_model(args.model), _gpu(args.gpu), *workload, **choices, **options)
 
 
 def _judged(args):
@@ -233,37 +231,42 @@ def _judged(args):
 
 def _goodput(args) -> dict:
     workload = dict(prompt_len=args.prompt_len, output_len=args.output_len)
+    targets = dict(ttft_target=args.ttft, tpot_target=args.tpot, percentile=_judged(args))
     return ia.goodput(
-        _model(args.model), _gpu(args.gpu), **workload, ttft_target=args.ttft,
-        tpot_target=args.tpot, percentile=_judged(args), **_deployment(args),
-    )  # fmt: skip
+        _model(args.model), _gpu(args.gpu), **workload, **targets, **_deployment(args)
+    )
 
 
 def _kernels(args) -> list[dict]:
-    options = _deployment(args)
-    return ia.kernels(
-        _model(args.model), _gpu(args.gpu), args.batch, args.context_len, phase=args.phase,
-        **options,
-    )  # fmt: skip
+    step = dict(phase=args.phase, **_deployment(args))
+    return ia.kernels(_model(args.model), _gpu(args.gpu), args.batch, args.context_len, **step)
 
 
 def _models(args) -> list[dict]:
-    rows = []
-    for name in ia.model_names():
-        m = ia.model(name)
-        rows.append({"model": name, "model_type": m.model_type, "params": ia.param_count(m),
-                     "context_window": m.context_window})  # fmt: skip
-    return rows
+    return [
+        {
+            "model": name,
+            "model_type": m.model_type,
+            "params": ia.param_count(m),
+            "context_window": m.context_window,
+        }
+        for name in ia.model_names()
+        for m in [ia.model(name)]
+    ]
 
 
 def _gpus(args) -> list[dict]:
-    rows = []
-    for name in ia.gpu_names():
-        g = ia.gpu(name)
-        rows.append({"gpu": name, "bf16_flop_rate": g.peak_flop_rate.get("bf16"),
-                     "memory_bytes": g.memory_bytes, "memory_bandwidth": g.memory_bandwidth,
-                     "price_per_hour": g.price_per_hour})  # fmt: skip
-    return rows
+    return [
+        {
+            "gpu": name,
+            "bf16_flop_rate": g.peak_flop_rate.get("bf16"),
+            "memory_bytes": g.memory_bytes,
+            "memory_bandwidth": g.memory_bandwidth,
+            "price_per_hour": g.price_per_hour,
+        }
+        for name in ia.gpu_names()
+        for g in [ia.gpu(name)]
+    ]
 
 
 MODELS = (
@@ -286,7 +289,7 @@ AUTO_HELP = f"weights' format: bf16, fp8, nvfp4, q4_k_m, ... ({ia.AUTO}: as the 
 
 def _percentile(p, default: str) -> None:
     """The percentile a command's targets are on."""
-    choices = [*map(str, ia.continuous.PERCENTILES), "mean"]
+    choices = [*map(str, ia.queueing.PERCENTILES), "mean"]
     text = f"targets on this percentile of each request's times ({default})"
     p.add_argument("--percentile", choices=choices, default=default, help=text)
 
@@ -303,8 +306,10 @@ def _add_deployment(p, n_gpus=True):
     p.add_argument("--step", choices=("kernels", "roofline"), help="step model (kernels)")
     p.add_argument("--memory-utilization", type=float, help="share of memory used (0.9)")
     p.add_argument("--prefix-hit-rate", type=float, help="share of each prompt cached (0)")
-    p.add_argument("--speculative", choices=tuple(ia.speculative.METHODS),
-                   help="speculative decoding: what drafts (none)")  # fmt: skip
+    methods = tuple(ia.speculative.METHODS)
+    p.add_argument(
+        "--speculative", choices=methods, help="speculative decoding: what drafts (none)"
+    )
     p.add_argument("--draft-len", type=int, help="tokens drafted a step (the method's)")
     p.add_argument("--acceptance-rate", type=float, help="per drafted token (the method's)")
     p.add_argument("--draft-model", help="the model that drafts, for --speculative draft")
@@ -317,10 +322,11 @@ def _add_workload(p):
 
 def _add_output(p):
     out = p.add_mutually_exclusive_group()
-    out.add_argument("--json", action="store_const", const="json", dest="output",
-                     help="JSON, base SI units")  # fmt: skip
-    out.add_argument("--csv", action="store_const", const="csv", dest="output",
-                     help="CSV, one row per record, base SI units")  # fmt: skip
+    for name, what in (
+        ("json", "JSON, base SI units"),
+        ("csv", "CSV, one row per record, base SI units"),
+    ):
+        out.add_argument(f"--{name}", action="store_const", const=name, dest="output", help=what)
 
 
 def _price(p):
@@ -490,11 +496,16 @@ def render(result, table, output: str | None) -> str:
         heads = [label for _, label, _ in table]
         rows = [[_show(_get(r, key), kind) for key, _, kind in table] for r in records]
         widths = [max(len(x) for x in column) for column in zip(heads, *rows, strict=True)]
-        lines = [heads, *rows]
-        return "\n".join("  ".join(x.ljust(w) for x, w in zip(line, widths, strict=True)).rstrip()
-                         for line in lines)  # fmt: skip
-    shown = [(label, _show(_get(result, key), kind) + _band_text(result, key, kind))
-             for key, label, kind in table if _get(result, key) is not None]  # fmt: skip
+        padded = (
+            "  ".join(x.ljust(w) for x, w in zip(line, widths, strict=True)).rstrip()
+            for line in [heads, *rows]
+        )
+        return "\n".join(padded)
+    shown = [
+        (label, _show(_get(result, key), kind) + _band_text(result, key, kind))
+        for key, label, kind in table
+        if _get(result, key) is not None
+    ]
     width = max(len(label) for label, _ in shown)
     lines = [f"{label.ljust(width)}  {value}" for label, value in shown]
     if result.get("band"):

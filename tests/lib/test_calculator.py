@@ -125,11 +125,11 @@ def test_the_continuous_mode_is_the_steady_state_of_the_library():
 
 def test_the_page_carries_the_steady_states_formulas_and_messages():
     spec = calculator.Calculator().spec()
-    for key, expr in ia.continuous.STEADY.items():
+    for key, expr in ia.queueing.STEADY.items():
         assert spec["steady"][key] == calculator._js(expr), key
     page = spec["models"]["llama-3.1-70b"]
     for name in scenario.STEPS:  # a step of each parallelism the stream offers, printed together
-        formula = ia.continuous.STEP_FORMULAS[name]
+        formula = ia.scenario.STEP_FORMULAS[name]
         steps = {p: formula(ia.model("llama-3.1-70b"), p) for p in calculator.STREAM_PARALLEL}
         plain = calculator.step_key((), None)
         assert page["continuous"]["step"][name][plain] == calculator._js_block(steps)
@@ -240,7 +240,7 @@ def test_the_continuous_mode_shows_memory_and_cost_at_the_rate():
         static["weights"], static["kv_cache"], static["budget"]
     )  # fmt: skip
     assert v["memory"] == pytest.approx(v["weights"] + v["kv_cache"] + static["activations"])
-    assert v["cost_output"] == pytest.approx(ia.continuous.output_cost(s, 3.0))
+    assert v["cost_output"] == pytest.approx(ia.planning.output_cost(s, 3.0))
     gpu_seconds = 8 / 3.0  # 8 GPUs paid for each second, which serves 3 requests
     assert v["cost_request"] == pytest.approx(
         gpu_seconds * ia.gpu("h100-sxm").price_per_hour / 3600
@@ -314,7 +314,7 @@ def test_fp4_formats_are_choices_where_the_gpu_has_an_fp4_rate():
 
 def test_the_plan_is_a_mode_of_the_form():
     w = calculator.widget(model="llama-3.1-70b", mode=calculator.PLAN, requests_per_s=10.0)
-    expected = ia.continuous.plan("llama-3.1-70b", "h100-sxm", 10.0, 2048, 256, 0.5, 0.05)
+    expected = ia.planning.plan_colocated("llama-3.1-70b", "h100-sxm", 10.0, 2048, 256, 0.5, 0.05)
     assert w.result == expected and w.values["cost_output"] == expected["cost"]["output"]
     assert "GPUs per replica (its parallelism's degree)" in w.html()
     w.update(ttft_target=0.001)  # no deployment meets it: the library's message
@@ -324,8 +324,9 @@ def test_the_plan_is_a_mode_of_the_form():
     assert w.message == "'b300' has no example price per hour: pass price_per_hour (USD per " \
         "GPU-hour)"  # fmt: skip
     w.update(price_per_hour=5.0)
-    assert w.result == ia.continuous.plan("llama-3.1-70b", "b300", 10.0, 2048, 256, 0.5, 0.05,
-                               price_per_hour=5.0)  # fmt: skip
+    assert w.result == ia.planning.plan_colocated(
+        "llama-3.1-70b", "b300", 10.0, 2048, 256, 0.5, 0.05, price_per_hour=5.0
+    )
     w.update(ttft_target=-1)
     assert w.message == calculator.amount_message("ttft_target").format(value=-1)
 
@@ -417,7 +418,7 @@ def test_the_serving_options_are_controls_of_the_stream_and_the_plan():
     assert w.message == scenario.NOT_KERNELS.format(step="roofline")
     w.update(step="kernels", mode=calculator.PLAN, speculative="mtp", requests_per_s=10.0)
     options = dict(prefix_hit_rate=0.5, speculative="mtp")
-    assert w.result == ia.continuous.plan("llama-3.1-8b", "h100-sxm", 10.0, 2048, 256, 0.5,
+    assert w.result == ia.planning.plan_colocated("llama-3.1-8b", "h100-sxm", 10.0, 2048, 256, 0.5,
                                           0.05, **options)  # fmt: skip
     w.update(speculative="draft")  # refused by name, not "no deployment" (every one skipped)
     assert w.message == calculator._method("draft")["error"]
@@ -429,7 +430,7 @@ def test_the_serving_options_are_controls_of_the_stream_and_the_plan():
     assert drafts == [None, "head"]  # n-gram lookups on the host; EAGLE-3's and MTP's heads
     both = ("prefix", "speculative")
     for draft in drafts:
-        steps = {p: ia.continuous.STEP_FORMULAS["kernels"](arch, p, options=both, draft=draft)
+        steps = {p: ia.scenario.STEP_FORMULAS["kernels"](arch, p, options=both, draft=draft)
                  for p in calculator.STREAM_PARALLEL}  # fmt: skip
         assert page["kernels"][calculator.step_key(both, draft)] == calculator._js_block(steps)
 

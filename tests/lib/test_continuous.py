@@ -11,7 +11,8 @@ import pytest
 import sympy
 
 import inference_arithmetic as ia
-from inference_arithmetic.serving import continuous
+from inference_arithmetic.serving import continuous, planning, queueing, simulation, targets
+from inference_arithmetic.serving.engine import Engine, capacity
 
 CASES = [("llama-3.1-8b", 1, 1024, 128), ("llama-3.1-70b", 4, 1024, 128)]
 CASES += [("mixtral-8x7b", 2, 512, 256)]
@@ -31,7 +32,7 @@ def _simulated(name, n, prompt, output, load, seed=0):
     """A run of ``REQUESTS[load]`` requests at ``load`` of the saturation rate, shared by the
     tests that judge the same runs (one worker runs a file's tests)."""
     rate = load * _saturation(name, n, prompt, output)
-    return continuous.simulate(name, "h100-sxm", rate, prompt, output, n_gpus=n, seed=seed,
+    return simulation.simulate(name, "h100-sxm", rate, prompt, output, n_gpus=n, seed=seed,
                                requests=REQUESTS[load])  # fmt: skip
 
 
@@ -77,9 +78,9 @@ def test_without_the_fluctuations_of_the_decodes_the_tpot_falls_short_near_satur
     s = ia.Scenario(name, "h100-sxm", prompt_len=prompt, output_len=output, in_waves=True,
                     **whole)  # fmt: skip
     rate = 0.9 * continuous.saturation_rate(s)
-    state = continuous._Engine(s).state(rate)
+    state = Engine(s).state(rate)
     runs = [
-        continuous.simulate(name, "h100-sxm", rate, prompt, output, seed=seed,
+        simulation.simulate(name, "h100-sxm", rate, prompt, output, seed=seed,
                             requests=REQUESTS[0.9], **whole)
         for seed in range(3)
     ]  # fmt: skip
@@ -89,7 +90,7 @@ def test_without_the_fluctuations_of_the_decodes_the_tpot_falls_short_near_satur
 
 
 def test_the_steady_relations_are_littles_law_and_the_request_weighted_step():
-    f = continuous.STEADY
+    f = queueing.STEADY
     x = {s.name: s for expr in f.values() for s in expr.free_symbols}
     rate, tau, slope = x["requests_per_s"], x["mean_step"], x["step_slope"]
     decoding = rate * (x["output_len"] - 1) * tau
@@ -154,7 +155,7 @@ def test_a_plan_on_percentiles_is_one_the_simulation_shows_meeting_them():
     on_means = ia.plan(model, "h100-sxm", rate, prompt, output, **targets)
     assert on_means["gpus"] < p["gpus"]  # the tail asks for more than the mean
     for replicas, meets in ((p["replicas"], True), (p["replicas"] - 1, False)):
-        run = continuous.simulate(model, "h100-sxm", rate / replicas, prompt, output,
+        run = simulation.simulate(model, "h100-sxm", rate / replicas, prompt, output,
                                   n_gpus=p["n_gpus"], requests=20_000)["percentiles"]  # fmt: skip
         met = {k: run[k]["p99"] <= targets[f"{k}_target"] for k in ("ttft", "tpot")}
         assert all(met.values()) == meets, (replicas, run)
@@ -197,7 +198,7 @@ def test_goodput_is_the_highest_rate_meeting_both_percentile_targets():
     assert loose["requests_per_s"] == pytest.approx(continuous.saturation_rate(s))
     # On the mean, a TPOT target alone gives the highest rate's answer.
     mean = ia.goodput(*args, ttft_target=100.0, tpot_target=0.015, percentile=None)
-    assert mean["requests_per_s"] == pytest.approx(continuous.highest_rate(s, 0.015), rel=1e-3)
+    assert mean["requests_per_s"] == pytest.approx(targets.highest_rate(s, 0.015), rel=1e-3)
     with pytest.raises(ValueError, match="percentile must be one of 50, 90, 99"):
         ia.goodput(*args, ttft_target=0.3, tpot_target=0.015, percentile=95)
     with pytest.raises(ValueError, match="ttft_target"):
@@ -226,12 +227,12 @@ def _burst_scenario(**changes):
 
 def test_a_burst_serves_every_request_within_the_budget_and_the_memory():
     s = _burst_scenario(token_budget=2048)
-    plan, first, last, *_ = continuous.burst_schedule(s)
+    plan, first, last, *_ = simulation.burst_schedule(s)
     decodes, contexts, prompts = np.array(plan).T
     assert len(first) == len(last) == s.batch
     assert np.all(first <= last) and last.max() == len(plan) - 1
     assert np.all(prompts + decodes <= s.token_budget)  # the budget holds every step
-    assert decodes.max() <= continuous._capacity(s)
+    assert decodes.max() <= capacity(s)
     assert prompts.sum() == s.batch * s.prompt_len  # every prompt prefilled once
     assert decodes.sum() == s.batch * (s.output_len - 1)  # every later token decoded once
 
@@ -239,10 +240,10 @@ def test_a_burst_serves_every_request_within_the_budget_and_the_memory():
 def test_a_burst_timed_under_many_settings_is_the_same_as_one_at_a_time():
     s = _burst_scenario()
     overheads = np.array([0.0, 1e-3, 4e-3])
-    many = continuous.burst(s, step_overhead=overheads)["elapsed"]
-    one = [continuous.burst(s.replace(step_overhead=o))["elapsed"] for o in overheads]
+    many = simulation.burst(s, step_overhead=overheads)["elapsed"]
+    one = [simulation.burst(s.replace(step_overhead=o))["elapsed"] for o in overheads]
     assert many == pytest.approx(one, rel=1e-12)
-    r = continuous.burst(s)
+    r = simulation.burst(s)
     assert r["throughput"] == pytest.approx(s.batch * s.output_len / r["elapsed"])
     assert r["ttft"] < r["elapsed"]
 
@@ -253,21 +254,21 @@ def test_a_closed_loop_timed_from_its_schedule_is_the_simulation_timed_step_by_s
     # SimPy gives when every step takes its own time.
     s = _burst_scenario(batch=1, prompt_len=700, output_len=24, token_budget=512)
     users, requests = 5, 17
-    done = continuous._engine(s, np.zeros(users), total=requests)
+    done = simulation.run(s, np.zeros(users), total=requests)
     kept = [r for r in done if r["i"] >= users]
-    r = continuous.closed_loop(s, users, requests)
+    r = simulation.closed_loop(s, users, requests)
     assert r["elapsed"] == pytest.approx(max(d["last"] for d in done), rel=1e-12)
     assert r["ttft"] == pytest.approx(np.mean([d["first"] - d["arrived"] for d in kept]))
     tpot = np.mean([(d["last"] - d["first"]) / (s.output_len - 1) for d in kept])
     assert r["tpot"] == pytest.approx(tpot, rel=1e-12)
     assert r["throughput"] == pytest.approx(requests * s.output_len / r["elapsed"])
     # Later requests wait for a user's last one: some arrive after the start.
-    _, _, _, arrived, sent = continuous.burst_schedule(s, users, requests)
+    _, _, _, arrived, sent = simulation.burst_schedule(s, users, requests)
     assert np.all(arrived[sent < users] == 0) and np.all(arrived[sent >= users] > 0)
 
 
 def test_a_smaller_token_budget_takes_longer_to_prefill_a_burst():
-    small, large = (continuous.burst(_burst_scenario(token_budget=b)) for b in (512, 8192))
+    small, large = (simulation.burst(_burst_scenario(token_budget=b)) for b in (512, 8192))
     assert small["ttft"] > large["ttft"] and small["elapsed"] > large["elapsed"]
     # serve() takes the burst for a continuous engine on the kernel model.
     served = ia.serve("llama-3.1-8b", "h100-sxm", 96, 1500, 40, step="kernels", token_budget=512)
@@ -281,7 +282,7 @@ def test_the_steady_state_responds_to_the_token_budget_as_the_simulation_does(bu
     kw = dict(n_gpus=4, token_budget=budget, step="roofline")
     closed = ia.steady_state("llama-3.3-70b", "h100-sxm", 2.0, 2048, 256, **kw)
     runs = [
-        continuous.simulate(
+        simulation.simulate(
             "llama-3.3-70b", "h100-sxm", 2.0, 2048, 256, seed=k, requests=3000, **kw
         )
         for k in range(2)
@@ -304,24 +305,24 @@ def test_the_highest_rate_keeps_the_promise_and_a_little_more_breaks_it():
     saturation = continuous.saturation_rate(s)
     idle = continuous.steady_state_of(s, saturation / 1000)["tpot"]
     promise = 1.1 * idle  # binds below saturation
-    rate = continuous.highest_rate(s, promise)
+    rate = targets.highest_rate(s, promise)
     assert 0 < rate < saturation
     assert continuous.steady_state_of(s, rate)["tpot"] <= promise
     assert continuous.steady_state_of(s, rate * 1.01)["tpot"] > promise
-    assert continuous.highest_rate(s, 0.9 * idle) == 0.0  # not even a trickle keeps it
-    assert continuous.highest_rate(s, 10.0) == saturation  # a saturated engine keeps it
+    assert targets.highest_rate(s, 0.9 * idle) == 0.0  # not even a trickle keeps it
+    assert targets.highest_rate(s, 10.0) == saturation  # a saturated engine keeps it
     with pytest.raises(ValueError, match="tpot_target"):
-        continuous.highest_rate(s, -1.0)
+        targets.highest_rate(s, -1.0)
 
 
 def test_a_streams_cost_is_the_rent_over_its_output_tokens():
     s = ia.Scenario("llama-3.1-8b", "h100-sxm", output_len=256, replicas=2, in_waves=True)
     price = s.gpu.price_per_hour
     # Two GPUs' rent for an hour over the hour's output tokens, per million.
-    assert continuous.output_cost(s, 3.0) == pytest.approx(2 * price / (3.0 * 256 * 3600) * 1e6)
+    assert planning.output_cost(s, 3.0) == pytest.approx(2 * price / (3.0 * 256 * 3600) * 1e6)
     unpriced = next(name for name in ia.gpu_names() if ia.gpu(name).price_per_hour is None)
     with pytest.raises(ValueError, match="no example price"):
-        continuous.output_cost(s.replace(gpu=unpriced, model="gpt2", prompt_len=64), 1.0)
+        planning.output_cost(s.replace(gpu=unpriced, model="gpt2", prompt_len=64), 1.0)
 
 
 def test_a_steady_state_of_one_output_token_is_refused_by_name():
@@ -335,7 +336,7 @@ def test_a_steady_state_of_one_output_token_is_refused_by_name():
         with pytest.raises(ia.ArgumentError, match="output_len must be a whole number from 2"):
             continuous.saturation_rate(s)
         with pytest.raises(ia.ArgumentError, match="output_len must be a whole number from 2"):
-            continuous.plan("llama-3.1-8b", "h100-sxm", 1.0, 1024, 1, 1.0, 0.1)
+            planning.plan_colocated("llama-3.1-8b", "h100-sxm", 1.0, 1024, 1, 1.0, 0.1)
     assert str(raised.value).startswith("output_len must be a whole number from 2 up for a")
     assert "got 1" in str(raised.value)
     assert ia.steady_state("llama-3.1-8b", "h100-sxm", 1.0, 1024, 2)["tpot"] > 0
@@ -344,7 +345,7 @@ def test_a_steady_state_of_one_output_token_is_refused_by_name():
 def test_simpy_is_needed_only_to_simulate(monkeypatch):
     monkeypatch.setitem(sys.modules, "simpy", None)  # as if it were not installed
     with pytest.raises(ImportError, match=r"needs SimPy, .*: pip install simpy"):
-        continuous.simulate("llama-3.1-8b", "h100-sxm", 1.0, 512, 16, requests=10)
+        simulation.simulate("llama-3.1-8b", "h100-sxm", 1.0, 512, 16, requests=10)
     assert ia.steady_state("llama-3.1-8b", "h100-sxm", 1.0, 512, 16)["tpot"] > 0
     code = "import sys, inference_arithmetic; print('simpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
@@ -355,7 +356,7 @@ def test_the_chains_of_several_decoding_counts_are_each_ones_own():
     # The steady state evaluates the chains of several decoding counts at once (a stack of
     # matrices, a row each): each row the numbers of its count's chain alone, to the bit.
     s = ia.Scenario("llama-3.1-8b", "h100-sxm", prompt_len=2048, output_len=256, in_waves=True)
-    engine, rate, counts = continuous._Engine(s), 3.0, [0.0, 12.25, 40.5, 90.0]
+    engine, rate, counts = Engine(s), 3.0, [0.0, 12.25, 40.5, 90.0]
     together = engine.chain(rate, counts)
     ttfts = engine.ttft(rate, counts)
     for i, decodes in enumerate(counts):
@@ -386,20 +387,20 @@ def test_requests_of_many_lengths_in_the_simulation():
     # Lengths as sequences: one length repeated is the engine of one length exactly; a spread
     # about the same means, at one rate, widens the tail of the first token.
     args = ("llama-3.1-8b", "h100-sxm", 4.0)
-    one = continuous.simulate(*args, 1024, 128, requests=1500)
-    repeated = continuous.simulate(*args, [1024] * 5, [128] * 5, requests=1500)
+    one = simulation.simulate(*args, 1024, 128, requests=1500)
+    repeated = simulation.simulate(*args, [1024] * 5, [128] * 5, requests=1500)
     assert repeated == one
     rng = np.random.default_rng(0)
     prompts = (1024 * rng.lognormal(0, 0.8, 4000) / np.exp(0.32)).astype(int) + 1
     outputs = (128 * rng.lognormal(0, 0.8, 4000) / np.exp(0.32)).astype(int) + 2
-    spread = continuous.simulate(*args, prompts, outputs, requests=1500)
+    spread = simulation.simulate(*args, prompts, outputs, requests=1500)
     assert spread["percentiles"]["ttft"]["p99"] > 1.3 * one["percentiles"]["ttft"]["p99"]
-    short = continuous.simulate(*args, prompts, 1, requests=500)  # prefills only: no TPOT
+    short = simulation.simulate(*args, prompts, 1, requests=500)  # prefills only: no TPOT
     assert np.isnan(short["tpot"]) and short["ttft"] > 0
     with pytest.raises(ValueError, match="of one length, to keep their pairs"):
-        continuous.simulate(*args, [1024, 2048], [128, 256, 512])
+        simulation.simulate(*args, [1024, 2048], [128, 256, 512])
     with pytest.raises(ValueError, match="prompt_len must be a whole number of tokens from 1"):
-        continuous.simulate(*args, [1024, 0], 128)
+        simulation.simulate(*args, [1024, 0], 128)
 
 
 def test_the_simulation_gives_percentiles_whose_tail_grows_with_the_load():
@@ -412,7 +413,7 @@ def test_the_simulation_gives_percentiles_whose_tail_grows_with_the_load():
         run = _simulated(name, n, prompt, output, load)
         for key in ("ttft", "tpot"):
             p = run["percentiles"][key]
-            assert list(p) == [f"p{q}" for q in continuous.PERCENTILES]
+            assert list(p) == [f"p{q}" for q in queueing.PERCENTILES]
             assert 0 < p["p50"] <= p["p90"] <= p["p99"]
         tails[load] = run["percentiles"]["ttft"]["p99"] / run["percentiles"]["ttft"]["p50"]
     assert tails[0.9] > 1.5 * tails[0.3], tails
@@ -431,7 +432,7 @@ def test_a_prefix_cache_in_the_steady_state_matches_the_simulation():
     s = ia.Scenario(*args, prompt_len=1024, output_len=128, in_waves=True, prefix_hit_rate=0.5)
     rate = 0.3 * continuous.saturation_rate(s)
     state = ia.steady_state(*args, rate, 1024, 128, prefix_hit_rate=0.5)
-    simulated = continuous.simulate(*args, rate, 1024, 128, prefix_hit_rate=0.5, requests=4_000)
+    simulated = simulation.simulate(*args, rate, 1024, 128, prefix_hit_rate=0.5, requests=4_000)
     for key in ("ttft", "tpot"):
         assert state[key] == pytest.approx(simulated[key], rel=0.1), key
         for tail in ("p90", "p99"):  # the tails prefill the uncached tokens too
@@ -473,7 +474,7 @@ def test_speculation_costs_capacity_where_the_step_turns_compute_bound():
 
 def test_the_step_by_step_engine_refuses_speculation():
     with pytest.raises(ia.ArgumentError, match="decodes one token a step; speculative decoding"):
-        continuous.simulate("llama-3.1-8b", "h100-sxm", 1.0, 512, 64, speculative="ngram")
+        simulation.simulate("llama-3.1-8b", "h100-sxm", 1.0, 512, 64, speculative="ngram")
 
 
 def test_expert_parallelism_steps_the_same_chain_with_the_busiest_gpus_step():
@@ -483,7 +484,7 @@ def test_expert_parallelism_steps_the_same_chain_with_the_busiest_gpus_step():
     s = ia.Scenario(name, "h100-sxm", prompt_len=1024, output_len=128, in_waves=True, **work)
     rate = 0.6 * continuous.saturation_rate(s)
     closed = ia.steady_state(name, "h100-sxm", rate, 1024, 128, **work)
-    run = continuous.simulate(name, "h100-sxm", rate, 1024, 128, requests=4_000, **work)
+    run = simulation.simulate(name, "h100-sxm", rate, 1024, 128, requests=4_000, **work)
     for key in ("ttft", "tpot"):
         assert closed[key] == pytest.approx(run[key], rel=0.10), (key, closed[key], run[key])
     tensor = ia.steady_state(name, "h100-sxm", rate, 1024, 128, n_gpus=4)
@@ -496,10 +497,10 @@ def test_a_plan_refuses_a_setting_no_deployment_changes_by_name():
     # Each deployment would be refused by it, and skipped as if it saturated: the plan's
     # message would blame the targets. A rule of one deployment (fit) is still the search's.
     with pytest.raises(ValueError, match="has no default"):
-        ia.continuous.plan("llama-3.1-8b", "h100-sxm", 1.0, 2048, 256, 0.5, 0.05,
+        ia.planning.plan_colocated("llama-3.1-8b", "h100-sxm", 1.0, 2048, 256, 0.5, 0.05,
                            speculative="draft")  # fmt: skip
     with pytest.raises(ValueError, match="does not model them"):
-        ia.continuous.plan("llama-3.1-8b", "h100-sxm", 1.0, 2048, 256, 0.5, 0.05,
+        ia.planning.plan_colocated("llama-3.1-8b", "h100-sxm", 1.0, 2048, 256, 0.5, 0.05,
                            prefix_hit_rate=0.5, step="roofline")  # fmt: skip
-    big = ia.continuous.plan("llama-3.1-70b", "h100-sxm", 1.0, 2048, 256, 0.5, 0.05)
+    big = ia.planning.plan_colocated("llama-3.1-70b", "h100-sxm", 1.0, 2048, 256, 0.5, 0.05)
     assert big["n_gpus"] > 1  # one GPU does not fit: skipped, not refused

@@ -9,7 +9,7 @@ import pytest
 
 import inference_arithmetic as ia
 from inference_arithmetic.formulas import disaggregation
-from inference_arithmetic.serving import continuous, disaggregated
+from inference_arithmetic.serving import disaggregated, simulation
 
 G = "h100-sxm"
 DENSE = ("llama-3.1-70b", 2048, 256, {"prefill_gpus": 4, "decode_gpus": 4})
@@ -136,7 +136,7 @@ def test_a_lone_prompt_takes_one_prefill_and_its_transfer():
     budget = {"token_budget": 8192}  # the whole prompt in one step
     state = disaggregated.steady_state(name, G, 1e-4, prompt, output, **sizes, **budget)
     s = ia.Scenario(name, G, n_gpus=4, prompt_len=prompt, output_len=1, **budget)
-    alone = continuous._scalar_step(s)(0, 1.0, prompt)  # one step of the prompt, no decodes
+    alone = simulation.scalar_step(s)(0, 1.0, prompt)  # one step of the prompt, no decodes
     assert state["prefill"]["ttft"] == pytest.approx(alone, rel=1e-3)
     assert state["prefill"]["busy"] < 1e-3
 

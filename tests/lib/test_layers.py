@@ -1,4 +1,5 @@
-"""The package's layers: no module imports one of a higher layer, and no import cycle is left.
+"""The package's layers: no module imports one of a higher layer, no import cycle is left, and
+no module reaches into another module's private names.
 
 The order, bottom up (README.md, "How the repository is organized"): core < formulas <
 models, hardware < serving < validation, page < the package's ``__init__`` < exercises and
@@ -7,6 +8,11 @@ validation and page, exercises and cli) import neither. Exercises sit above
 ``__init__``: they are the answer key, written against the public ``ia.*`` API as the chapters
 are, and ``__init__`` loads them by name on first use without importing them. Every import
 statement counts, at the top of a module or inside a function.
+
+A leading underscore means "only this file uses it" (STYLE.md): a module that imports
+another's ``_name``, or reads it as an attribute of that module (``continuous._Engine``,
+``inference_arithmetic.serving.report._compiled``), couples itself to what the other module
+may change without a word. What two modules share is public, documented, in ``__all__``.
 """
 
 import ast
@@ -69,6 +75,75 @@ def imports(source: str, module: str, is_package: bool) -> set[str]:
                 child = f"{base}.{alias.name}"
                 found.add(child if child in MODULES else base)
     return found
+
+
+def _binding(module: str, is_package: bool, node: ast.ImportFrom) -> str:
+    """The absolute module an ``ImportFrom`` in ``module`` imports from."""
+    base = node.module or ""
+    if node.level:  # relative: from the module's own package
+        package = module.split(".") if is_package else module.split(".")[:-1]
+        package = package[: len(package) - node.level + 1]
+        base = ".".join([*package, *([base] if base else [])])
+    return base
+
+
+def private(name: str) -> bool:
+    """Whether ``name`` is private to its module: a leading underscore, not a dunder."""
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def reaches(source: str, module: str, is_package: bool) -> list[str]:
+    """Every place ``source`` (the text of ``module``) uses another module's private name, as
+    'line: module._name': ``from X import _name``, and ``_name`` read as an attribute of a
+    name bound to another module of the library (``import X as m; m._name``, ``from P import
+    X; X._name``, ``import inference_arithmetic; inference_arithmetic.X._name``)."""
+    tree = ast.parse(source)
+    modules, found = {}, []  # local names bound to a library module -> that module
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if not alias.name.startswith("inference_arithmetic"):
+                    continue
+                if alias.asname:
+                    modules[alias.asname] = alias.name
+                else:  # ``import a.b.c`` binds ``a``
+                    modules[alias.name.split(".")[0]] = alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom):
+            base = _binding(module, is_package, node)
+            if not base.startswith("inference_arithmetic"):
+                continue
+            for alias in node.names:
+                child = f"{base}.{alias.name}"
+                if child in MODULES or child == "inference_arithmetic":
+                    modules[alias.asname or alias.name] = child
+                if private(alias.name) and base != module:
+                    found.append(f"{node.lineno}: {child}")
+
+    def resolved(node):
+        """The library module an expression names (``m``, ``m.sub``), or None."""
+        if isinstance(node, ast.Name):
+            return modules.get(node.id)
+        if isinstance(node, ast.Attribute):
+            parent = resolved(node.value)
+            if parent is not None and f"{parent}.{node.attr}" in MODULES:
+                return f"{parent}.{node.attr}"
+        return None
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and private(node.attr):
+            owner = resolved(node.value)
+            if owner is not None and owner != module:
+                found.append(f"{node.lineno}: {owner}.{node.attr}")
+    return sorted(set(found), key=lambda line: int(line.split(":")[0]))
+
+
+def private_reaches(modules: dict[str, Path]) -> list[str]:
+    """Every reach into another module's private names, as 'module:line: module._name'."""
+    return [
+        f"{name}:{line}"
+        for name, path in modules.items()
+        for line in reaches(path.read_text(), name, path.name == "__init__.py")
+    ]
 
 
 def graph(modules: dict[str, Path]) -> dict[str, set[str]]:
@@ -141,11 +216,17 @@ def test_no_import_cycle():
 @pytest.mark.parametrize(
     "module, source, bad",
     [
-        # The cycle issue 20 broke: the disk cache compiling the report that uses it.
+        # The cycle issue 20 broke: a module warming the report that uses it.
         (
-            "inference_arithmetic.serving.cache",
+            "inference_arithmetic.serving.scenario",
             "def warm():\n    from inference_arithmetic.serving import report\n",
             "cycle",
+        ),
+        # The disk cache is the core's: it compiles what it is given, never a report itself.
+        (
+            "inference_arithmetic.core.cache",
+            "def warm():\n    from inference_arithmetic.serving import report\n",
+            "back-edge",
         ),
         # Measurements are data: they may be read by serving code, never the other way up.
         (
@@ -172,6 +253,47 @@ def test_a_deliberate_back_edge_or_cycle_fails(module, source, bad):
         assert any(module in group for group in cycles(edges))
     else:
         assert any(line.startswith(module + " ") for line in back_edges(edges))
+
+
+def test_no_module_uses_another_modules_private_names():
+    found = private_reaches(MODULES)
+    assert not found, "reaches into another module's private names:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    "module, source",
+    [
+        ("inference_arithmetic.serving.planning", "from .continuous import _secret\n"),
+        (
+            "inference_arithmetic.page.live",
+            "from inference_arithmetic.core import format\nformat._x\n",
+        ),
+        (
+            "inference_arithmetic.cli",
+            "import inference_arithmetic.serving.timing as timing\ntiming._secret()\n",
+        ),
+        (
+            "inference_arithmetic.cli",
+            "import inference_arithmetic\ninference_arithmetic.core.checks._x\n",
+        ),
+        (
+            "inference_arithmetic.page.live",
+            "from inference_arithmetic import core\ncore.format._x\n",
+        ),
+    ],
+)
+def test_a_deliberate_reach_into_private_names_fails(module, source):
+    """One added line that reaches into another module's private name, and the rule reports
+    it; the module's own private names, and dunders, are its own."""
+    assert reaches(source, module, False), source
+
+
+@pytest.mark.parametrize(
+    "source",
+    ["from inference_arithmetic.core import format\nformat.__doc__\n", "_own = 1\n_own\n"],
+)
+def test_a_modules_own_private_names_and_dunders_are_not_reaches(source):
+    assert reaches(source, "inference_arithmetic.page.live", False) == []
 
 
 def test_each_layer_says_what_lives_there():

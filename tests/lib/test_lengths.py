@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import inference_arithmetic as ia
-from inference_arithmetic.serving import continuous, lengths
+from inference_arithmetic.serving import continuous, lengths, simulation
 from inference_arithmetic.serving.lengths import Lengths, sums
 
 
@@ -54,7 +54,7 @@ def _case(model, spread, load):
     prompts, outputs = _workload(spread)
     rate = _rate(model, spread, load)
     closed = ia.steady_state(name, "h100-sxm", rate, prompts, outputs, n_gpus=n)
-    runs = [continuous.simulate(name, "h100-sxm", rate, prompts, outputs, n_gpus=n, seed=seed,
+    runs = [simulation.simulate(name, "h100-sxm", rate, prompts, outputs, n_gpus=n, seed=seed,
                                 requests=REQUESTS[load]) for seed in range(2)]  # fmt: skip
     return closed, runs
 
@@ -90,11 +90,11 @@ def test_without_the_distribution_the_steady_state_misses_the_tail():
 
 def test_cut_by_requests_the_chat_spreads_tail_is_short(monkeypatch):
     # The companion of the 15% for the chat spread: its sums and bins cut by their share of
-    # requests (``_cut`` without the tokens' mass), the first token's p99 is a fifth short.
+    # requests (``lengths.cut`` without the tokens' mass), the first token's p99 is a fifth short.
     name, n = MODELS["dense"]
     closed, runs = _case("dense", "chat", 0.6)
-    by_tokens = lengths._cut
-    monkeypatch.setattr(lengths, "_cut", lambda v, s, groups, mass=None: by_tokens(v, s, groups))
+    by_tokens = lengths.cut
+    monkeypatch.setattr(lengths, "cut", lambda v, s, groups, mass=None: by_tokens(v, s, groups))
     rate = _rate("dense", "chat", 0.6)
     by_requests = ia.steady_state(name, "h100-sxm", rate, *_workload("chat"), n_gpus=n)
     simulated = np.mean([run["percentiles"]["ttft"]["p99"] for run in runs])
@@ -180,7 +180,7 @@ def test_a_plan_on_a_spread_meets_its_targets_in_the_simulation():
     assert (p["n_gpus"], p["binds"]) == (1, "ttft")
     assert p["replicas"] == math.ceil(PLANNED_RATE / _spread_goodput()["requests_per_s"]) > 1
     for replicas, meets in ((p["replicas"], True), (p["replicas"] - 1, False)):
-        run = continuous.simulate(name, "h100-sxm", PLANNED_RATE / replicas, prompts, outputs,
+        run = simulation.simulate(name, "h100-sxm", PLANNED_RATE / replicas, prompts, outputs,
                                   requests=10_000)  # fmt: skip
         judged = {key: run["percentiles"][key]["p99"] for key in ("ttft", "tpot")}
         within = judged["ttft"] <= 0.1 and judged["tpot"] <= 0.03

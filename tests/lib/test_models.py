@@ -176,6 +176,20 @@ def test_a_config_may_be_a_dict_a_path_json_text_or_a_transformers_config(tmp_pa
         ModelConfig.from_hf_config(42)
 
 
+def test_the_reader_gives_the_fields_the_model_is_built_from():
+    # models.huggingface reads; ModelConfig validates what it read, and nothing else.
+    from inference_arithmetic.models import config, huggingface
+
+    values = huggingface.read_hf_config(QWEN3, name="mine")
+    assert (values["name"], values["model_type"], values["qk_norm"]) == ("mine", "qwen3", "head")
+    assert ModelConfig(**values) == ModelConfig.from_hf_config(QWEN3, name="mine")
+    with pytest.raises(ValueError, match="unsupported model_type 'bert'"):
+        huggingface.read_hf_config({**QWEN3, "model_type": "bert"})
+    # The reader's tables, also where the page's form and readers' notes read them.
+    for name in ("MODEL_TYPES", "FIELDS", "WRAPPERS", "UNMODELED", "QUANTIZATION"):
+        assert getattr(config, name) is getattr(huggingface, name) is getattr(ia.models, name)
+
+
 def test_a_multimodal_wrapper_counts_its_text_model():
     text = {**QWEN3, "model_type": "gemma3_text", "sliding_window": 1024}
     text["layer_types"] = ["sliding_attention"] * 30 + ["full_attention"] * 6

@@ -1,5 +1,5 @@
 """A pipeline under a stream: its steady state (n micro-batches whose steps last the cycle's,
-``_Engine.period``) against the SimPy engine that runs its stages step by step, the cycle's
+``Engine.period``) against the SimPy engine that runs its stages step by step, the cycle's
 formula, and the plan and goodput of a pipeline."""
 
 import functools
@@ -11,7 +11,8 @@ import sympy
 
 import inference_arithmetic as ia
 from inference_arithmetic.formulas import continuous as formulas
-from inference_arithmetic.serving import continuous
+from inference_arithmetic.serving import continuous, simulation
+from inference_arithmetic.serving.engine import Engine
 from inference_arithmetic.serving.scenario import pipeline_degrees
 
 CASES = [("llama-3.1-70b", 4), ("llama-3.1-8b", 2)]
@@ -38,7 +39,7 @@ def _simulated(name, n, load):
     """The simulation's means and percentiles (over ``RUNS``' seeds), shared by the tests."""
     requests, seeds = RUNS[load]
     runs = [
-        continuous.simulate(name, "h100-sxm", _rate(name, n, load), PROMPT, OUTPUT, n_gpus=n,
+        simulation.simulate(name, "h100-sxm", _rate(name, n, load), PROMPT, OUTPUT, n_gpus=n,
                             parallel="pipeline", requests=requests, seed=seed)
         for seed in range(seeds)
     ]  # fmt: skip
@@ -66,7 +67,7 @@ def test_a_pipelines_steady_state_is_the_simulations(name, n, load):
 
 def _independent(name, n, load):
     """The account before the cycle: n engines at a share of the rate, each step its own."""
-    engine = continuous._Engine(_scenario(name, n))
+    engine = Engine(_scenario(name, n))
     engine.meet = lambda *args: None  # the other micro-batches never stretch a step
     return engine.state(_rate(name, n, load))
 
@@ -100,7 +101,7 @@ def test_a_cycle_is_its_slowest_micro_batchs_step():
 
 def test_the_period_is_the_mean_of_the_slowest_of_n_steps():
     # The engine's order statistic against every draw of the n - 1 others, enumerated.
-    engine = continuous._Engine(_scenario("llama-3.1-8b", 4))
+    engine = Engine(_scenario("llama-3.1-8b", 4))
     values, weights = np.array([0.03, 0.2, 0.01]), np.array([0.25, 0.05, 0.7])
     engine.others = engine.slowest(values, weights)  # formulas.pipeline_wait, summed
     for t in (0.005, 0.02, 0.5):
@@ -147,10 +148,10 @@ def test_a_plan_and_goodput_of_a_pipeline():
     with pytest.raises(ia.ArgumentError) as error:
         ia.plan(name, "h100-sxm", 4.0, PROMPT, OUTPUT, **targets, parallel="pipeline",
                 most_gpus=4, layout="disaggregated")  # fmt: skip
-    assert str(error.value) == continuous.NO_PIPELINE
+    assert str(error.value) == simulation.NO_PIPELINE
 
 
 def test_a_burst_of_a_pipeline_is_still_refused_by_name():
     with pytest.raises(ia.ArgumentError) as error:
-        continuous.burst_schedule(_scenario("llama-3.1-8b", 2).replace(batch=8))
-    assert str(error.value) == continuous.NO_PIPELINE
+        simulation.burst_schedule(_scenario("llama-3.1-8b", 2).replace(batch=8))
+    assert str(error.value) == simulation.NO_PIPELINE

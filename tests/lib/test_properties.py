@@ -762,7 +762,7 @@ def test_bug_a_continuous_engine_served_as_a_pipeline_was_timed_as_tensor_parall
     # Its burst steps one engine with tensor parallelism: a pipeline is refused by name.
     with pytest.raises(ia.ArgumentError) as error:
         ia.serve("llama-3.1-8b", GPU, 100, 2048, 256, n_gpus=4, parallel="pipeline")
-    assert str(error.value) == ia.continuous.NO_PIPELINE
+    assert str(error.value) == ia.simulation.NO_PIPELINE
 
 
 def test_bug_pipeline_batches_in_flight_do_not_fit():

@@ -192,9 +192,9 @@ def test_fits_is_computed_from_the_memory_and_the_budget(monkeypatch):
 
 def test_found_figures_are_kept_and_each_caller_gets_its_own_copy():
     g, e = ia.gpu("h100-sxm"), ia.engine("vllm")
-    first = ia.scenario.found_figures(g, e, "bf16", "fp8")
+    first = ia.efficiencies.found_figures(g, e, "bf16", "fp8")
     first["compute_efficiency"] = -1.0
-    again = ia.scenario.found_figures(g, e, "bf16", "fp8")
+    again = ia.efficiencies.found_figures(g, e, "bf16", "fp8")
     assert again is not first
     assert again["compute_efficiency"] == g.achieved_figure("matmul.bf16")
     assert again["bandwidth_efficiency"] == g.achieved_figure("stream.fp8")

@@ -5,6 +5,7 @@ import pytest
 
 import inference_arithmetic as ia
 from inference_arithmetic.serving import speculative
+from inference_arithmetic.serving.engine import engine_of
 from inference_arithmetic.serving.speculative import METHODS, Speculative
 
 
@@ -109,7 +110,7 @@ def test_a_draft_model_takes_room_from_the_batch():
     # The continuous engine admits as many (its capacity is the same formula at T + O).
     spec = ia.Scenario(*TARGET, n_gpus=4, prompt_len=4000, output_len=96, in_waves=True,
                        speculative=DRAFT)  # fmt: skip
-    assert ia.continuous._engine_of(spec).capacity == drafted
+    assert engine_of(spec).capacity == drafted
 
 
 def test_a_target_that_fits_alone_may_not_fit_beside_its_draft():

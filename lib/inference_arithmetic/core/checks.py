@@ -27,8 +27,8 @@ import warnings
 
 from inference_arithmetic.core.numeric import ArgumentError, expression
 
-__all__ = ["ArgumentError", "COUNT", "count", "fraction", "share", "amount", "choice", "renamed"]
-__all__ += ["expression"]
+__all__ = ["ArgumentError", "count", "fraction", "share", "amount", "choice", "renamed"]
+__all__ += ["expression", "is_real"]
 
 FRACTION = (0.001, 1.0)
 """The range of every fraction the library takes."""
@@ -37,15 +37,17 @@ COUNT = "{name} must be a whole number from {low}{upper}, got {value}"
 calculator's page fills the same template."""
 
 
-def _real(value) -> bool:
-    """A real number that is not a bool (True is an int in Python, but never a size)."""
+def is_real(value) -> bool:
+    """A real number that is not a bool (True is an int in Python, but never a size): the test
+    every check of a number here starts with, and checks of their own elsewhere
+    (``serving.scenario.check_imbalance``) too."""
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 def count(name: str, value, low: int = 1, high: int | None = None) -> int:
     """``value`` as an ``int`` if it is a whole number from ``low`` to ``high`` (no upper limit
     if None): ints, numpy integers and integral floats (4096.0) are counts; bools are not."""
-    whole = _real(value) and math.isfinite(value) and value == int(value)
+    whole = is_real(value) and math.isfinite(value) and value == int(value)
     if not whole or not low <= value <= (math.inf if high is None else high):
         upper = f" to {high:,}" if high is not None else " up"
         message = COUNT.format(name=name, low=f"{low:,}", upper=upper, value=repr(value))
@@ -56,7 +58,7 @@ def count(name: str, value, low: int = 1, high: int | None = None) -> int:
 def fraction(name: str, value) -> float:
     """A fraction of a peak or of a whole, from 0.001 to 1: an efficiency, a utilization.
     (A thousandth is no GPU at work, and smaller values only overflow the times.)"""
-    if not _real(value) or not FRACTION[0] <= value <= FRACTION[1]:
+    if not is_real(value) or not FRACTION[0] <= value <= FRACTION[1]:
         low, high = FRACTION
         raise ArgumentError(f"{name} must be a number from {low:g} to {high:g}, got {value!r}")
     return float(value)
@@ -69,7 +71,7 @@ SHARE = "{name} must be a number from 0 to 1{below}, got {value}"
 def share(name: str, value, below_one: bool = False) -> float:
     """A share of a whole, from 0 to 1 (below 1 if ``below_one``): a prefix-cache hit rate,
     an acceptance rate. Unlike ``fraction`` it may be 0: none of the prompt cached."""
-    if not _real(value) or not 0 <= value <= 1 or (below_one and value == 1):
+    if not is_real(value) or not 0 <= value <= 1 or (below_one and value == 1):
         below = " (not 1)" if below_one else ""
         raise ArgumentError(SHARE.format(name=name, below=below, value=repr(value)))
     return float(value)
@@ -79,7 +81,7 @@ def amount(name: str, value, unit: str, positive: bool = False, high: float = 1e
     """A non-negative (or positive) real amount of ``unit`` up to ``high``: seconds, dollars.
     (A bound keeps the times and prices that follow from it finite.)"""
     sign = "positive" if positive else "non-negative"
-    if not _real(value) or not 0 <= value <= high or (positive and value == 0):
+    if not is_real(value) or not 0 <= value <= high or (positive and value == 0):
         raise ArgumentError(
             f"{name} must be a {sign} number of {unit} up to {high:g}, got {value!r}"
         )

@@ -50,7 +50,6 @@ __all__ = [
     "scientific",
     "show",
     "KINDS",
-    "js_runtime",
     "formula_table",
     "first_branch",
     "latex_lines",

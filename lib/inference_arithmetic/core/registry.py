@@ -28,15 +28,13 @@ def entries(package: str) -> Iterator[dict]:
 
 class Registry(Mapping):
     """The entries of ``package`` by name, each read and made (``make(entry)``) when first
-    asked for: a process that uses one model reads one file, where reading all of them took
-    a fresh process's first calculation a quarter of its time. A file is named after its
-    entry (``h100-sxm.json`` holds ``"name": "h100-sxm"``)."""
+    asked for, so that a process that uses one model reads one file, not the whole folder. A
+    file is named after its entry (``h100-sxm.json`` holds ``"name": "h100-sxm"``)."""
 
     def __init__(self, package: str, make: Callable[[dict], object]):
         folder = resources.files(package)
-        self._paths = {path.name.removesuffix(".json"): path
-                       for path in sorted(folder.iterdir(), key=lambda p: p.name)
-                       if path.name.endswith(".json")}  # fmt: skip
+        files = sorted(folder.iterdir(), key=lambda p: p.name)
+        self._paths = {p.name.removesuffix(".json"): p for p in files if p.name.endswith(".json")}
         self._make, self._made = make, {}
 
     def __getitem__(self, name: str):

@@ -34,6 +34,9 @@ __all__ += ["student_cell", "labels", "written"]
 
 KINDS = ("number", "symbolic", "yes/no")
 
+EXACT = 1e-9
+"""The tolerance of an exact count: only float rounding is forgiven."""
+
 # Ratios of a wrong answer to the right one that have a usual cause, and what they say (the
 # GB/GiB ones only for an answer in bytes). A part's own hint (Part.hints) is added to them.
 COMMON = {

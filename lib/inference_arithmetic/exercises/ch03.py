@@ -11,10 +11,8 @@ import dataclasses
 
 import inference_arithmetic as ia
 from inference_arithmetic.core.symbols import D, H, H_kv, L, d_h
-from inference_arithmetic.exercises import Part, register
+from inference_arithmetic.exercises import EXACT, Part, register
 from inference_arithmetic.formulas import transformer as tf
-
-EXACT = 1e-9  # an exact count: only float rounding is forgiven
 
 GPT2 = dataclasses.replace(  # the exercise's sizes, in the registry's GPT-2 structure
     ia.model("gpt2"), vocab_size=50257, max_positions=1024, d_model=768, n_layers=12, d_ff=4 * 768

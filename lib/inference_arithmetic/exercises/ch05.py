@@ -14,14 +14,13 @@ import sympy
 
 import inference_arithmetic as ia
 from inference_arithmetic.core.symbols import N, b
-from inference_arithmetic.exercises import Part, register
+from inference_arithmetic.exercises import EXACT, Part, register
 from inference_arithmetic.formulas import memory
 
 MODEL = "llama-3.1-70b"
 WORKLOAD = dict(batch=4, seq_len=2048, context_len=2048, bytes_per_number=2)  # the chapter's
 CAPACITY = 80e9  # bytes of one accelerator (exercise 1)
 LORA_FRACTION = 0.01  # f of exercise 2
-EXACT = 1e-9  # an exact count: only float rounding is forgiven
 
 f = sympy.Symbol("f", positive=True)  # the fraction of the parameters LoRA trains
 

@@ -12,14 +12,13 @@ weights, over one conversation's cache.
 import functools
 
 import inference_arithmetic as ia
-from inference_arithmetic.exercises import Part, register
+from inference_arithmetic.exercises import EXACT, Part, register
 from inference_arithmetic.formulas import kv_cache
 
 CONTEXT = 8192  # tokens of one conversation
 LARGE, SMALL, WINDOWED = "llama-3.1-70b", "llama-3.1-8b", "gemma-2-9b"
 GPU_MEMORY = 80e9  # bytes
 UTILIZATION = ia.timing.DEFAULT_MEMORY_UTILIZATION
-EXACT = 1e-9  # an exact count: only float rounding is forgiven
 
 
 def _cache(model, dtype="bf16", **changes):

@@ -18,7 +18,7 @@ import sympy
 
 import inference_arithmetic as ia
 from inference_arithmetic.core.symbols import T, by_name
-from inference_arithmetic.exercises import Part, register
+from inference_arithmetic.exercises import EXACT, Part, register
 from inference_arithmetic.formulas import basics, latency
 
 MODEL, SMALL = "llama-3.3-70b", "llama-3.1-8b"
@@ -32,7 +32,6 @@ DEFAULTS = (
     ("bandwidth_efficiency", ia.timing.DEFAULT_BANDWIDTH_EFFICIENCY),
     ("attention_efficiency", ia.timing.DEFAULT_ATTENTION_EFFICIENCY),
 )
-EXACT = 1e-9  # an exact count: only float rounding is forgiven
 
 
 @functools.cache

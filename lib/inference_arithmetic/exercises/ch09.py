@@ -21,7 +21,7 @@ import sympy
 
 import inference_arithmetic as ia
 from inference_arithmetic.core.symbols import B, b, eta_m
-from inference_arithmetic.exercises import Part, register
+from inference_arithmetic.exercises import EXACT, Part, register
 from inference_arithmetic.formulas import kv_cache, transformer
 
 SMALL, LARGE = "llama-3.1-8b", "llama-3.1-70b"
@@ -37,7 +37,6 @@ TARGET_TTFT = 0.3  # seconds to the first token, exercise 5's promise
 BUDGETS = tuple(256 * 2**k for k in range(6))  # exercise 5's token budgets, 256 to 8,192
 GOODPUT_TARGETS = {"ttft_target": 1.0, "tpot_target": 0.05}  # seconds, exercise 6's, on p90
 LONG_PROMPT, SPLIT_TTFT, SPLIT_TPOT, SPLIT_GPUS = 8192, 2.0, 0.025, 24  # exercise 7
-EXACT = 1e-9  # an exact count: only float rounding is forgiven
 # Efficiencies as arguments of the cached functions below: the ideal roofline, the defaults.
 _IDEAL = tuple(ia.timing.IDEAL.items())
 _DEFAULTS = (
@@ -213,20 +212,29 @@ def _smallest_budget():
     return min(x for x in BUDGETS if _budget_state(x)["ttft"] <= TARGET_TTFT)
 
 
-def _budget_hints(quantity):
-    """Hints for ``quantity(budget)`` of the smallest budget that keeps the promise."""
+def _hints(right, wrong):
+    """A part's hints, computed when a wrong answer first needs them: each wrong answer of
+    ``wrong()`` (a mapping to what it says) as its ratio to ``right()``, but one that equals
+    the right answer (at these inputs the mistake makes no difference)."""
 
     def hints():
-        right = quantity(_smallest_budget())
-        wrong = {
+        answer = right()
+        return {value / answer: hint for value, hint in wrong().items() if value != answer}
+
+    return hints
+
+
+def _budget_hints(quantity):
+    """Hints for ``quantity(budget)`` of the smallest budget that keeps the promise."""
+    return _hints(
+        lambda: quantity(_smallest_budget()),
+        lambda: {
             quantity(BUDGETS[-1]): "that is the largest budget, whole prompts: it keeps the "
             "promise, but a smaller one keeps it too, with a shorter time per token",
             quantity(_smallest_budget() // 2): "that budget's time to first token is past the "
             "promise",
-        }
-        return {value / right: hint for value, hint in wrong.items() if value != right}
-
-    return hints
+        },
+    )
 
 
 register(
@@ -256,38 +264,36 @@ def _goodput(percentile=90):
     return ia.goodput(LARGE, GPU, **workload, **GOODPUT_TARGETS, percentile=percentile)
 
 
-def _goodput_hints():
-    right = _goodput()["requests_per_s"]
-    wrong = {
+_goodput_hints = _hints(
+    lambda: _goodput()["requests_per_s"],
+    lambda: {
         _goodput(None)["requests_per_s"]: "that is the rate with the targets on the means: "
         "one request in ten would miss them",
         _goodput(99)["requests_per_s"]: "that is the rate with the targets on p99, a stricter "
         "promise than p90",
-    }
-    return {value / right: hint for value, hint in wrong.items() if value != right}
+    },
+)
 
 
 @functools.cache
 def _compared(prompt_len=LONG_PROMPT):
     """Exercise 7's comparison (``ia.disaggregated.compare``) for prompts of ``prompt_len``."""
-    return ia.disaggregated.compare(LARGE, GPU, prompt_len, OUTPUT, SPLIT_TTFT, SPLIT_TPOT,
-                                    most_gpus=SPLIT_GPUS)  # fmt: skip
+    return ia.disaggregated.compare(
+        LARGE, GPU, prompt_len, OUTPUT, SPLIT_TTFT, SPLIT_TPOT, most_gpus=SPLIT_GPUS
+    )
 
 
 def _split_hints(side):
     """Hints for the requests per GPU of ``side`` ("disaggregated" or "colocated")."""
-
-    def hints():
-        right = _compared()[side]["per_gpu"]
-        wrong = {
+    return _hints(
+        lambda: _compared()[side]["per_gpu"],
+        lambda: {
             _compared(PROMPT)[side]["per_gpu"]: "that is the section's prompts of 2,048 "
             "tokens; these are four times as long",
             _compared()[side]["goodput"]: "that is the requests a second of the whole "
             "deployment (or of one replica): divide by its GPUs",
-        }
-        return {value / right: hint for value, hint in wrong.items() if value != right}
-
-    return hints
+        },
+    )
 
 
 register(

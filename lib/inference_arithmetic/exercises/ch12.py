@@ -146,12 +146,12 @@ def _saturation() -> float:
 def _rate(promise: float) -> float:
     """The most requests a second whose steady-state time per output token keeps
     ``promise`` (0 if none does)."""
-    return ia.continuous.highest_rate(_engine(), promise)
+    return ia.targets.highest_rate(_engine(), promise)
 
 
 def _output_cost(rate: float) -> float:
     """Dollars per million output tokens: the four GPUs' rent over the tokens they write."""
-    return ia.continuous.output_cost(_engine(), rate)
+    return ia.planning.output_cost(_engine(), rate)
 
 
 SATURATION = "did you take the saturation rate? The promise caps the rate before the engine does"

@@ -39,11 +39,11 @@ def step_sides(arch, parallel="tensor"):
     prompts = transformer.attention_flops(arch, causal=True, mla="absorbed").subs(S, 0)
     attention = decoding + prompts.subs(B, P_t / T)  # P_t / T prompts of T tokens
     flops = per_token * (B_d + P_t) + attention + 2 * D * V * B_d
-    share = latency._share(parallel)  # n with tensor parallelism, 1 in a pipeline
-    compute = latency.serving_compute_time(flops, attention) / share  # 1/n each
-    weights = latency.weight_bytes_read(arch, B_d + P_t) / share
+    split = latency.work_split(parallel)  # n with tensor parallelism, 1 in a pipeline
+    compute = latency.serving_compute_time(flops, attention) / split  # 1/n each
+    weights = latency.weight_bytes_read(arch, B_d + P_t) / split
     cache = latency.cache_bytes(arch).subs(B, B_d)
-    if latency._mode(parallel) == "tensor":
+    if latency.check_parallel(parallel) == "tensor":
         cache = cache / latency.kv_split(arch)
     memory = roofline.memory_time(weights + cache)
     return compute, memory, latency.communication_time(arch, B_d + P_t, parallel)
@@ -74,8 +74,8 @@ def pipeline_period(n=None):
     """A micro-batch's mean step in a steady pipeline of n stages (``pipeline_cycle``): its own
     step t, or longer when the slowest of the other n - 1, each drawn from the distribution G
     of the steps, is longer: E[max(t, M)] = t + the integral from t up of P(M > x), with
-    P(M <= x) = G(x)^(n - 1) (n symbolic if not given). ``ia.continuous`` sums it over the
-    steps of its chain (``_Engine.period``).
+    P(M <= x) = G(x)^(n - 1) (n symbolic if not given). ``serving.engine`` sums it over the
+    steps of its chain (``Engine.period``).
 
     >>> pipeline_period(1)
     t
@@ -92,7 +92,7 @@ def pipeline_wait():
     other micro-batches' steps are x_j (ascending) with shares g_j, G = g_1 + ... + g_j at x_j.
     The slowest of n - 1 draws is x_j with probability G^(n - 1) - (G - g)^(n - 1), and a
     micro-batch of step t then lasts Max(t, x_j): this term, summed over j, is E[max(t, M)]
-    (``ia.continuous``'s ``_Engine.period``, and the calculator's page, printed to JavaScript).
+    (``serving.engine.Engine.period``, and the calculator's page, printed to JavaScript).
 
     >>> pipeline_wait()
     (G**(n - 1) - (G - g)**(n - 1))*Max(t, x)

@@ -20,8 +20,6 @@ from inference_arithmetic.core.symbols import B, O, T, c, h_p, n_gpus, p_c, p_in
 from inference_arithmetic.formulas import latency
 
 __all__ = [
-    "MILLION",
-    "SECONDS_PER_HOUR",
     "cost_per_second",
     "cost_per_million_tokens",
     "cost_per_million_input_tokens",

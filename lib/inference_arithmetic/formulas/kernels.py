@@ -103,14 +103,12 @@ from inference_arithmetic.formulas import parallel as parallelism
 
 __all__ = [
     "OPTIONS",
-    "COMPOSED",
     "KINDS",
     "Kernel",
     "matmul_rate",
     "gemm",
     "elementwise",
     "all_reduce_time",
-    "ROUTED",
     "own_requests",
     "step_kernels",
     "fixed_cost",
@@ -244,7 +242,7 @@ def _attention_projections(arch, tokens, share, mla):
         ]
     # MLA: decodes absorbed (attention on the latent), prompts expanded per head; the query's
     # weights (compressed or not) and the latent's down-projection as one product of width D.
-    down = transformer._mla_query(arch) + D * (r_kv + d_rope)
+    down = transformer.mla_query_params(arch) + D * (r_kv + d_rope)
     before = [("attention projections", tokens, D, down / (D * share))]
     before.append(("latent expansion", P_t, r_kv, H * (d_nope + d_v) / share))
     after = [("output projection", tokens, H * d_v / share, D)]
@@ -401,8 +399,13 @@ def _widths(options):
     return new, rows
 
 
-ROUTED = ("experts up", "expert activation", "experts down", "all-to-all (dispatch)",
-          "all-to-all (combine)")  # fmt: skip
+ROUTED = (
+    "experts up",
+    "expert activation",
+    "experts down",
+    "all-to-all (dispatch)",
+    "all-to-all (combine)",
+)
 """The kernels of expert parallelism that work on the whole step's tokens, spread over the
 GPUs: each GPU's routed experts and the all-to-alls. With data-parallel attention every other
 kernel works on one GPU's own requests (``own_requests``)."""
@@ -447,7 +450,7 @@ def step_kernels(arch, parallel="tensor", mla="absorbed", options=()) -> tuple[K
     GPU's: a tensor-parallel GPU's share of each layer; a pipeline's layers one after
     another, stage after stage; with expert parallelism the busiest GPU's."""
     new, rows = _widths(_options(options))
-    mode = latency._mode(parallel)
+    mode = latency.check_parallel(parallel)
     tensor = mode == "tensor"
     spread = mode in latency.EXPERT_PARALLEL
     if spread and not arch.is_moe:
@@ -456,7 +459,7 @@ def step_kernels(arch, parallel="tensor", mla="absorbed", options=()) -> tuple[K
     share = n_gpus if heads else sympy.Integer(1)
     split = latency.kv_split(arch, parallel) if heads else sympy.Integer(1)
     tokens = rows * B_d + P_t
-    transformer._check_mla(mla)
+    transformer.check_mla(mla)
     before, after = _attention_projections(arch, tokens, share, mla)
     # The weights no product reads (norms, biases, attention sinks), read with the norms.
     matrices = transformer.matmul_weights(arch, "reexpand")

@@ -59,10 +59,13 @@ from inference_arithmetic.core.symbols import (
 from inference_arithmetic.formulas import kv_cache, roofline, transformer
 from inference_arithmetic.formulas import parallel as parallelism
 
+# The formulas, each an entry of the formula reference (book/appendix-formulas.md), and the
+# names of the parallelisms. The helpers other formulas modules build on (``check_parallel``,
+# ``work_split``, ``weight_number_bytes``, ``stored_weight_bytes``, ``at_sizes``) are public
+# but not formulas of their own, and stay off that page.
 __all__ = [
     "PARALLEL",
     "EXPERT_PARALLEL",
-    "NO_EXPERTS",
     "routed_expert_params",
     "experts_touched",
     "weight_bytes_read",
@@ -177,7 +180,10 @@ NO_EXPERTS = "expert parallelism needs an MoE model; {model} is dense"
 """The message for expert parallelism asked of a dense model."""
 
 
-def _mode(parallel):
+def check_parallel(parallel):
+    """``parallel`` if it is one of ``PARALLEL``, else an error listing them: every formula
+    that splits a step over the GPUs (here, ``formulas.continuous``, ``formulas.kernels``)
+    checks its ``parallel`` with it."""
     if parallel not in PARALLEL:
         raise ArgumentError(f"parallel must be one of {PARALLEL}, got {parallel!r}")
     return parallel
@@ -207,7 +213,7 @@ def weight_bytes_per_gpu(arch, parallel="tensor"):
     its own bytes per number (``stored_weight_bytes``)."""
     total, experts = transformer.params(arch), transformer.expert_params(arch)
     vocabulary = transformer.vocabulary_params(arch)
-    if _mode(parallel) == "expert-dp":
+    if check_parallel(parallel) == "expert-dp":
         elsewhere = routed_expert_params(arch) * (n_gpus - 1) / n_gpus
         return stored_weight_bytes(arch, total - elsewhere, experts - elsewhere, vocabulary)
     return stored_weight_bytes(arch, total, experts, vocabulary) / _parts(parallel)
@@ -217,7 +223,7 @@ def _parts(parallel):
     """Into how many equal parts the model is split, as its fullest GPU holds it: n with tensor
     parallelism; in a pipeline, whose stages hold whole layers, L / ceil(L / n). The embedding
     and the head go with the layers' share, as the even split of chapter 10 counts them."""
-    if _mode(parallel) != "pipeline":
+    if check_parallel(parallel) != "pipeline":
         return n_gpus
     return L / parallelism.layers_per_stage()
 
@@ -230,7 +236,7 @@ def kv_split(arch, parallel="tensor"):
     is shared by all heads: every GPU keeps it whole, 1 (as vLLM and SGLang do). With
     data-parallel attention ("expert-dp") each GPU keeps the whole cache of its own 1/n of the
     requests: n, whatever the heads."""
-    if _mode(parallel) == "pipeline":
+    if check_parallel(parallel) == "pipeline":
         return _parts(parallel)
     if parallel == "expert-dp":
         return n_gpus
@@ -318,13 +324,14 @@ def waves(arch, parallel="tensor", draft=None):
 # --- Time: a step is the roofline of its share of the work, plus the messages -----------------
 
 
-def _share(parallel):
-    """The part of a step's work one GPU does while the others wait for nothing: tensor
-    parallelism splits every layer n ways; a pipeline's stages run in turn, so one request's
-    step takes one whole model's work, stage after stage. Expert parallelism splits the
-    experts' work n ways and attention's by heads or by requests: n too (the busiest GPU's
-    extra share, lambda_e, is the kernel model's)."""
-    return 1 if _mode(parallel) == "pipeline" else n_gpus
+def work_split(parallel):
+    """Into how many parts a step's work is divided, one GPU doing one part while the others
+    wait for nothing: tensor parallelism splits every layer n ways; a pipeline's stages run in
+    turn, so one request's step takes one whole model's work, stage after stage (1). Expert
+    parallelism splits the experts' work n ways and attention's by heads or by requests: n too
+    (the busiest GPU's extra share, lambda_e, is the kernel model's). ``formulas.continuous``
+    divides its steps by it too."""
+    return 1 if check_parallel(parallel) == "pipeline" else n_gpus
 
 
 def communication_time(arch, tokens, parallel="tensor"):
@@ -332,7 +339,7 @@ def communication_time(arch, tokens, parallel="tensor"):
     (tensor), or n - 1 hand-offs between stages (pipeline); zero on one GPU. Expert
     parallelism: two all-to-alls a MoE layer, and with attention split by heads ("expert") an
     all-reduce after it in every layer and after each dense layer's feed-forward block."""
-    mode = _mode(parallel)
+    mode = check_parallel(parallel)
     if mode == "tensor":
         return parallelism.tensor_parallel_comm_time(arch, tokens)
     if mode == "pipeline":
@@ -358,7 +365,7 @@ def prefill_compute_time(arch, parallel="tensor"):
     expanded, logits of the last position only."""
     flops = transformer.step_flops(arch, causal=True, last_logits_only=True).subs(S, 0)
     attention = transformer.attention_flops(arch, causal=True).subs(S, 0)
-    return serving_compute_time(flops, attention) / _share(parallel)
+    return serving_compute_time(flops, attention) / work_split(parallel)
 
 
 def _bytes_time(weights, cache, arch, parallel):
@@ -366,7 +373,7 @@ def _bytes_time(weights, cache, arch, parallel):
     parallelism divides the weights n ways and the cache ``kv_split`` ways; a pipeline's
     stages move theirs one after another, the whole model's. With data-parallel attention
     ("expert-dp") ``weights`` is the GPU's own (``_weights_read``)."""
-    if _mode(parallel) == "pipeline":
+    if check_parallel(parallel) == "pipeline":
         return roofline.memory_time(weights + cache)
     own = weights if parallel == "expert-dp" else weights / n_gpus
     return roofline.memory_time(own + cache / kv_split(arch, parallel))
@@ -409,7 +416,7 @@ def decode_compute_time(arch, mla="absorbed", parallel="tensor"):
     engines decode it; ``mla="reexpand"`` is the naive contrast)."""
     flops = transformer.decode_flops(arch, mla=mla)
     attention = transformer.attention_flops(arch, mla=mla).subs(T, 1)
-    return serving_compute_time(flops, attention) / _share(parallel)
+    return serving_compute_time(flops, attention) / work_split(parallel)
 
 
 def decode_memory_time(arch, parallel="tensor"):
@@ -472,7 +479,7 @@ def generation_time(arch, mla="absorbed", parallel="tensor"):
 def batches_in_flight(parallel="tensor"):
     """Batches a deployment works on at once: one with tensor parallelism; n in a pipeline,
     which keeps every stage busy with a batch of its own."""
-    return n_gpus if _mode(parallel) == "pipeline" else sympy.Integer(1)
+    return n_gpus if check_parallel(parallel) == "pipeline" else sympy.Integer(1)
 
 
 def output_throughput(seconds, parallel="tensor"):
@@ -481,7 +488,7 @@ def output_throughput(seconds, parallel="tensor"):
     ``batches_in_flight`` and moves at the pace of its fullest stage, which takes ceil(L / n)
     of the L layers' share of ``seconds`` per batch: L / ceil(L / n) batches in ``seconds``
     (n when n divides L)."""
-    pace = _parts(parallel) if _mode(parallel) == "pipeline" else 1
+    pace = _parts(parallel) if check_parallel(parallel) == "pipeline" else 1
     return R * pace * B * O / seconds
 
 

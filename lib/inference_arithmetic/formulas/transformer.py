@@ -45,6 +45,9 @@ from inference_arithmetic.core.symbols import (
     r_q,
 )
 
+# The formulas, each an entry of the formula reference (book/appendix-formulas.md), and the MLA
+# decodes. ``mla_query_params`` and ``check_mla``, which ``formulas.kernels`` builds on, are
+# public helpers, not entries of that page.
 __all__ = [
     "embedding_params",
     "lm_head_params",
@@ -100,7 +103,8 @@ def attention_params(arch):
     each, then expands them per head; a d_rope-wide key part with RoPE is shared by all heads.
     """
     if arch.is_mla:
-        query = _mla_query(arch) + (r_q if arch.q_lora_rank else 0)  # the compressed query's norm
+        compressed_norm = r_q if arch.q_lora_rank else 0  # the compressed query's norm
+        query = mla_query_params(arch) + compressed_norm
         key_value = D * (r_kv + d_rope) + r_kv + r_kv * H * (d_nope + d_v)
         return query + key_value + H * d_v * D
     weights = D * H * d_h + 2 * D * H_kv * d_h + H * d_h * D
@@ -109,9 +113,10 @@ def attention_params(arch):
     return weights + biases + norms + (H if arch.attention_sinks else 0)
 
 
-def _mla_query(arch):
+def mla_query_params(arch):
     """MLA's query weights: compressed to r_q and expanded per head, or projected directly
-    (models without query compression, q_lora_rank None)."""
+    (models without query compression, q_lora_rank None). Part of ``attention_params`` and
+    of ``matmul_weights``, and of the kernel model's attention projections."""
     if arch.q_lora_rank:
         return D * r_q + r_q * H * (d_nope + d_rope)
     return D * H * (d_nope + d_rope)
@@ -203,9 +208,12 @@ def classic_approximation():
 MLA_DECODES = ("reexpand", "absorbed")
 
 
-def _check_mla(mla):
+def check_mla(mla):
+    """``mla`` if it is one of ``MLA_DECODES``, else an error listing them: every formula that
+    decodes an MLA model (here and in ``formulas.kernels``) checks it with it."""
     if mla not in MLA_DECODES:
         raise ArgumentError(f"unknown MLA decode {mla!r}; choose one of {', '.join(MLA_DECODES)}")
+    return mla
 
 
 def matmul_weights(arch, mla="reexpand"):
@@ -217,11 +225,11 @@ def matmul_weights(arch, mla="reexpand"):
     ``mla="absorbed"`` it is folded into the query and the output instead (H d_nope r_kv and
     H r_kv d_v per new token), and attention runs on the compressed cache.
     """
-    _check_mla(mla)
+    check_mla(mla)
 
     def weights(moe):
         if arch.is_mla:
-            attention = _mla_query(arch) + D * (r_kv + d_rope) + H * d_v * D
+            attention = mla_query_params(arch) + D * (r_kv + d_rope) + H * d_v * D
             if mla == "absorbed":
                 attention += H * d_nope * r_kv + H * r_kv * d_v
         else:
@@ -241,7 +249,7 @@ def mla_expansion_flops(arch, mla="reexpand"):
     The reference implementation caches the compressed form and re-expands every cached
     token at every step (S + T tokens); the absorbed form never expands.
     """
-    _check_mla(mla)
+    check_mla(mla)
     if not arch.is_mla or mla == "absorbed":
         return 0
     return L * 2 * B * (S + T) * r_kv * H * (d_nope + d_v)

@@ -55,12 +55,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
+from inference_arithmetic.core import checks
+from inference_arithmetic.core import format as fmt
 from inference_arithmetic.core.dtypes import COMPUTE_FORMATS, DTYPE_BYTES
-from inference_arithmetic.core.numeric import ArgumentError, UnknownName
+from inference_arithmetic.core.numeric import ArgumentError, UnknownName, numeric
 from inference_arithmetic.core.registry import Registry, lookup
+from inference_arithmetic.formulas import roofline
 
 __all__ = ["GPU", "gpu", "gpu_names", "FLOP_DTYPES", "FIGURES", "ON_CHIP", "ACHIEVED"]
-__all__ += ["achieved_figure", "USER_SUPPLIED"]
+__all__ += ["achieved_figure"]
 
 FLOP_DTYPES = COMPUTE_FORMATS
 """The dtypes a peak FLOP rate may be given for (``dtypes.COMPUTE_FORMATS``): the plain formats,
@@ -263,23 +266,22 @@ class GPU:
 
     def __repr__(self) -> str:
         """One line: the rates, memory, link and price (``sources`` has the citations)."""
-        from inference_arithmetic.core import format as fmt
-
         formats = {}  # formats of the same rate together, the fastest first
         for dtype, rate in self.peak_flop_rate.items():
             formats.setdefault(rate, []).append(dtype)
-        rates = ", ".join(f"{fmt.flop_rate(r)} {'/'.join(formats[r])}"
-                          for r in sorted(formats, reverse=True))  # fmt: skip
+        fastest_first = sorted(formats, reverse=True)
+        rates = ", ".join(f"{fmt.flop_rate(r)} {'/'.join(formats[r])}" for r in fastest_first)
         memory = f"{fmt.nbytes(self.memory_bytes)} at {fmt.bandwidth(self.memory_bandwidth)}"
         link = "no link"
         if self.interconnect_bandwidth is not None:
-            name = self.interconnect.split("(")[0].split(";")[0].strip()  # no explanation
+            # The link's name, without the parenthesis or the notes that explain it.
+            name = self.interconnect.split("(")[0].split(";")[0].strip()
             link = f"{name} {fmt.bandwidth(self.interconnect_bandwidth)} each way"
             link += f" x {self.link_domain}" if (self.link_domain or 1) > 1 else ""
         parts = [rates, memory, link]
         if self.price_per_hour is not None:
-            parts.append(f"${self.price_per_hour:g}/h" + (f" ({self.price_date})"
-                                                          if self.price_date else ""))  # fmt: skip
+            dated = f" ({self.price_date})" if self.price_date else ""
+            parts.append(f"${self.price_per_hour:g}/h{dated}")
         mark = "; user-supplied" if self.user_supplied else ""
         return f"GPU({self.name!r}: {', '.join(parts)}{mark})"
 
@@ -319,8 +321,6 @@ class GPU:
         GPU-hour, checked; no date, source "given") if given, else the example price (all
         three None where it has none; with ``required``, an error naming price_per_hour)."""
         if price_per_hour is not None:
-            from inference_arithmetic.core import checks  # which the registry's checks import
-
             given = checks.amount("price_per_hour", price_per_hour, "dollars", positive=True)
             return given, None, "given"
         if required and self.price_per_hour is None:
@@ -333,9 +333,6 @@ class GPU:
     def ridge_point(self, dtype: str) -> float:
         """FLOPs per byte of memory traffic at which compute time equals memory time
         (``formulas.roofline.ridge_point`` at this GPU's figures)."""
-        from inference_arithmetic.core.numeric import numeric
-        from inference_arithmetic.formulas import roofline
-
         return numeric(roofline.ridge_point()).from_values(self.figures(dtype))
 
     @property

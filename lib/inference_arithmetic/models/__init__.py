@@ -1,12 +1,16 @@
-"""Models: ``ModelConfig`` and the reader of Hugging Face configs, the registry of real models
-(``configs/``, each with its source), what the reference implementation measured of them
-(``reference/``), and their exact counts (``counts``).
+"""Models: ``ModelConfig`` (``config``) and the reader of Hugging Face configs
+(``huggingface``), the registry of real models (``configs/``, each with its source), what the
+reference implementation measured of them (``reference/``), and their exact counts
+(``counts``).
 
 >>> from inference_arithmetic.models import model
 >>> model("llama-3.1-8b").n_layers
 32
 """
 
-# Re-exported, with the one list of names, that module's __all__.
+# Re-exported, with the one list of names, those modules' __all__.
+from inference_arithmetic.models import config, huggingface
 from inference_arithmetic.models.config import *  # noqa: F403
-from inference_arithmetic.models.config import __all__  # noqa: F401
+from inference_arithmetic.models.huggingface import *  # noqa: F403
+
+__all__ = [*config.__all__, *huggingface.__all__]

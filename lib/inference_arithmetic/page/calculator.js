@@ -198,7 +198,7 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     for (var k in r) if (/^cost_/.test(k) && cost === null) r[k] = null;
     return {rows: spec.rows, values: r, note: note(g, mode, r.exact)};
   }
-  function engine(m, v, serving) {  // ia.continuous._Engine of these values, its saturation kept
+  function engine(m, v, serving) {  // ia.serving.engine.Engine of these values, its saturation kept
     // Each prompt's tokens to compute (a prefix cache holds the rest), each decode's rows in
     // the step and the tokens a step yields it (speculating): the library's formulas. A
     // pipeline has n_gpus micro-batches in flight (its capacity is of each).

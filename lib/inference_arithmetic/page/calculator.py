@@ -28,7 +28,7 @@ import numbers
 import sympy
 
 from inference_arithmetic import serving
-from inference_arithmetic.core import checks
+from inference_arithmetic.core import cache, checks
 from inference_arithmetic.core import format as fmt
 from inference_arithmetic.core.dtypes import (
     ALIASES,
@@ -51,7 +51,17 @@ from inference_arithmetic.models.config import (
 from inference_arithmetic.models.config import model as registry_model
 from inference_arithmetic.page import own_config
 from inference_arithmetic.page.live import FORMAT_RUNTIME, embed_json
-from inference_arithmetic.serving import bands, cache, continuous, scenario, speculative
+from inference_arithmetic.serving import (
+    bands,
+    continuous,
+    efficiencies,
+    planning,
+    queueing,
+    scenario,
+    speculative,
+)
+from inference_arithmetic.serving.engine import in_flight
+from inference_arithmetic.serving.report import compiled_report
 
 __all__ = [
     "Calculator",
@@ -81,7 +91,7 @@ PAGE_PARALLEL = latency.PARALLEL
 ``latency.NO_EXPERTS``)."""
 STREAM_PARALLEL = ("tensor", "pipeline")
 """The parallelisms of the page's steady state (the continuous and plan modes): tensor
-parallelism, and a pipeline's micro-batches in flight (``continuous._Engine.period``, its cycle
+parallelism, and a pipeline's micro-batches in flight (``serving.engine.Engine.period``, its cycle
 ``formulas.continuous.pipeline_wait`` printed). Expert parallelism's steady state is the
 library's only: its steps would add a fifth to an MoE model's part of the page (25 of
 Qwen3-30B-A3B's 112 kB), each evaluated at every step of the chain beside these."""
@@ -262,7 +272,7 @@ PLAN_ROWS = [_row(line) for line in _PLAN_TABLE.strip().splitlines()]
 _MODE_ROWS = {STATIC: ROWS, CONTINUOUS: CONTINUOUS_ROWS, PLAN: PLAN_ROWS}
 
 PRICE = "price_per_hour"  # a number field that may be left blank: the GPU's example price
-_rate = sympy.Symbol("requests_per_s", positive=True)  # continuous.STEADY's rate
+_rate = sympy.Symbol("requests_per_s", positive=True)  # queueing.STEADY's rate
 STREAM = {
     "cost_output": economics.output_cost_at_rate(_rate),
     "cost_request": economics.request_cost_at_rate(_rate),
@@ -281,7 +291,7 @@ NOTES = {
     "continuous": "the steady state of a continuously batching engine (ia.steady_state); its "
     "memory is that of the requests in the engine",
     "plan": "the cheapest replicas x degree of the parallelism chosen (up to "
-    f"{continuous.PLAN_DEGREE}) whose steady state meets both targets (ia.plan)",
+    f"{planning.PLAN_DEGREE}) whose steady state meets both targets (ia.plan)",
     "band": bands.describe(),
 }
 """The sentence under the readout: its parts joined by "; ", the band's last (the kernel
@@ -426,8 +436,8 @@ class Calculator:
             "ttft_target": 0.5,
             "tpot_target": 0.05,
             "step": scenario.DEFAULT_STEP,
-            "compute_efficiency": scenario.DEFAULT_COMPUTE_EFFICIENCY,
-            "bandwidth_efficiency": scenario.DEFAULT_BANDWIDTH_EFFICIENCY,
+            "compute_efficiency": efficiencies.DEFAULT_COMPUTE_EFFICIENCY,
+            "bandwidth_efficiency": efficiencies.DEFAULT_BANDWIDTH_EFFICIENCY,
             "memory_utilization": scenario.DEFAULT_MEMORY_UTILIZATION,
             "token_budget": scenario.default_budget(),
             "price_per_hour": None,
@@ -540,7 +550,7 @@ class Calculator:
             options = {k: arguments[k] for k in arguments if k in scenario.DEPLOYMENT}
             for name in ("n_gpus", "replicas"):  # the plan chooses them
                 del options[name]
-            r = continuous.plan(
+            r = planning.plan_colocated(
                 arguments["model"], state["gpu"], state["requests_per_s"], state["prompt_len"],
                 state["output_len"], state["ttft_target"], state["tpot_target"],
                 price_per_hour=price, **options,
@@ -653,9 +663,8 @@ def _typed_price(text):
         return text
 
 
-@functools.cache
-def _stream():
-    return cache.formulas("calculator stream", lambda: STREAM)
+def _stream() -> dict:
+    return STREAM
 
 
 def _stream_values(s, steady: dict, rate: float, price) -> dict:
@@ -664,20 +673,18 @@ def _stream_values(s, steady: dict, rate: float, price) -> dict:
     cache of T + O tokens, as the engine's capacity counts them; a pipeline's, of each of its
     ``latency.batches_in_flight``), and ``STREAM`` at the rate."""
     price, _, _ = s.gpu.price(price)
-    per_batch = math.ceil(steady["concurrency"] / s.replicas / continuous._in_flight(s))
+    per_batch = math.ceil(steady["concurrency"] / s.replicas / in_flight(s))
     values = {**s.values(), "batch": per_batch, "price_per_hour": price or 1.0}
     r = _report_compiled(s).from_values(values)
     gpus = s.n_gpus * s.replicas
-    costs = _stream().from_values({**values, "n_gpus": gpus, "requests_per_s": rate})
+    costs = cache.formulas(_stream).from_values({**values, "n_gpus": gpus, "requests_per_s": rate})
     memory = {k: r[k] for k in ("weights", "kv_cache", "memory", "budget", "capacity")}
     return {**memory, "gpus": gpus, **{k: v if price else None for k, v in costs.items()}}
 
 
 def _report_compiled(s):
     """The compiled formulas of ``serving.report_values`` for ``s``."""
-    from inference_arithmetic.serving.report import _compiled
-
-    return _compiled(s.model, s.step, s.parallel)
+    return compiled_report(s.model, s.step, s.parallel)
 
 
 def widget(**state) -> Calculator:
@@ -720,7 +727,7 @@ def _js_body(exprs: list) -> tuple[str, list[str]]:
 def _model_data(arch) -> dict:
     """One model's part of the page's data, printed once and kept in the disk cache (printing
     a model's kernels and their common parts takes about a second a parallelism)."""
-    return cache.data(f"calculator page {arch!r}", lambda: _print_model(arch))
+    return cache.data(_print_model, arch)
 
 
 def _print_checks(arch, parallel) -> list:
@@ -763,7 +770,7 @@ def _steps(arch, step) -> dict:
     plain kernel steps, against 3.7 for the tensor step alone and 3.3 for the pipeline's)."""
 
     def both(**options):
-        formulas = continuous.STEP_FORMULAS[step]
+        formulas = scenario.STEP_FORMULAS[step]
         return _js_block({p: formulas(arch, p, **options) for p in STREAM_PARALLEL})
 
     steps = {step_key((), None): both()}
@@ -786,9 +793,9 @@ def _print_model(arch) -> dict:
         "context_window": arch.context_window,
         "degrees": ", ".join(map(str, scenario.tensor_parallel_degrees(arch))),
         "degree_list": scenario.tensor_parallel_degrees(arch),
-        "plan_degrees": {  # continuous.plan's: a pipeline's stages, else the heads' split
-            "tensor": scenario.tensor_parallel_degrees(arch, continuous.PLAN_DEGREE),
-            "pipeline": scenario.pipeline_degrees(arch, continuous.PLAN_DEGREE),
+        "plan_degrees": {  # planning.plan_colocated's: a pipeline's stages, else the heads' split
+            "tensor": scenario.tensor_parallel_degrees(arch, planning.PLAN_DEGREE),
+            "pipeline": scenario.pipeline_degrees(arch, planning.PLAN_DEGREE),
         },
         "expert_degrees": ", ".join(map(str, scenario.expert_parallel_degrees(arch))),
         "expert_degree_list": scenario.expert_parallel_degrees(arch, ranges()["n_gpus"][1]),
@@ -813,19 +820,19 @@ def warm() -> int:
 def _gpu_data(g, engine) -> dict:
     """One GPU's part of the page's data: its figures, and for each step model the figures a
     step takes by the compute format, and the weights' stream by theirs
-    (``scenario.WEIGHT_FIGURES``): the scenario's, for each format the form offers."""
+    (``efficiencies.WEIGHT_FIGURES``): the scenario's, for each format the form offers."""
     figures = {k: v for k, v in g.figures(next(iter(g.peak_flop_rate))).items() if k != "flop_rate"}
     by_compute, by_weights = {}, {}
     for step in scenario.STEPS:
         by_compute[step] = {}
         for c in (c for c in g.peak_flop_rate if c in COMPUTES):  # the formats offered
-            found = scenario.found_figures(g, engine, c, c, step)
-            kept = {k: v for k, v in found.items() if k not in scenario.WEIGHT_FIGURES}
+            found = efficiencies.found_figures(g, engine, c, c, step)
+            kept = {k: v for k, v in found.items() if k not in efficiencies.WEIGHT_FIGURES}
             by_compute[step][c] = {**kept, "activation_bytes_per_number": activation_bytes(c)}
         some = next(iter(by_compute[step]))
         by_weights[step] = {
-            d: {k: scenario.found_figures(g, engine, some, d, step)[k]
-                for k in scenario.WEIGHT_FIGURES}
+            d: {k: efficiencies.found_figures(g, engine, some, d, step)[k]
+                for k in efficiencies.WEIGHT_FIGURES}
             for d in DTYPE_BYTES
         }  # fmt: skip
     try:  # the plan's refusal of a GPU without a price, the library's own words
@@ -886,9 +893,9 @@ def _page_data() -> dict:
     # scenario's values less the model's, the GPU's and the form's own.
     own = set(default.model.sizes()) | set(default.gpu.figures(default.compute_dtype))
     own |= set(gpus[default.gpu.name]["compute"][default.step][default.compute_dtype])
-    own |= set(scenario.WEIGHT_FIGURES) | set(_FORM_VALUES)
+    own |= set(efficiencies.WEIGHT_FIGURES) | set(_FORM_VALUES)
     options = {k: v for k, v in default.values().items() if k not in own}
-    plan_signature = inspect.signature(continuous.plan).parameters
+    plan_signature = inspect.signature(planning.plan_colocated).parameters
     return {
         "same": SAME,
         "computed": COMPUTED,
@@ -925,15 +932,15 @@ def _page_data() -> dict:
         "continuous_rows": _rows_data(CONTINUOUS_ROWS, continuous.BANDED),
         "plan_rows": _rows_data(PLAN_ROWS, continuous.BANDED),
         "context": _js(latency.mean_context()),
-        "steady": {k: _js(e) for k, e in continuous.STEADY.items()},
+        "steady": {k: _js(e) for k, e in queueing.STEADY.items()},
         "pipeline_wait": _js(formulas_continuous.pipeline_wait()),
         "in_flight": _js_block({p: latency.batches_in_flight(p) for p in STREAM_PARALLEL}),
         "stream_parallel": STREAM_PARALLEL,
         "not_streamed": _not_streamed("{parallel}"),
         "replicas": {k: _js(e) for k, e in continuous.REPLICAS.items()},
         "stream": _js_block(STREAM),
-        "prompt_counts": continuous.PROMPT_COUNTS,
-        "spread": continuous.SPREAD_POINTS,
+        "prompt_counts": queueing.PROMPT_COUNTS,
+        "spread": queueing.SPREAD_POINTS,
         "saturated": continuous.SATURATED,
         "saturated_kinds": continuous.SATURATED_KINDS,
         "replicated": continuous.REPLICATED,
@@ -943,10 +950,10 @@ def _page_data() -> dict:
             "messages": own_config.MESSAGES,
         },
         "plan": {
-            "degree": continuous.PLAN_DEGREE,
+            "degree": planning.PLAN_DEGREE,
             "most_gpus": plan_signature["most_gpus"].default,
-            "message": continuous.NO_DEPLOYMENT,
-            "kinds": continuous.NO_DEPLOYMENT_KINDS,
+            "message": planning.NO_DEPLOYMENT,
+            "kinds": planning.NO_DEPLOYMENT_KINDS,
         },
     }
 
@@ -976,10 +983,10 @@ _ids = itertools.count()
 @functools.cache
 def _runtime(name: str) -> str:
     """A script of the page's, from this folder: ``steady.js`` (``iaSteady``, the page's steady
-    state of a continuously batching engine: ``continuous._Engine``'s procedure over the spec's
+    state of a continuously batching engine: ``serving.engine.Engine``'s procedure over the spec's
     formulas; a Markov chain's fixed point has no closed form SymPy could print, so the page
     runs the same small numerical routine on the library's formulas, and the browser test holds
-    the two equal), ``plan.js`` (``iaPlan``, ``continuous.plan``'s search over it), and
+    the two equal), ``plan.js`` (``iaPlan``, ``planning.plan_colocated``'s search over it), and
     ``calculator.js`` (``iaCalc``, the interpreter of the spec)."""
     import importlib.resources
 

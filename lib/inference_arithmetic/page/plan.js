@@ -1,6 +1,6 @@
-// Sizing from targets on the calculator's page: ``continuous.plan``'s search, step for step,
-// over the page's steady state (steady.js). For each degree the plan tries (``degrees``, up
-// to continuous.PLAN_DEGREE: of tensor parallelism or a pipeline's stages, as the form's
+// Sizing from targets on the calculator's page: ``planning.plan_colocated``'s search, step for
+// step, over the page's steady state (steady.js). For each degree the plan tries (``degrees``, up
+// to planning.PLAN_DEGREE: of tensor parallelism or a pipeline's stages, as the form's
 // parallelism says), the fewest replicas whose steady state
 // meets both targets; of those, the cheapest (the first of equal cost). ``engineOf(degree)``
 // is the engine of one replica (null where the deployment is refused: it does not fit, say),

@@ -1,12 +1,12 @@
 // The steady state of a continuously batching engine (ia.continuous), for the calculator's
-// page: the same numerical procedure as ``continuous._Engine``, over formulas the page's data
+// page: the same numerical procedure as ``serving.engine.Engine``, over formulas the page's data
 // carries (printed by sympy.jscode). It holds no formula of its own: the step's time, the
-// memory's capacity, the mean context and the steady relations (continuous.STEADY) all come
+// memory's capacity, the mean context and the steady relations (queueing.STEADY) all come
 // from ``data``; only the chain's arithmetic (Poisson weights, chunks under the token budget,
 // linear equations, the fixed point, the spread, the bisection) is here, step for step as in
 // Python. A pipeline (``data.stages`` micro-batches in flight) steps as its cycle lasts: the
 // sum of ``data.wait`` (formulas.continuous.pipeline_wait, printed) over the other
-// micro-batches' steps, drawn from the chain's own (``_Engine.period`` and ``meet``).
+// micro-batches' steps, drawn from the chain's own (``Engine.period`` and ``meet``).
 window.iaSteady = window.iaSteady || function (data, call, v) {
   var N = data.prompt_counts, T = data.prefilled, O = v.output_len, logf = [0];
   var budget = v.token_budget, rows = data.rows, E = data.tokens_per_step;
@@ -35,7 +35,7 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
     }
     return cycle;
   }
-  function macro(decodes, rate) {  // continuous._Engine.macro, for each count of prompts
+  function macro(decodes, rate) {  // Engine.macro, for each count of prompts
     var room = Math.max(budget - rows * decodes, 1), full = step(decodes, room);
     var times = [], counts = [];
     for (var k = 0; k < N; k++) {
@@ -95,7 +95,7 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
     return {times: times, moves: moves, pi: pi, counts: m.counts};
   }
   function perStep(c) { return dot(product(c.pi, c.counts), c.times) / dot(c.pi, c.counts); }
-  function meet(rate, decodes) {  // _Engine.meet: others, the chain's own steps and shares
+  function meet(rate, decodes) {  // Engine.meet: others, the chain's own steps and shares
     others = null;
     var c = chain(rate, decodes), shares = product(c.pi, c.counts), total = 0, below = 0;
     var order = c.times.map(function (_, k) { return k; });
@@ -120,7 +120,7 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
     }
     return null;
   }
-  function ttft(rate, decodes) {  // continuous._Engine.ttft
+  function ttft(rate, decodes) {  // Engine.ttft
     var c = chain(rate, decodes), spans = product(c.times, c.counts);
     var total = dot(c.pi, spans), room = Math.max(budget - rows * decodes, 1);
     var full = step(decodes, room);
@@ -169,7 +169,7 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
     var steady = {};
     for (var name in data.steady) steady[name] = call(data.steady[name], chainValues);
     if (steady.gain >= 1) return null;
-    // An arrival's prefill, averaged over the spread of the decodes (continuous.SPREAD_POINTS).
+    // An arrival's prefill, averaged over the spread of the decodes (queueing.SPREAD_POINTS).
     var nodes = data.spread[0], weights = data.spread[1];
     var spread = Math.sqrt(Math.max(steady.variance, 0));
     var first = 0, mass = 0;

@@ -23,8 +23,8 @@ from importlib import resources
 
 import sympy
 
-from inference_arithmetic.core.numeric import CompiledFormulas, UnknownName
-from inference_arithmetic.serving import cache
+from inference_arithmetic.core import cache
+from inference_arithmetic.core.numeric import UnknownName
 
 __all__ = ["KINDS", "BAND", "PER_TOKEN", "bands", "band", "of", "describe"]
 
@@ -62,17 +62,15 @@ def band(kind: str, value: float, speed: bool = False) -> tuple[float, float]:
     if kind not in KINDS:
         raise UnknownName(f"no band for {kind!r}; the kinds are: {', '.join(KINDS)}")
     b = bands()[kind]
-    ends = _ends()(predicted=value, band_low=b["low"], band_high=b["high"])
+    ends = cache.formulas(_ends)(predicted=value, band_low=b["low"], band_high=b["high"])
     which = "speed" if speed else "time"
     return (ends[f"{which} low"], ends[f"{which} high"])
 
 
-@functools.cache
-def _ends() -> CompiledFormulas:
-    """Both kinds' ends compiled together, kept on disk (``serving.cache``): compiling them
+def _ends() -> dict:
+    """Both kinds' ends, compiled together and kept on disk (``core.cache``): compiling them
     would be most of a fresh process's first ``calculate``."""
-    ends = {f"{which} {end}": expr for which, both in BAND.items() for end, expr in both.items()}
-    return cache.formulas("bands", lambda: ends)
+    return {f"{which} {end}": expr for which, both in BAND.items() for end, expr in both.items()}
 
 
 def of(result: dict, banded: dict[str, tuple[str, bool]]) -> dict[str, tuple[float, float]]:
@@ -90,3 +88,8 @@ def describe() -> str:
         f"{high * 100:.0f}th percentile of the model's errors on {rows} published measurements "
         "it was never fitted on"
     )
+
+
+def warm() -> None:
+    """Compile and keep in the disk cache the bands' ends."""
+    cache.formulas(_ends)

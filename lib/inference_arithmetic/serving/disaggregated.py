@@ -14,7 +14,7 @@ A request (chapter 09 derives each part; DistServe, Splitwise and Mooncake built
 
 - waits for its prefill replica and is prefilled there, in steps of prompt tokens only (P_t
   tokens under the token budget, no decodes). The replica runs busy periods: the K prompts that
-  arrived during the last one, in their chunks (``continuous._Engine.macro`` with no decodes),
+  arrived during the last one, in their chunks (``Engine.macro`` with no decodes),
   or it idles until one arrives. The periods are a Markov chain on K, an arrival meets a period
   in proportion to its length, waits for the rest of it, then is prefilled with the others
   that arrived meanwhile, in their order (``_Prefill``);
@@ -22,14 +22,14 @@ A request (chapter 09 derives each part; DistServe, Splitwise and Mooncake built
   GPUs' link when a prefill and a decode replica fit one link domain, else over the network.
   The prefill's first token reaches the user then: TTFT = wait + prefill + transfer;
 - it joins the decode replica's batch at its next step and decodes its O - 1 other tokens, one
-  a step, in steps of decodes only (P_t = 0): ``ia.continuous``'s steady state of arrivals
+  a step, in steps of decodes only (P_t = 0): the colocated ``Engine``'s steady state of arrivals
   with no prompt tokens to prefill but their cache present (``_Decode``). Its TPOT is the wait
   to join (half a step) and its O - 1 steps, over O - 1.
 
 Each replica of a pool takes an equal share of the requests, a Poisson stream of its own (as a
 random router makes it). The percentiles of each request's TTFT and TPOT come from the same
 chains: the TTFT's as a mixture of uniform distributions (``_Prefill._waits``, summed as
-``continuous._mixture_quantiles`` sums the colocated engine's), shifted by the transfer; the
+``queueing.mixture_quantiles`` sums the colocated engine's), shifted by the transfer; the
 TPOT's normal about its mean with the decode replica's ``STEADY["tpot_spread"]``.
 """
 
@@ -40,11 +40,13 @@ import math
 
 import numpy as np
 
-from inference_arithmetic.core import checks
+from inference_arithmetic.core import cache, checks
 from inference_arithmetic.formulas import disaggregation
 from inference_arithmetic.models.config import AUTO
 from inference_arithmetic.models.config import model as registry_model
-from inference_arithmetic.serving import cache, continuous
+from inference_arithmetic.serving import queueing, simulation, targets
+from inference_arithmetic.serving.continuous import check_decodes
+from inference_arithmetic.serving.engine import Engine, capacity, engine_of, stream_scenario
 from inference_arithmetic.serving.scenario import Scenario, tensor_parallel_degrees
 
 __all__ = ["PATHS", "POOL_KEYWORDS", "SATURATED", "NOT_HERE"]
@@ -100,12 +102,12 @@ class _Prefill:
     """A prefill replica's steady state (module docstring): the chain of its busy periods."""
 
     def __init__(self, s: Scenario):
-        self.engine = engine = continuous._engine_of(s)
+        self.engine = engine = engine_of(s)
         room, prompt = float(s.token_budget), float(s.prompt_len)
         # n = j + 1 prompts prefilled together, in order: rank r's last chunk is in step
         # ceil(r T / b), a full step of b tokens unless it is the period's last, which holds
         # what is left. done[j]: the mean over the n ranks of the time their first token takes.
-        ranks = continuous._COUNTS + 1
+        ranks = queueing.COUNTS + 1.0
         steps = np.ceil(ranks * prompt / room)
         left = ranks * prompt - (steps - 1) * room
         times = engine.steps(0.0, np.concatenate([[room], left]))
@@ -116,44 +118,46 @@ class _Prefill:
 
     def state(self, rate: float, percentiles: bool = False) -> dict | None:
         """The mean TTFT of the replica at ``rate`` requests a second and its busy share, and
-        with ``percentiles`` those of its TTFT (``continuous.PERCENTILES``, ``_waits``); None if
+        with ``percentiles`` those of its TTFT (``queueing.PERCENTILES``, ``_waits``); None if
         its chain runs away (saturated)."""
         times, _ = self.engine.macro(np.zeros(1), rate)
         periods = times[0].copy()
         periods[0] = 1 / rate  # idle until the next arrival, which starts a period of one
-        moves = continuous._poisson(rate * periods)
+        moves = queueing.poisson(rate * periods)
         moves[0] = np.eye(len(periods))[1]
-        weights = continuous._stationary(moves)
-        if weights[-continuous.RUNAWAY_COUNTS :].sum() > continuous.RUNAWAY_TAIL:
+        weights = queueing.stationary(moves)
+        if queueing.runaway_weight(weights) > queueing.RUNAWAY_TAIL:
             return None
         share = weights * periods / (weights @ periods)  # of the time, each kind of period
         waits = np.concatenate([[self.done[0]], periods[1:] / 2 + moves[1:] @ self.done])
         state = {"ttft": float(share @ waits), "busy": float(1 - share[0])}
         if percentiles:
-            qs = np.array(continuous.PERCENTILES) / 100
+            qs = np.array(queueing.PERCENTILES) / 100
             waits = self._waits(share, periods, moves, rate)
-            quantiles = continuous._mixture_quantiles(*waits, qs)
-            state["percentiles"] = continuous._named(quantiles)
+            quantiles = queueing.mixture_quantiles(*waits, qs)
+            state["percentiles"] = queueing.named(quantiles)
         return state
 
     def _waits(self, share, periods, moves, rate):
         """An arrival's TTFT as a mixture of uniform distributions (weights, starts, widths),
-        as ``continuous._Engine.waits`` lays out the colocated engine's: it lands in a busy
-        period of K prompts (picked by time), at a point u of it, waits for the rest, then is
-        prefilled with those that arrived in that period, Poisson(lambda u) before it and
+        as ``Engine.waits`` lays out the colocated engine's: it lands in a busy period of K
+        prompts (picked by time), at a point u of it, waits for the rest, then is prefilled
+        with those that arrived in that period, Poisson(lambda u) before it and
         Poisson(lambda (t - u)) after, done at ``ends[rank, count]``. Where it lands sets both
-        its wait and its rank: taken apart (a late arrival's short wait with a late rank), the
-        70B's p99 at 85% of saturation came out 24% above the simulation's, 10% with the point.
-        The point is one of ``LANDINGS`` slices of the period; one that lands while the
-        replica idles is prefilled alone at once."""
-        kinds = np.flatnonzero(share[1:] > continuous.TINY) + 1
+        its wait and its rank, so the two are drawn together: a late arrival waits less and is
+        prefilled later, and drawn apart they would pair long waits with late ranks, a tail
+        past the simulation's. The point is one of ``LANDINGS`` slices of the period; one that
+        lands while the replica idles is prefilled alone at once."""
+        kinds = np.flatnonzero(share[1:] > queueing.TINY) + 1
         slices = (np.arange(LANDINGS) + 0.5) / LANDINGS
         landed = periods[kinds, None] * slices  # [k, i]: the middle of each slice
-        before = continuous._poisson(rate * landed)  # [k, i, rank - 1]
-        after = continuous._poisson(rate * (periods[kinds, None] - landed))  # [k, i, later]
+        before = queueing.poisson(rate * landed)  # [k, i, rank - 1]
+        after = queueing.poisson(rate * (periods[kinds, None] - landed))  # [k, i, later]
         # Only the ranks and counts the Poisson weights reach (the arrays are k x i x r x n).
-        ranks, laters = (int(np.flatnonzero(p.max(axis=(0, 1)) > continuous.TINY).max()) + 1
-                         for p in (before, after))  # fmt: skip
+        ranks, laters = (
+            int(np.flatnonzero(p.max(axis=(0, 1)) > queueing.TINY).max()) + 1
+            for p in (before, after)
+        )
         counts = min(ranks + laters - 1, len(self.done))
         later = np.arange(counts)[None, :] - np.arange(ranks)[:, None]  # [rank - 1, count - 1]
         weights = share[kinds, None, None, None] / LANDINGS * before[..., :ranks, None]
@@ -162,15 +166,18 @@ class _Prefill:
         left = periods[kinds, None] * (1 - (np.arange(LANDINGS) + 1) / LANDINGS)
         starts = left[..., None, None] + self.ends[:ranks, :counts]
         widths = np.broadcast_to((periods[kinds] / LANDINGS)[:, None, None, None], starts.shape)
-        keep = weights > continuous.TINY
+        keep = weights > queueing.TINY
         # Alone: a point, a uniform a millionth of its time wide (the grid sums it as a step).
         alone = self.ends[0, 0]
-        return (np.append(weights[keep], share[0]), np.append(starts[keep], alone),
-                np.append(widths[keep], alone * 1e-6))  # fmt: skip
+        return (
+            np.append(weights[keep], share[0]),
+            np.append(starts[keep], alone),
+            np.append(widths[keep], alone * 1e-6),
+        )
 
 
-class _Decode(continuous._Engine):
-    """A decode replica: ``ia.continuous``'s engine whose arrivals bring their cache and no
+class _Decode(Engine):
+    """A decode replica: the colocated ``Engine`` whose arrivals bring their cache and no
     prompt tokens to prefill, so that every step decodes only (P_t = 0). Its ``ttft`` is the
     wait to join the batch: the rest of the step under way. It holds at most what its memory
     and its engine's ``max_num_seqs`` allow, as the simulation does: a pool of decodes alone
@@ -179,7 +186,7 @@ class _Decode(continuous._Engine):
     def __init__(self, s: Scenario):
         super().__init__(s)
         self.tokens = np.zeros_like(self.tokens)
-        self.capacity = continuous._capacity(s)
+        self.capacity = capacity(s)
 
     def ttft(self, rate, decodes):
         decodes = np.asarray(decodes, dtype=float)
@@ -207,8 +214,8 @@ def _decode_state(s: Scenario, rate: float) -> dict | None:
         return None
     tokens = s.tokens_per_step
     tpot = state["tpot"] / tokens + state["ttft"] / (s.output_len - 1)
-    spread = continuous._normal_quantiles(tpot, state["tpot_spread"] / tokens)
-    return {**state, "join": state["ttft"], "tpot": tpot, "percentiles": continuous._named(spread)}
+    spread = queueing.normal_quantiles(tpot, state["tpot_spread"] / tokens)
+    return {**state, "join": state["ttft"], "tpot": tpot, "percentiles": queueing.named(spread)}
 
 
 @functools.lru_cache(maxsize=256)
@@ -217,13 +224,6 @@ def _saturation(s: Scenario, pool: str) -> float:
     if pool == "prefill":
         return _highest(lambda rate: _prefill(s).state(rate) is not None)
     return _highest(lambda rate: _decode_state(s, rate) is not None)
-
-
-@functools.lru_cache(maxsize=64)
-def _transfer_formula(arch, path):
-    return cache.formula(
-        f"kv transfer {path} {arch!r}", lambda: disaggregation.kv_transfer_time(arch, path)
-    )
 
 
 class _Pools:
@@ -236,11 +236,11 @@ class _Pools:
                 NOT_HERE.format(pools=", ".join(POOL_KEYWORDS), names=", ".join(given))
             )
         self.sizes = {name: checks.count(name, sizes[name]) for name in POOL_KEYWORDS}
-        continuous._decoding(output_len)
+        check_decodes(output_len)
 
         def scenario(n_gpus, output):
-            return continuous._tensor(
-                continuous._scenario(model, gpu, prompt_len, output, n_gpus, dtype, deployment)
+            return simulation.stepping_together(
+                stream_scenario(model, gpu, prompt_len, output, n_gpus, dtype, deployment)
             )
 
         # The prefill replica holds a prompt's cache only until it is sent: one output token.
@@ -260,7 +260,10 @@ class _Pools:
         # Each side's GPUs send or receive their parts at once: the fewer of them set the lanes.
         lanes = min(self.sizes["prefill_gpus"], self.sizes["decode_gpus"])
         values = {**self.decode.values(), "n_gpus": lanes}
-        self.transfer = float(_transfer_formula(self.decode.model, self.path).from_values(values))
+        transfer = disaggregation.kv_transfer_time
+        self.transfer = float(
+            cache.formula(transfer, self.decode.model, self.path).from_values(values)
+        )
 
     @property
     def gpus(self) -> int:
@@ -270,10 +273,15 @@ class _Pools:
     def saturated(self, rate, pool, saturation) -> str:
         s = getattr(self, pool)
         return SATURATED.format(
-            rate=rate, pool=pool, replicas=self.sizes[f"{pool}_replicas"],
-            n_gpus=s.n_gpus, gpu=s.gpu.name, saturation=saturation,
-            prompt_len=s.prompt_len, output_len=self.decode.output_len,
-        )  # fmt: skip
+            rate=rate,
+            pool=pool,
+            replicas=self.sizes[f"{pool}_replicas"],
+            n_gpus=s.n_gpus,
+            gpu=s.gpu.name,
+            saturation=saturation,
+            prompt_len=s.prompt_len,
+            output_len=self.decode.output_len,
+        )
 
 
 def _pools(model, gpu, prompt_len, output_len, dtype, keywords) -> _Pools:
@@ -328,24 +336,35 @@ def _steady(pools: _Pools, rate: float) -> dict:
         "saturation_rate": min(saturation[p] * pools.sizes[f"{p}_replicas"] for p in per),
         "prefill": {**prefill, "saturation_rate": saturation["prefill"]},
         "decode": {
-            "tpot": decode["tpot"], "mean_step": decode["mean_step"], "join": decode["join"],
-            "decoding": decode["decoding"], "saturation_rate": saturation["decode"],
+            "tpot": decode["tpot"],
+            "mean_step": decode["mean_step"],
+            "join": decode["join"],
+            "decoding": decode["decoding"],
+            "saturation_rate": saturation["decode"],
         },
-    }  # fmt: skip
+    }
 
 
 def simulate(
-    model, gpu, requests_per_s, prompt_len=2048, output_len=256, dtype=AUTO, *, requests=400,
-    seed=0, **deployment
-) -> dict:  # fmt: skip
+    model,
+    gpu,
+    requests_per_s,
+    prompt_len=2048,
+    output_len=256,
+    dtype=AUTO,
+    *,
+    requests=400,
+    seed=0,
+    **deployment,
+) -> dict:
     """The deployment of ``steady_state`` step by step with SimPy: Poisson arrivals, each sent
     to a prefill replica and then a decode replica at random; a prefill replica is
-    ``ia.continuous.simulate``'s engine with requests of one token (prompts only, under the
+    ``ia.simulation.simulate``'s engine with requests of one token (prompts only, under the
     token budget); the cache arrives ``transfer`` seconds after the prefill; a decode replica
     takes it at its next step and decodes every request it holds, one token a step, until each
     has written its O - 1. ``requests`` (400) after a warm-up of a fifth as many, ``seed`` (0).
     Returns the mean ``ttft`` and ``tpot`` and their ``percentiles`` (p50, p90, p99), as
-    ``ia.continuous.simulate`` does."""
+    ``ia.simulation.simulate`` does."""
     rate = checks.amount("requests_per_s", requests_per_s, "requests per second", positive=True)
     pools = _pools(model, gpu, prompt_len, output_len, dtype, dict(deployment))
     requests = checks.count("requests", requests)
@@ -353,21 +372,21 @@ def simulate(
     arrivals = np.cumsum(rng.exponential(1 / rate, requests + warm))
     first = np.empty_like(arrivals)
     prefill, decode = pools.prefill, pools.decode
-    step = continuous._scalar_step(prefill)
-    limits = continuous._limits(prefill)  # its prompts, of one output token each
+    step = simulation.scalar_step(prefill)
+    limits = simulation.limits(prefill)  # its prompts, of one output token each
     to_prefill = rng.integers(pools.sizes["prefill_replicas"], size=len(arrivals))
     for replica in range(pools.sizes["prefill_replicas"]):
         mine = np.flatnonzero(to_prefill == replica)
-        for r in continuous._run(*limits, arrivals[mine], step):
+        for r in simulation.run_limits(*limits, arrivals[mine], step):
             first[mine[r["i"]]] = r["first"]
     handed = first + pools.transfer
     last = np.empty_like(arrivals)
     to_decode = rng.integers(pools.sizes["decode_replicas"], size=len(arrivals))
-    step = continuous._scalar_step(decode)
+    step = simulation.scalar_step(decode)
     for replica in range(pools.sizes["decode_replicas"]):
         mine = np.flatnonzero(to_decode == replica)
         order = mine[np.argsort(handed[mine], kind="stable")]
-        last[order] = _decode_run(continuous._capacity(decode), decode, handed[order], step)
+        last[order] = simulation.run_decodes(capacity(decode), decode, handed[order], step)
     kept = slice(warm, None)
     ttfts = (handed - arrivals)[kept]
     tpots = ((last - handed) / (output_len - 1))[kept]
@@ -375,56 +394,15 @@ def simulate(
         "ttft": float(ttfts.mean()),
         "tpot": float(tpots.mean()),
         "percentiles": {
-            name: continuous._named(np.percentile(times, continuous.PERCENTILES))
+            name: queueing.named(np.percentile(times, queueing.PERCENTILES))
             for name, times in (("ttft", ttfts), ("tpot", tpots))
         },
     }
 
 
-def _decode_run(capacity, s: Scenario, arrivals, step) -> np.ndarray:
-    """A decode replica on caches arriving at ``arrivals`` (in order): at each step's start it
-    takes those that have arrived (while its memory holds them), and each step decodes one
-    token of every request it holds, at their mean context; a request leaves with its O - 1th.
-    Each request's last token's time, in the order of ``arrivals``."""
-    simpy = continuous._simpy()
-    env, idle = simpy.Environment(), {"wake": None}
-    waiting, running, last = [], [], np.empty(len(arrivals))
-    prompt, steps_each = s.prompt_len, s.output_len - 1
-
-    def arrive():
-        for i, at in enumerate(arrivals):
-            yield env.timeout(at - env.now)
-            waiting.append(i)
-            if idle["wake"] is not None and not idle["wake"].triggered:
-                idle["wake"].succeed()
-
-    def serve():
-        done, written = 0, {}
-        while done < len(arrivals):
-            while waiting and len(running) < capacity:
-                running.append(waiting.pop(0))
-                written[running[-1]] = 0
-            if not running:
-                idle["wake"] = env.event()
-                yield idle["wake"]
-                continue
-            context = prompt + sum(written[i] for i in running) / len(running)
-            yield env.timeout(step(len(running), context, 0))
-            for i in list(running):
-                written[i] += 1
-                if written[i] == steps_each:
-                    running.remove(i)
-                    last[i], done = env.now, done + 1
-
-    env.process(arrive())
-    env.process(serve())
-    env.run()
-    return last
-
-
 def _judged(state, key, percentile):
     """A pool's ``key`` ("ttft" or "tpot") that a target judges: its mean, or with
-    ``percentile`` that percentile of it (``continuous._judged``'s rule)."""
+    ``percentile`` that percentile of it (``targets.judged_times``'s rule)."""
     return state[key] if percentile is None else state["percentiles"][f"p{percentile}"]
 
 
@@ -456,8 +434,19 @@ def _targets(ttft_target, tpot_target):
     checks.amount("tpot_target", tpot_target, "seconds", positive=True)
 
 
-def _splits(model, gpu, prompt_len, output_len, ttft_target, tpot_target, most_gpus,
-            most_degree, dtype, deployment, percentile=None):  # fmt: skip
+def _splits(
+    model,
+    gpu,
+    prompt_len,
+    output_len,
+    ttft_target,
+    tpot_target,
+    most_gpus,
+    most_degree,
+    dtype,
+    deployment,
+    percentile=None,
+):
     """For each pair of tensor-parallel degrees (up to ``most_degree``, both within
     ``most_gpus``) whose replicas hold the model: the degrees, the most requests a second one
     prefill replica serves within the TTFT target less the transfer, one decode replica's within
@@ -485,9 +474,18 @@ def _splits(model, gpu, prompt_len, output_len, ttft_target, tpot_target, most_g
 
 
 def best_split(
-    model, gpu, prompt_len, output_len, ttft_target, tpot_target, *, most_gpus=64,
-    most_degree=8, dtype=AUTO, **deployment
-) -> dict | None:  # fmt: skip
+    model,
+    gpu,
+    prompt_len,
+    output_len,
+    ttft_target,
+    tpot_target,
+    *,
+    most_gpus=64,
+    most_degree=8,
+    dtype=AUTO,
+    **deployment,
+) -> dict | None:
     """The disaggregated deployment of at most ``most_gpus`` GPUs that serves the most
     requests a second per GPU with a mean TTFT within ``ttft_target`` and a mean TPOT within
     ``tpot_target`` (seconds): for each tensor-parallel degree of each pool (up to
@@ -498,9 +496,18 @@ def best_split(
     and ``path``; None if no split meets the targets."""
     checks.count("most_gpus", most_gpus, low=2)
     best = None
-    for n_p, n_d, r_p, r_d, pools in _splits(model, gpu, prompt_len, output_len, ttft_target,
-                                             tpot_target, most_gpus, most_degree, dtype,
-                                             deployment):  # fmt: skip
+    for n_p, n_d, r_p, r_d, pools in _splits(
+        model,
+        gpu,
+        prompt_len,
+        output_len,
+        ttft_target,
+        tpot_target,
+        most_gpus,
+        most_degree,
+        dtype,
+        deployment,
+    ):
         for R_p in range(1, (most_gpus - n_d) // n_p + 1):
             # The decode replicas that keep up with these prefill replicas, or one fewer.
             enough = math.ceil(R_p * r_p / r_d)
@@ -510,74 +517,123 @@ def best_split(
                 if gpus > most_gpus:
                     continue
                 if best is None or goodput / gpus > best["per_gpu"] * (1 + 1e-9):
-                    best = {"prefill_gpus": n_p, "prefill_replicas": R_p, "decode_gpus": n_d,
-                            "decode_replicas": R_d, "gpus": gpus, "goodput": goodput,
-                            "per_gpu": goodput / gpus, "transfer": pools.transfer,
-                            "path": pools.path}  # fmt: skip
+                    best = {
+                        "prefill_gpus": n_p,
+                        "prefill_replicas": R_p,
+                        "decode_gpus": n_d,
+                        "decode_replicas": R_d,
+                        "gpus": gpus,
+                        "goodput": goodput,
+                        "per_gpu": goodput / gpus,
+                        "transfer": pools.transfer,
+                        "path": pools.path,
+                    }
     return best
 
 
 def fewest_gpus(
-    model, gpu, requests_per_s, prompt_len, output_len, ttft_target, tpot_target, *,
-    percentile=None, most_gpus=64, most_degree=8, dtype=AUTO, **deployment
-) -> dict | None:  # fmt: skip
+    model,
+    gpu,
+    requests_per_s,
+    prompt_len,
+    output_len,
+    ttft_target,
+    tpot_target,
+    *,
+    percentile=None,
+    most_gpus=64,
+    most_degree=8,
+    dtype=AUTO,
+    **deployment,
+) -> dict | None:
     """The disaggregated deployment of the fewest GPUs (at most ``most_gpus``) that serves
     ``requests_per_s`` with a mean TTFT and TPOT within the targets, or with ``percentile``
-    (one of ``continuous.PERCENTILES``) that percentile of each request's: for each pair of
+    (one of ``queueing.PERCENTILES``) that percentile of each request's: for each pair of
     degrees (``_splits``), as many prefill and decode replicas as their rates within the
     targets need. Returns the pools' sizes (``POOL_KEYWORDS``), ``gpus``, and the ``ttft``
     and ``tpot`` of its steady state at that rate (the means, or the percentile judged); None
     if none of ``most_gpus`` GPUs does."""
     rate = checks.amount("requests_per_s", requests_per_s, "requests per second", positive=True)
-    percentile = continuous._percentile(percentile)
+    percentile = targets.check_percentile(percentile)
     best = None
-    for n_p, n_d, r_p, r_d, _ in _splits(model, gpu, prompt_len, output_len, ttft_target,
-                                         tpot_target, most_gpus, most_degree, dtype,
-                                         deployment, percentile):  # fmt: skip
+    for n_p, n_d, r_p, r_d, _ in _splits(
+        model,
+        gpu,
+        prompt_len,
+        output_len,
+        ttft_target,
+        tpot_target,
+        most_gpus,
+        most_degree,
+        dtype,
+        deployment,
+        percentile,
+    ):
         # Replicas whose rates just reach the demand (a hair of rounding forgiven).
         R_p, R_d = (max(math.ceil(rate / r * (1 - 1e-9)), 1) for r in (r_p, r_d))
         gpus = R_p * n_p + R_d * n_d
         if gpus <= most_gpus and (best is None or gpus < best["gpus"]):
-            best = {"prefill_gpus": n_p, "prefill_replicas": R_p, "decode_gpus": n_d,
-                    "decode_replicas": R_d, "gpus": gpus}  # fmt: skip
+            best = {
+                "prefill_gpus": n_p,
+                "prefill_replicas": R_p,
+                "decode_gpus": n_d,
+                "decode_replicas": R_d,
+                "gpus": gpus,
+            }
     if best is not None:
         sizes = {k: best[k] for k in POOL_KEYWORDS}
-        state = steady_state(model, gpu, rate, prompt_len, output_len, dtype, **sizes,
-                             **deployment)  # fmt: skip
-        best.update(continuous._judged(state, percentile))
+        state = steady_state(model, gpu, rate, prompt_len, output_len, dtype, **sizes, **deployment)
+        best.update(targets.judged_times(state, percentile))
     return best
 
 
 def best_colocated(
-    model, gpu, prompt_len, output_len, ttft_target, tpot_target, *, most_degree=8,
-    dtype=AUTO, **deployment
-) -> dict | None:  # fmt: skip
+    model,
+    gpu,
+    prompt_len,
+    output_len,
+    ttft_target,
+    tpot_target,
+    *,
+    most_degree=8,
+    dtype=AUTO,
+    **deployment,
+) -> dict | None:
     """The colocated engine (``ia.steady_state``) that serves the most requests a second per
     GPU with a mean TTFT and TPOT within the targets: for each tensor-parallel degree up to
     ``most_degree``, the highest rate one replica serves within both (replicas add their
     rates, so the rate per GPU is one replica's over its GPUs). Returns ``n_gpus``, ``goodput``
     (one replica's requests a second) and ``per_gpu``; None if no degree meets the targets."""
     _targets(ttft_target, tpot_target)
-    continuous._decoding(output_len)
+    check_decodes(output_len)
     best = None
     for n in tensor_parallel_degrees(registry_model(model), most_degree):
         try:
-            s = continuous._scenario(model, gpu, prompt_len, output_len, n, dtype, deployment)
+            s = stream_scenario(model, gpu, prompt_len, output_len, n, dtype, deployment)
         except checks.ArgumentError as error:
             if getattr(error, "check", None) != "fit":
                 raise
             continue  # one replica of n GPUs does not hold the model
         # ia.goodput's search, on the means: the highest rate whose steady state meets both.
-        rate, _ = continuous._highest(s, ttft_target, tpot_target, None, 2.0**-30)
+        rate, _ = targets.goodput_of(s, ttft_target, tpot_target, None, 2.0**-30)
         if rate > 0 and (best is None or rate / n > best["per_gpu"]):
             best = {"n_gpus": n, "goodput": float(rate), "per_gpu": float(rate / n)}
     return best
 
 
 def compare(
-    model, gpu, prompt_len, output_len, ttft_target, tpot_target, *, most_gpus=64,
-    most_degree=8, dtype=AUTO, **deployment
-) -> dict:  # fmt: skip
+    model,
+    gpu,
+    prompt_len,
+    output_len,
+    ttft_target,
+    tpot_target,
+    *,
+    most_gpus=64,
+    most_degree=8,
+    dtype=AUTO,
+    **deployment,
+) -> dict:
     """Disaggregated against colocated serving of one workload within a mean TTFT and TPOT
     target: ``disaggregated`` (``best_split``), ``colocated`` (``best_colocated``), each None
     where nothing meets the targets, ``ratio`` (the first's requests per GPU over the second's;
@@ -589,10 +645,19 @@ def compare(
     True
     """
     keywords = dict(most_degree=most_degree, dtype=dtype, **deployment)
-    split = best_split(model, gpu, prompt_len, output_len, ttft_target, tpot_target,
-                       most_gpus=most_gpus, **keywords)  # fmt: skip
-    engine = best_colocated(model, gpu, prompt_len, output_len, ttft_target, tpot_target,
-                            **keywords)  # fmt: skip
+    split = best_split(
+        model,
+        gpu,
+        prompt_len,
+        output_len,
+        ttft_target,
+        tpot_target,
+        most_gpus=most_gpus,
+        **keywords,
+    )
+    engine = best_colocated(
+        model, gpu, prompt_len, output_len, ttft_target, tpot_target, **keywords
+    )
     ratio = split["per_gpu"] / engine["per_gpu"] if split and engine else None
     if ratio is None:
         better = "disaggregated" if split else "colocated" if engine else None

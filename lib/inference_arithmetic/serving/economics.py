@@ -104,10 +104,16 @@ def token_costs(
 
 @deployment_keywords
 def break_even_utilization(
-    model, gpu, api_input_price: float, api_output_price: float, batch: int = 1,
-    prompt_len: int = 2048, output_len: int = 256, price_per_hour: float | None = None,
-    **deployment
-) -> float:  # fmt: skip
+    model,
+    gpu,
+    api_input_price: float,
+    api_output_price: float,
+    batch: int = 1,
+    prompt_len: int = 2048,
+    output_len: int = 256,
+    price_per_hour: float | None = None,
+    **deployment,
+) -> float:
     """The fraction of paid GPU time that must do work for self-hosting a request of
     ``prompt_len`` input and ``output_len`` output tokens to cost what an API charges for it
     (``api_input_price`` and ``api_output_price``, USD per million tokens).

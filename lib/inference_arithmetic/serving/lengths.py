@@ -1,6 +1,6 @@
 """Requests of many lengths: a workload given as sequences of prompt and output lengths (a
 trace's, or draws from a distribution), each request one (prompt, output) pair, as
-``ia.continuous.simulate`` draws them and as the steady state's chain takes them (chapter 09).
+``ia.simulation.simulate`` draws them and as the steady state's chain takes them (chapter 09).
 
 >>> w = Lengths.of([512, 1536], [64, 192])
 >>> w.means, round(w.context, 1)  # (63 x 543 + 191 x 1631) / (63 + 191): decode-weighted
@@ -26,15 +26,13 @@ tokens as that many mean requests' caches, as ``simulate`` admits them.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass
 
 import numpy as np
 
-from inference_arithmetic.core import checks
+from inference_arithmetic.core import cache, checks
 from inference_arithmetic.core.symbols import O, T
 from inference_arithmetic.formulas import latency
-from inference_arithmetic.serving import cache
 
 __all__ = ["LENGTHS", "BINS", "NODES", "Lengths", "sequences", "sums"]
 
@@ -44,7 +42,7 @@ context is the mean of the second over the mean of the first (``Lengths.context`
 
 BINS = 16
 """Groups a distribution of lengths is cut into for the mixtures, narrower towards its long
-end (the longest holds 1/256 of its share, ``_cut``), each at its mean length. Prompts are cut
+end (the longest holds 1/256 of its share, ``cut``), each at its mean length. Prompts are cut
 by their share of tokens: a long prompt's first token is the tail a p99 reads."""
 
 
@@ -72,11 +70,11 @@ def sequences(prompt_len, output_len):
 NODES = 6
 """Points each sum of prompts' tokens is kept at (``sums``), narrower towards its long end as
 ``BINS`` are, by share of tokens: an arrival lands in a prefill in proportion to its time, so
-the long sums hold the waits a p99 reads (by share of prefills, the chat-like spread's p99 TTFT
-was a fifth short of the simulation's)."""
+the long sums hold the waits a p99 reads, which points cut by share of prefills would leave
+too few of (tests/lib/test_lengths.py holds both cuts against the simulation)."""
 
 
-def _cut(values, shares, groups, mass=None):
+def cut(values, shares, groups, mass=None):
     """``groups`` groups of a distribution (``values`` with ``shares`` summing to 1), by the
     cumulative share of its ``mass`` (of each value; its shares if None), the i-th from
     1 - (1 - i / groups)^2 up (an atom split between groups where a cut falls in it, its share
@@ -97,7 +95,7 @@ def _cut(values, shares, groups, mass=None):
 
 def sums(values, shares, counts, nodes=NODES):
     """The distribution of the sum of k independent draws of a distribution (``values``,
-    ``shares``), for each k of ``counts`` (0 up, in order), kept at ``nodes`` points (``_cut``
+    ``shares``), for each k of ``counts`` (0 up, in order), kept at ``nodes`` points (``cut``
     of the sum of the k - 1 draws' points and one more draw): two arrays, one row each. One
     value: a row of one point, k times it."""
     values, shares = np.asarray(values, float), np.asarray(shares, float)
@@ -108,25 +106,24 @@ def sums(values, shares, counts, nodes=NODES):
     for _ in counts:
         rows.append((points, weights))
         summed, share = (points[:, None] + values).ravel(), (weights[:, None] * shares).ravel()
-        points, weights = _cut(summed, share, nodes, share * summed)
+        points, weights = cut(summed, share, nodes, share * summed)
     return np.array([r[0] for r in rows]), np.array([r[1] for r in rows])
 
 
 def _bins(lengths, by_tokens=False) -> tuple[tuple[float, ...], tuple[float, ...]]:
     """(mean length, share of requests) of each group of ``lengths``: each distinct length if
-    there are at most ``BINS``, else ``BINS`` groups (``_cut``) by their share of requests or,
+    there are at most ``BINS``, else ``BINS`` groups (``cut``) by their share of requests or,
     ``by_tokens``, of tokens, so that the tail a p99 reads keeps its own groups."""
     values, counts = np.unique(lengths, return_counts=True)
     shares = counts / counts.sum()
     if len(values) <= BINS:
         return tuple(map(float, values)), tuple(map(float, shares))
-    means, shares = _cut(values, shares, BINS, shares * values if by_tokens else None)
+    means, shares = cut(values, shares, BINS, shares * values if by_tokens else None)
     return tuple(map(float, means)), tuple(map(float, shares))
 
 
-@functools.cache
-def _lengths():
-    return cache.formulas("lengths", lambda: LENGTHS)
+def _lengths() -> dict:
+    return LENGTHS
 
 
 @dataclass(frozen=True)
@@ -144,14 +141,16 @@ class Lengths:
     def of(cls, prompt_len, output_len, shortest=None) -> Lengths | None:
         """The summary of the pairs (``sequences``); None for two single lengths. ``shortest``,
         if given, is called with the shortest output length first (the steady state's
-        ``continuous._decoding`` refuses one token: it never decodes)."""
+        ``continuous.check_decodes`` refuses one token: it never decodes)."""
         pairs = sequences(prompt_len, output_len)
         if pairs is None:
             return None
         prompts, outputs = pairs
         if shortest is not None:
             shortest(int(outputs.min()))
-        summed = _lengths().over({T.name: prompts, O.name: outputs})  # T: the prompt's
+        summed = cache.formulas(_lengths).over(
+            {T.name: prompts, O.name: outputs}
+        )  # T: the prompt's
         return cls(
             means=(float(prompts.mean()), float(outputs.mean())),
             context=float(summed["decode_context"].mean() / summed["decode_steps"].mean()),

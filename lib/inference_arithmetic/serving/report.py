@@ -30,17 +30,16 @@ derive its formulas.
 
 from __future__ import annotations
 
-import functools
-
 import sympy
 
+from inference_arithmetic.core import cache
 from inference_arithmetic.core import format as fmt
 from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas
 from inference_arithmetic.core.symbols import B, B_d, L_w, M, O, P_t, R, S, T, W, n_gpus
 from inference_arithmetic.formulas import economics, kernels, latency
 from inference_arithmetic.formulas import parallel as parallelism
 from inference_arithmetic.models.config import AUTO, model, model_names
-from inference_arithmetic.serving import bands, cache, continuous, scenario
+from inference_arithmetic.serving import bands
 from inference_arithmetic.serving.scenario import (
     DEFAULT_STEP,
     FIGURES,
@@ -62,7 +61,6 @@ __all__ = [
     "notes",
     "calculate",
     "report",
-    "warm",
 ]
 
 BOUNDS = ("bandwidth", "compute")
@@ -167,10 +165,9 @@ def report_formulas(arch, step=DEFAULT_STEP, parallel="tensor", **options) -> di
     }
 
 
-@functools.lru_cache(maxsize=64)
-def _compiled(arch, step=DEFAULT_STEP, parallel="tensor", **options) -> CompiledFormulas:
-    key = f"report {step} {parallel} {arch!r}" + (f" {options!r}" if options else "")
-    return cache.formulas(key, lambda: report_formulas(arch, step, parallel, **options))
+def compiled_report(arch, step=DEFAULT_STEP, parallel="tensor", **options) -> CompiledFormulas:
+    """``report_formulas`` compiled together, kept in the disk cache (``core.cache``)."""
+    return cache.formulas(report_formulas, arch, step, parallel, **options)
 
 
 def bound_text(*flags) -> str:
@@ -247,15 +244,12 @@ def report_values(s: Scenario, price_per_hour: float | None = None) -> dict[str,
     (default: the GPU's example; costs None where there is neither)."""
     price, _, _ = s.gpu.price(price_per_hour)
     values = {**s.values(), "price_per_hour": price or 1.0}
-    r = _compiled(s.model, s.step, s.parallel, **s.formula_options).from_values(values)
+    r = compiled_report(s.model, s.step, s.parallel, **s.formula_options).from_values(values)
     return {k: None if k.startswith("cost_") and not price else v for k, v in r.items()}
 
 
-@functools.cache
-def _link_used() -> CompiledFormulas:
-    return cache.formulas(
-        "link bandwidth used", lambda: {"link": parallelism.link_bandwidth_used()}
-    )
+def _link_used() -> dict:
+    return {"link": parallelism.link_bandwidth_used()}
 
 
 def notes(s: Scenario, r: dict) -> list[str]:
@@ -269,9 +263,9 @@ def notes(s: Scenario, r: dict) -> list[str]:
     if s.parallel not in NETWORK_NOTES or s.n_gpus <= domain or domain == 1:
         return []
     one_domain = {**s.values(), "link_domain": s.n_gpus, "price_per_hour": 1.0}
-    compiled = _compiled(s.model, s.step, s.parallel, **s.formula_options)
+    compiled = compiled_report(s.model, s.step, s.parallel, **s.formula_options)
     extra = r["tpot"] - compiled.from_values(one_domain)["tpot"]
-    network = _link_used().from_values(s.values())["link"]  # the formulas' own rule
+    network = cache.formulas(_link_used).from_values(s.values())["link"]  # the formulas' own rule
     return [
         NETWORK_NOTES[s.parallel].format(
             n_gpus=s.n_gpus,
@@ -338,17 +332,9 @@ def report(s: Scenario, price_per_hour: float | None = None) -> dict:
     }
 
 
-def warm() -> int:
-    """Compile and keep the calculator's formulas and checks of every registry model (tensor
-    and pipeline parallelism), the steady state's step of each and its other formulas, in the
-    disk cache; the number of models."""
-    bands._ends()
-    continuous._steady(), continuous._mean_context(), continuous._stream_cost()
-    for key in continuous.REPLICAS:
-        continuous._replica(key)
+def warm() -> None:
+    """Compile and keep in the disk cache the report's formulas of every registry model, on
+    the default step model, with tensor and pipeline parallelism."""
     for name in model_names():
         for parallel in ("tensor", "pipeline"):
-            _compiled(model(name), parallel=parallel)  # the default step model, not the roofline
-            scenario._rules(model(name), parallel)
-        continuous._step(model(name))  # kernel by kernel, as _compiled
-    return len(model_names())
+            compiled_report(model(name), parallel=parallel)

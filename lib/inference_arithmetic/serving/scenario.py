@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import sympy
 
-from inference_arithmetic.core import checks
+from inference_arithmetic.core import cache, checks
 from inference_arithmetic.core import format as fmt
 from inference_arithmetic.core.dtypes import (
     activation_bytes,
@@ -35,7 +35,7 @@ from inference_arithmetic.core.dtypes import (
 )
 from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas, UnknownName, numeric
 from inference_arithmetic.core.symbols import B, E, H, H_kv, L, M, O, S, S_max, T, n_gpus
-from inference_arithmetic.formulas import kernels, latency
+from inference_arithmetic.formulas import continuous, kernels, latency
 from inference_arithmetic.hardware.engines import Engine
 from inference_arithmetic.hardware.engines import engine as registry_engine
 from inference_arithmetic.hardware.gpus import GPU
@@ -43,29 +43,29 @@ from inference_arithmetic.hardware.gpus import gpu as registry_gpu
 from inference_arithmetic.models.config import (
     AUTO,
     ModelConfig,
+    model_names,
     weight_formats,
     weight_number_values,
 )
 from inference_arithmetic.models.config import model as registry_model
-from inference_arithmetic.serving import cache
+from inference_arithmetic.serving.efficiencies import (
+    EFFICIENCIES,
+    FIGURES,
+    OVERHEADS,
+    found_figures,
+)
 from inference_arithmetic.serving.speculative import Speculative, speculation
 
 __all__ = [
     "STEPS",
-    "FIGURES",
-    "WEIGHT_FIGURES",
-    "found_figures",
+    "STEP_FORMULAS",
     "DEFAULT_STEP",
     "DEFAULT_ENGINE",
-    "DEFAULT_COMPUTE_EFFICIENCY",
-    "DEFAULT_BANDWIDTH_EFFICIENCY",
-    "DEFAULT_ATTENTION_EFFICIENCY",
     "DEFAULT_LINK_LATENCY",
     "DEFAULT_NETWORK_BANDWIDTH",
     "DEFAULT_MEMORY_UTILIZATION",
     "DEFAULT_TOKEN_BUDGET",
     "DEFAULT_EXPERT_IMBALANCE",
-    "default_budget",
     "MAX_TOKENS",
     "Check",
     "CHECKS",
@@ -74,39 +74,26 @@ __all__ = [
     "NO_WINDOW",
     "Scenario",
     "DEPLOYMENT",
-    "deployment_keywords",
     "tensor_parallel_degrees",
     "pipeline_degrees",
     "expert_parallel_degrees",
-    "one_step",
     "NOT_KERNELS",
     "IMBALANCE",
-    "check_imbalance",
 ]
 
 STEPS = {"kernels": kernels, "roofline": latency}
 """How a scenario times a step: kernel by kernel, each at its own roofline with its fixed cost
 (``formulas.kernels``, the default), or as chapter 08's single roofline of the whole step
 (``formulas.latency``). Both modules build the same formulas by the same names."""
+STEP_FORMULAS = {"kernels": kernels.step, "roofline": continuous.step}
+"""A continuously batching engine's step of B_d decodes and P_t prompt tokens, by the same
+``step``: each a function of the model and its ``parallel`` (a pipeline's step is one
+micro-batch's, stage by stage; expert parallelism's, the kernels' step of the busiest GPU)."""
 DEFAULT_STEP = "kernels"
 """How a scenario times its steps unless it says (``STEPS``)."""
 DEFAULT_ENGINE = "vllm"
 """The engine a scenario runs on unless it names one (``ia.engine_names()``)."""
 
-# The single roofline's efficiencies (step="roofline"), fitted in chapter 11 on the 20 vLLM
-# runs as the first approximation; the kernel model takes the GPU's measured kernels instead.
-DEFAULT_COMPUTE_EFFICIENCY = 0.4
-"""Fraction of the peak FLOP/s one roofline of a whole step reaches, averaged over a run
-(``step="roofline"``; chapter 11's first fit)."""
-DEFAULT_BANDWIDTH_EFFICIENCY = 0.6
-"""Fraction of the peak memory bandwidth one roofline of a whole decode step reaches
-(``step="roofline"``; chapter 11's first fit)."""
-DEFAULT_ATTENTION_EFFICIENCY = round(620.73 / 989, 2)
-"""Fraction of the peak FLOP/s attention reaches where the GPU has no measurement of its
-own: FlashAttention-3's forward pass on an H100 SXM, 16,384 tokens, head size 128, 620.73
-TFLOP/s of 989 (PyTorch's benchmark suite, pytorch/benchmark PR 2391); its paper reports up
-to 75%, FlashAttention-2's 50-73% on an A100. Taken from kernel benchmarks, never fitted to
-serving runs (chapter 11)."""
 DEFAULT_NETWORK_BANDWIDTH = 400e9 / 8
 """Bytes per second each GPU sends to other boards: one 400 Gb/s InfiniBand NDR port per GPU,
 as on a DGX H100 (eight ConnectX-7 cards; NVIDIA DGX H100 User Guide)."""
@@ -270,18 +257,16 @@ def _compiled_check(check: Check, arch: ModelConfig, parallel: str):
     return numeric(check.holds(arch, parallel, None))
 
 
-@functools.lru_cache(maxsize=256)
-def _rules(
-    arch: ModelConfig, parallel: str, draft=None
-) -> tuple[tuple[Check, ...], CompiledFormulas]:
+def rules_of(arch: ModelConfig, parallel: str, draft=None) -> tuple[tuple, CompiledFormulas]:
     """The checks that apply to ``arch`` with ``parallel`` (and a draft model's memory,
     ``draft``), and their conditions compiled as one function (1 where a check holds)."""
-    rules = tuple(c for c in CHECKS if c.applies(arch, parallel))
-    key = f"checks {arch!r} {parallel}" + (f" draft {draft!r}" if draft is not None else "")
-    conditions = cache.formulas(
-        key, lambda: {c.name: c.holds(arch, parallel, draft) for c in rules}
-    )
-    return rules, conditions
+    applying = tuple(c for c in CHECKS if c.applies(arch, parallel))
+    return applying, cache.formulas(_conditions, arch, parallel, draft)
+
+
+def _conditions(arch: ModelConfig, parallel: str, draft=None) -> dict:
+    """The conditions of the checks that apply to ``arch`` with ``parallel``, by name."""
+    return {c.name: c.holds(arch, parallel, draft) for c in CHECKS if c.applies(arch, parallel)}
 
 
 def default_budget() -> int:
@@ -399,10 +384,10 @@ class Scenario:
             "speculative": speculation(self.speculative),
             "expert_imbalance": check_imbalance(self.expert_imbalance),
         }
-        for name in (*_EFFICIENCIES, "memory_utilization"):
+        for name in (*EFFICIENCIES, "memory_utilization"):
             if name == "memory_utilization" or getattr(self, name) is not None:
                 normal[name] = checks.fraction(name, getattr(self, name))
-        for name in _OVERHEADS:
+        for name in OVERHEADS:
             if getattr(self, name) is not None:
                 normal[name] = checks.amount(name, getattr(self, name), "seconds", high=1.0)
         formats = weight_formats(normal["model"], normal["dtype"])
@@ -433,13 +418,13 @@ class Scenario:
         if arch.context_window is None and tokens > MAX_TOKENS and "window" not in self._unchecked:
             raise ArgumentError(NO_WINDOW.format(model=arch.name, tokens=tokens))
         if self.compute_dtype not in self.gpu.peak_flop_rate:
-            raise UnknownName(NO_RATE.format(**self._names()))
+            raise UnknownName(NO_RATE.format(**self.named_settings()))
         if self.n_gpus > 1 and self.gpu.interconnect_bandwidth is None:
             raise ArgumentError(NO_LINK.format(gpu=self.gpu.name, n_gpus=self.n_gpus))
         values = self.values()
         if self.in_waves:  # requests wait their turn: one at a time must fit
             values["batch"] = 1
-        rules, conditions = _rules(arch, self.parallel, self.formula_options.get("draft"))
+        rules, conditions = rules_of(arch, self.parallel, self.formula_options.get("draft"))
         holds = conditions.from_values(values)
         for check in rules:
             if not holds[check.name] and check.name not in self._unchecked:
@@ -486,7 +471,7 @@ class Scenario:
         """The formulas that time this scenario's steps (``STEPS[step]``)."""
         return STEPS[self.step]
 
-    def _names(self) -> dict:
+    def named_settings(self) -> dict:
         """The settings a message may name, as text."""
         return {
             "model": self.model.name,
@@ -494,9 +479,12 @@ class Scenario:
             "rates": ", ".join(self.gpu.peak_flop_rate),
             "degrees": ", ".join(map(str, tensor_parallel_degrees(self.model))),
             "expert_degrees": ", ".join(map(str, expert_parallel_degrees(self.model))),
-            **{f.name: getattr(self, f.name) for f in dataclasses.fields(self)
-               if f.name not in ("model", "gpu")},
-        }  # fmt: skip
+            **{
+                f.name: getattr(self, f.name)
+                for f in dataclasses.fields(self)
+                if f.name not in ("model", "gpu")
+            },
+        }
 
     def explain(self, check: Check, values: Mapping | None = None) -> str:
         """``check``'s message for this scenario."""
@@ -509,7 +497,7 @@ class Scenario:
             for name, (expr, kind) in check.fields.items()
         }
         # The batch the rule was checked at: a scenario in waves checks one request.
-        return check.message.format(**{**self._names(), "batch": values["batch"], **shown})
+        return check.message.format(**{**self.named_settings(), "batch": values["batch"], **shown})
 
     def values(self) -> dict:
         """Every value the serving formulas take, keyed by symbol name: the model's sizes, the
@@ -602,57 +590,6 @@ def check_window(arch: ModelConfig, argument: str, value: int, added: int = 0) -
         raise error
 
 
-WEIGHT_FIGURES = ("bandwidth_efficiency",)
-"""The found figures that depend on the weights' format (the rest on the compute format)."""
-
-
-def found_figures(g, e, compute_dtype: str, dtype: str, step: str = DEFAULT_STEP) -> dict:
-    """The efficiencies and fixed costs a step takes on GPU ``g`` with engine ``e`` unless
-    given, keyed by their symbols' names: for the kernel model, the GPU's measured kernels
-    (``GPU.achieved_figure``, in the compute format; the weights' stream in theirs,
-    ``WEIGHT_FIGURES``) and the engine's properties; for the single roofline, its fitted
-    efficiencies and no fixed costs."""
-    return dict(_found_figures(g, e, compute_dtype, dtype, step))
-
-
-# Every scenario finds its figures, and each achieved figure a GPU has not measured is a
-# median over the registry: kept per GPU, engine and formats (frozen, so hashable).
-@functools.lru_cache(maxsize=256)
-def _found_figures(g, e, compute_dtype: str, dtype: str, step: str) -> dict:
-    nvlink = (g.link_domain or 1) > 1
-    reduce = e.allreduce if nvlink else "nccl"  # one-shot kernels need a peer link
-    found = {
-        "compute_efficiency": g.achieved_figure(f"matmul.{compute_dtype}"),
-        "bandwidth_efficiency": g.achieved_figure(_stream(dtype)),
-        "attention_efficiency": g.achieved_figure(f"prompt_attention.{compute_dtype}"),
-        "decode_attention_efficiency": g.achieved_figure(f"decode_attention.{compute_dtype}"),
-        "kernel_overhead": e.kernel_overhead,
-        "step_overhead": e.step_overhead,
-        "request_overhead": e.request_overhead,
-        "allreduce_latency": g.achieved_figure(f"allreduce_latency.{reduce}"),
-        "allreduce_bandwidth": g.achieved_figure(f"allreduce_bandwidth.{reduce}"),
-        "ring_latency": g.achieved_figure("allreduce_latency.nccl"),
-        "ring_bandwidth": g.achieved_figure("allreduce_bandwidth.nccl"),
-        "matmul_half_rows": g.achieved_figure(f"matmul_half_rows.{compute_dtype}"),
-        "grouped_matmul": g.achieved_figure("grouped_matmul"),
-        "attention_half_len": g.achieved_figure("attention_half_len"),
-        "decode_attention_latency": g.achieved_figure("decode_attention_latency"),
-        "kv_reread_hits": g.achieved_figure("kv_reread_hits"),
-    }
-    if step == "roofline":  # chapter 08's single roofline: no kernel, no fixed cost
-        found.update(
-            compute_efficiency=DEFAULT_COMPUTE_EFFICIENCY,
-            bandwidth_efficiency=DEFAULT_BANDWIDTH_EFFICIENCY,
-            attention_efficiency=DEFAULT_ATTENTION_EFFICIENCY,
-            decode_attention_efficiency=DEFAULT_BANDWIDTH_EFFICIENCY,
-            kernel_overhead=0.0,
-            step_overhead=0.0,
-            request_overhead=0.0,
-            allreduce_latency=0.0,
-        )
-    return found
-
-
 IMBALANCE = (1.0, 1e3)
 """The range of ``expert_imbalance``: 1 (balanced) up to a thousand (a bound keeps the step's
 time finite); the calculator's page reads it from here."""
@@ -661,29 +598,13 @@ time finite); the calculator's page reads it from here."""
 def check_imbalance(value) -> float:
     """``expert_imbalance``: the busiest GPU's load over the mean, from 1 (balanced) up."""
     low, high = IMBALANCE
-    if not checks._real(value) or not low <= value <= high:
+    if not checks.is_real(value) or not low <= value <= high:
         raise ArgumentError(
             f"expert_imbalance must be a number from {low:g} (every GPU's experts equally busy) "
             f"to {high:g}, the busiest GPU's tokens over the mean GPU's, got {value!r}"
         )
     return float(value)
 
-
-def _stream(dtype):
-    """The achieved figure weights of ``dtype`` stream at (``GPU.achieved``)."""
-    name = dtype_name(dtype)
-    return "stream" if name in ("bf16", "fp16") else f"stream.{name}"
-
-
-_EFFICIENCIES = (
-    "compute_efficiency",
-    "bandwidth_efficiency",
-    "attention_efficiency",
-    "decode_attention_efficiency",
-)
-_OVERHEADS = ("kernel_overhead", "step_overhead", "request_overhead", "allreduce_latency")
-FIGURES = (*_EFFICIENCIES, *_OVERHEADS)
-"""The efficiencies and fixed costs a step takes (``Scenario.figure``): given, or found."""
 
 DEPLOYMENT = (
     "n_gpus",
@@ -693,8 +614,8 @@ DEPLOYMENT = (
     "compute_dtype",
     "engine",
     "step",
-    *_EFFICIENCIES,
-    *_OVERHEADS,
+    *EFFICIENCIES,
+    *OVERHEADS,
     "link_latency",
     "network_bandwidth",
     "memory_utilization",
@@ -741,3 +662,11 @@ def deployment_keywords(function):
 
     checked.__signature__ = signature.replace(parameters=own + extra)
     return checked
+
+
+def warm() -> None:
+    """Compile and keep in the disk cache the checks of every registry model, with tensor and
+    pipeline parallelism: what making its first scenario compiles."""
+    for name in model_names():
+        for parallel in ("tensor", "pipeline"):
+            rules_of(registry_model(name), parallel)

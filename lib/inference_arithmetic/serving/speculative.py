@@ -149,8 +149,10 @@ class Speculative:
         rate = self.acceptance_rate if self.acceptance_rate is not None else method.acceptance_rate
         if draft_len is None or rate is None:
             missing = "draft_len" if draft_len is None else "acceptance_rate"
-            raise ArgumentError(f"speculative method {self.method!r} has no default {missing}: "
-                                f"give one ({method.source})")  # fmt: skip
+            raise ArgumentError(
+                f"speculative method {self.method!r} has no default {missing}: "
+                f"give one ({method.source})"
+            )
         model = self.draft_model
         if (model is None) != (method.draft != "model"):
             raise ArgumentError(

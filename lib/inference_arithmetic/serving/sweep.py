@@ -40,10 +40,9 @@ from inference_arithmetic.hardware.gpus import gpu as registry_gpu
 from inference_arithmetic.models.config import AUTO
 from inference_arithmetic.models.config import model as registry_model
 from inference_arithmetic.serving import bands
-from inference_arithmetic.serving.report import BANDED, BOUNDS, THEN, _compiled
+from inference_arithmetic.serving.efficiencies import EFFICIENCIES, OVERHEADS
+from inference_arithmetic.serving.report import BANDED, BOUNDS, THEN, compiled_report
 from inference_arithmetic.serving.scenario import (
-    _EFFICIENCIES,
-    _OVERHEADS,
     CHECKS,
     DEFAULT_ENGINE,
     DEFAULT_STEP,
@@ -51,8 +50,8 @@ from inference_arithmetic.serving.scenario import (
     NO_LINK,
     NO_WINDOW,
     Scenario,
-    _rules,
     check_imbalance,
+    rules_of,
 )
 
 __all__ = ["sweep", "NAMES", "COLUMNS"]
@@ -62,10 +61,10 @@ NAMES += ("speculative",)
 """The arguments that are names: each combination of them is one group of rows
 (``speculative``: a method's name, a dict of ``Speculative``'s arguments, or None)."""
 COUNTS = ("n_gpus", "batch", "prompt_len", "output_len", "replicas", "token_budget")
-FRACTIONS = (*_EFFICIENCIES, "memory_utilization")
+FRACTIONS = (*EFFICIENCIES, "memory_utilization")
 SHARES = ("prefix_hit_rate",)
 AMOUNTS = {  # argument -> (unit, positive, highest): as the Scenario checks each
-    **{name: ("seconds", False, 1.0) for name in (*_OVERHEADS, "link_latency")},
+    **{name: ("seconds", False, 1.0) for name in (*OVERHEADS, "link_latency")},
     "network_bandwidth": ("bytes per second", True, 1e15),
     "price_per_hour": ("dollars", True, 1e6),
 }
@@ -81,7 +80,7 @@ CHECKED = (
     "prefix_hit_rate",
     "expert_imbalance",
     *FRACTIONS,
-    *_OVERHEADS,
+    *OVERHEADS,
     "token_budget",
     "price_per_hour",
 )
@@ -273,7 +272,7 @@ def _group(chosen: dict, flat: dict, safe: dict, reasons: np.ndarray) -> dict:
     values.update({_SYMBOL.get(k, k): v for k, v in safe.items() if k != "price_per_hour"})
     reasons = _rows_refused(s, values, flat, reasons)
     price = safe.get("price_per_hour", s.gpu.price_per_hour or 1.0)
-    r = _compiled(arch, s.step, s.parallel, **s.formula_options)
+    r = compiled_report(arch, s.step, s.parallel, **s.formula_options)
     r = r.over({**values, "price_per_hour": price})
     r = {k: np.broadcast_to(v, (size,)) for k, v in r.items()}
     no_price = "price_per_hour" not in flat and s.gpu.price_per_hour is None
@@ -314,9 +313,9 @@ def _rows_refused(s: Scenario, values: dict, flat: dict, reasons: np.ndarray) ->
         for i in np.flatnonzero((reasons == "") & (tokens > MAX_TOKENS)):
             reasons[i] = NO_WINDOW.format(model=s.model.name, tokens=int(tokens[i]))
     draft = s.formula_options.get("draft")  # a draft model's memory counts in the fit
-    rules, conditions = _rules(s.model, s.parallel, draft)
+    rules, conditions = rules_of(s.model, s.parallel, draft)
     holds = conditions.over(values)
-    names = s._names()
+    names = s.named_settings()
     for check in rules:
         failing = np.flatnonzero((reasons == "") & (np.broadcast_to(holds[check.name], shape) == 0))
         if not failing.size:

@@ -31,17 +31,19 @@ import functools
 import numpy as np
 import sympy
 
-from inference_arithmetic.core import checks
+from inference_arithmetic.core import cache, checks
 from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas
 from inference_arithmetic.core.symbols import T
 from inference_arithmetic.formulas import latency
 from inference_arithmetic.models.config import AUTO, model_names, weight_number_values
 from inference_arithmetic.models.config import model as registry_model
-from inference_arithmetic.serving import bands, cache
-from inference_arithmetic.serving.scenario import (  # noqa: F401  (DEFAULT_*: ia.timing.DEFAULT_*)
+from inference_arithmetic.serving import bands, simulation
+from inference_arithmetic.serving.efficiencies import (  # noqa: F401  (ia.timing.DEFAULT_*)
     DEFAULT_ATTENTION_EFFICIENCY,
     DEFAULT_BANDWIDTH_EFFICIENCY,
     DEFAULT_COMPUTE_EFFICIENCY,
+)
+from inference_arithmetic.serving.scenario import (  # noqa: F401  (DEFAULT_*: ia.timing.DEFAULT_*)
     DEFAULT_EXPERT_IMBALANCE,
     DEFAULT_LINK_LATENCY,
     DEFAULT_MEMORY_UTILIZATION,
@@ -55,7 +57,8 @@ from inference_arithmetic.serving.scenario import (  # noqa: F401  (DEFAULT_*: i
     one_step,
 )
 
-# The DEFAULT_* efficiencies are the scenario's (documented there), here as ia.timing.DEFAULT_*.
+# The DEFAULT_* settings are the scenario's and the efficiencies' (documented there), here as
+# ia.timing.DEFAULT_*.
 __all__ = [
     "PARALLEL",
     "IDEAL",
@@ -95,25 +98,15 @@ part of the roofline.)"""
 _ttft, _tpot, _seconds = sympy.symbols("ttft tpot seconds", positive=True)
 
 
-@functools.lru_cache(maxsize=256)
-def _formula(builder, arch, *options, **keywords):
-    """A formula of ``formulas.latency`` for one model, built and compiled once, and kept in
-    the disk cache: a kernel-by-kernel prefill takes SymPy a second or two to build.
-    ``keywords``: a scenario's ``formula_options``, where it has any."""
-    key = f"timing {builder.__module__}.{builder.__qualname__} {arch!r} {options!r}"
-    key += f" {keywords!r}" if keywords else ""
-    return cache.formula(key, lambda: builder(arch, *options, **keywords))
-
-
 def _prefill(s: Scenario) -> float:
-    prefill = _formula(s.timing.prefill_time, s.model, s.parallel, **s.formula_options)
+    prefill = cache.formula(s.timing.prefill_time, s.model, s.parallel, **s.formula_options)
     return prefill.from_values(s.values())
 
 
 def _steps(s: Scenario, contexts, mla="absorbed"):
     """Decode-step times of the scenario's batch at each of ``contexts`` cached tokens
     (speculating: verification steps, each yielding ``Scenario.tokens_per_step`` tokens)."""
-    step = _formula(s.timing.decode_step_time, s.model, mla, s.parallel, **s.formula_options)
+    step = cache.formula(s.timing.decode_step_time, s.model, mla, s.parallel, **s.formula_options)
     return np.broadcast_to(
         step.from_values({**s.values(), "context_len": contexts}), contexts.shape
     )
@@ -152,8 +145,8 @@ def run(s: Scenario) -> dict[str, float]:
     # with the context growing by one token a step (one step is timed even if none runs).
     contexts = np.arange(s.prompt_len, s.prompt_len + max(s.output_len - 1, 1))
     tpot = float(np.mean(_steps(s, contexts))) / s.tokens_per_step
-    total = _formula(_request_time, None).from_values({**s.values(), "ttft": ttft, "tpot": tpot})
-    throughput = _formula(latency.output_throughput, _seconds, s.parallel)
+    total = cache.formula(_request_time).from_values({**s.values(), "ttft": ttft, "tpot": tpot})
+    throughput = cache.formula(latency.output_throughput, _seconds, s.parallel)
     return {
         "ttft": ttft,
         "tpot": tpot,
@@ -162,7 +155,7 @@ def run(s: Scenario) -> dict[str, float]:
     }
 
 
-def _request_time(_):
+def _request_time():
     return latency.request_time(_ttft, _tpot)
 
 
@@ -186,27 +179,27 @@ def generation(
 def in_waves(s: Scenario) -> dict[str, float]:
     """``serve`` of a ``Scenario`` whose ``batch`` requests queue: in waves of as many as fit,
     or, on a continuously batching engine timed kernel by kernel, as that engine admits them
-    (``continuous.burst``)."""
+    (``simulation.burst``)."""
     if not s.in_waves:
         s = s.replace(in_waves=True)
     if s.step == "kernels" and s.engine.batching == "continuous":
-        from inference_arithmetic.serving import continuous
-
-        r = continuous.burst(s)
+        r = simulation.burst(s)
         waves = -(-s.batch // r["concurrency"])  # the batch over the most at once, rounded up
         return {"waves": waves, **r}
     values = {**s.values(), "context_len": s.prompt_len + s.output_len}
     draft = s.formula_options.get("draft")  # a draft model's weights and cache take room
-    fit = int(_formula(latency.max_concurrency, s.model, s.parallel, draft).from_values(values))
+    fit = int(
+        cache.formula(latency.max_concurrency, s.model, s.parallel, draft).from_values(values)
+    )
     concurrency = min(s.batch, fit)
-    waves = _formula(latency.waves, s.model, s.parallel, draft).from_values(values)
+    waves = cache.formula(latency.waves, s.model, s.parallel, draft).from_values(values)
     full, rest = divmod(s.batch, concurrency)
     first = run(s.replace(batch=concurrency, in_waves=False))
     elapsed = full * first["total"] + (
         run(s.replace(batch=rest, in_waves=False))["total"] if rest else 0.0
     )
     # The waves run one after another: the requests' tokens over the whole elapsed time.
-    throughput = _formula(latency.output_throughput, _seconds, "tensor")
+    throughput = cache.formula(latency.output_throughput, _seconds, "tensor")
     return {
         "waves": int(waves),
         "concurrency": concurrency,
@@ -251,7 +244,7 @@ def weights_per_gpu(model, n_gpus: int = 1, dtype: str = AUTO, parallel: str = "
     values = {**model.sizes(), "n_gpus": checks.count("n_gpus", n_gpus)}
     values.update(weight_number_values(model, dtype))
     parallel = checks.choice("parallel", parallel, PARALLEL)
-    return _formula(latency.weight_bytes_per_gpu, model, parallel).from_values(values)
+    return cache.formula(latency.weight_bytes_per_gpu, model, parallel).from_values(values)
 
 
 @deployment_keywords
@@ -270,7 +263,9 @@ def max_batch(model, gpu, context_len=2048, n_gpus=1, dtype=AUTO, **deployment) 
         raise
     values = {**s.values(), "context_len": context_len}
     draft = s.formula_options.get("draft")  # a draft model's weights and cache take room
-    return int(_formula(latency.max_concurrency, s.model, s.parallel, draft).from_values(values))
+    return int(
+        cache.formula(latency.max_concurrency, s.model, s.parallel, draft).from_values(values)
+    )
 
 
 @deployment_keywords
@@ -285,7 +280,7 @@ def compute_bound_batch(
     deployment.setdefault("memory_utilization", 1.0)  # memory is not the question here
     deployment.update(n_gpus=n_gpus, dtype=dtype, in_waves=True)
     s = one_step(model, gpu, "context_len", context_len, "decode", **deployment)
-    bound = _formula(_decode_bound, s.model)
+    bound = cache.formula(_decode_bound, s.model)
 
     def compute_bound(batches):
         return bound.from_values({**s.values(), "batch": batches, "context_len": s.prompt_len})
@@ -389,8 +384,16 @@ def kernels(
         )
     if "draft" in got:  # the draft's passes, as one row
         zero = {"flops": 0.0, "bytes": 0.0, "compute": 0.0, "memory": 0.0}
-        rows.append({"kernel": "draft", "kind": "draft", "count": s.speculative.draft_len,
-                     **zero, "bound": "draft", "time": got["draft"]})  # fmt: skip
+        rows.append(
+            {
+                "kernel": "draft",
+                "kind": "draft",
+                "count": s.speculative.draft_len,
+                **zero,
+                "bound": "draft",
+                "time": got["draft"],
+            }
+        )
     # The engine's own time: tau_s a step, tau_r for each request it schedules.
     step = got["fixed"]
     rows.append(
@@ -404,7 +407,7 @@ def kernels(
             "memory": 0.0,
             "bound": "fixed",
             "time": step,
-        }  # fmt: skip
+        }
     )
     return rows
 
@@ -419,8 +422,8 @@ def warm() -> int:
     for name in model_names():
         arch = registry_model(name)
         for parallel in ("tensor", "pipeline"):
-            _formula(timing.prefill_time, arch, parallel)
-            _formula(timing.decode_step_time, arch, "absorbed", parallel)
-            _formula(latency.max_concurrency, arch, parallel, None)
-        _formula(_decode_bound, arch)
+            cache.formula(timing.prefill_time, arch, parallel)
+            cache.formula(timing.decode_step_time, arch, "absorbed", parallel)
+            cache.formula(latency.max_concurrency, arch, parallel, None)
+        cache.formula(_decode_bound, arch)
     return len(model_names())

@@ -40,7 +40,6 @@ from inference_arithmetic.serving.scenario import Scenario
 from inference_arithmetic.serving.timing import IDEAL, decode_step_time, prefill_time
 
 __all__ = [
-    "DATA",
     "load",
     "figures",
     "device",
@@ -271,8 +270,11 @@ def model_config(measurement: Mapping) -> ModelConfig:
     the library's parameter count differs from the one the harness counted."""
     entry = measurement["model"]
     config = ModelConfig.from_hf_config(entry["config"])
-    counted = {info["parameters"] for dtype, info in entry.items() if isinstance(info, dict)
-               and "parameters" in info}  # fmt: skip
+    counted = {
+        info["parameters"]
+        for info in entry.values()
+        if isinstance(info, dict) and "parameters" in info
+    }
     if counted and counted != {param_count(config)}:
         raise ValueError(
             f"{config.name}: the harness counted {sorted(counted)} parameters, the library "
@@ -306,14 +308,25 @@ def _sides(config: ModelConfig, phase: str):
     return tuple(numeric(side) for side in sides)
 
 
-def roofline_sides(config: ModelConfig, device: GPU, case: Mapping) -> tuple[float, float]:
-    """The compute and the memory seconds of the roofline ``predict`` takes the longer of."""
+def _ideal_values(config: ModelConfig, device: GPU, case: Mapping) -> dict:
+    """The values of the formulas for one timed ``case`` on ``device``, at the ideal roofline
+    (``IDEAL``), its length as the prompt and as the context."""
     length = _length(case)
     s = Scenario(
-        config, device, batch=case["batch"], prompt_len=length, output_len=1,
-        dtype=case["dtype"], **IDEAL,
-    )  # fmt: skip
-    values = {**s.values(), "context_len": length}
+        config,
+        device,
+        batch=case["batch"],
+        prompt_len=length,
+        output_len=1,
+        dtype=case["dtype"],
+        **IDEAL,
+    )
+    return {**s.values(), "context_len": length}
+
+
+def roofline_sides(config: ModelConfig, device: GPU, case: Mapping) -> tuple[float, float]:
+    """The compute and the memory seconds of the roofline ``predict`` takes the longer of."""
+    values = _ideal_values(config, device, case)
     return tuple(float(side.from_values(values)) for side in _sides(config, case["phase"]))
 
 
@@ -371,9 +384,8 @@ def matmul_table(measurement: Mapping) -> str:
     for each dtype, K = N and M (the rate at small M is what a decode step's products get)."""
     lines = [f"{'product':26s} {'GFLOP/s':>9s} {'weights GB/s':>13s}"]
     for r in measurement["matmul"]:
-        shape = f"{r['dtype']} M={r['m']} K=N={r['k']}" if r["k"] == r["n"] else (
-            f"{r['dtype']} M={r['m']} K={r['k']} N={r['n']}"
-        )  # fmt: skip
+        sides = f"K=N={r['k']}" if r["k"] == r["n"] else f"K={r['k']} N={r['n']}"
+        shape = f"{r['dtype']} M={r['m']} {sides}"
         lines.append(f"{shape:26s} {r['flop_rate'] / 1e9:9.1f} {r['weight_bandwidth'] / 1e9:13.1f}")
     return "\n".join(lines)
 
@@ -412,12 +424,7 @@ def breakdown(measurement: Mapping, with_achieved: bool = True) -> list[dict]:
     for case in measurement["cases"]:
         if "profile" not in case:
             continue
-        p, length = case["profile"], _length(case)
-        s = Scenario(
-            config, cpu, batch=case["batch"], prompt_len=length, output_len=1,
-            dtype=case["dtype"], **IDEAL,
-        )  # fmt: skip
-        values = {**s.values(), "context_len": length}
+        p, values = case["profile"], _ideal_values(config, cpu, case)
         work = {
             name: float(f.from_values(values)) for name, f in _work(config, case["phase"]).items()
         }
@@ -427,7 +434,7 @@ def breakdown(measurement: Mapping, with_achieved: bool = True) -> list[dict]:
                 "phase": case["phase"],
                 "dtype": case["dtype"],
                 "batch": case["batch"],
-                "length": length,
+                "length": _length(case),
                 "measured_s": case["median_s"],
                 "products_s": p["products"],
                 "attention_s": p["attention"],

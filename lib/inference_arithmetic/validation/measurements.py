@@ -15,15 +15,18 @@ import csv
 import dataclasses
 import functools
 import io
+import itertools
 from dataclasses import dataclass
 from importlib import resources
 
 import numpy as np
 
 from inference_arithmetic.core.numeric import UnknownName, numeric
-from inference_arithmetic.formulas import latency
+from inference_arithmetic.formulas import kernels, latency
+from inference_arithmetic.hardware.engines import engine as registry_engine
 from inference_arithmetic.hardware.gpus import gpu
 from inference_arithmetic.models.config import model
+from inference_arithmetic.serving import simulation
 from inference_arithmetic.serving.scenario import Scenario
 from inference_arithmetic.serving.timing import in_waves, run, serve
 
@@ -323,11 +326,9 @@ def predicted(m: Measurement, scenario: Scenario | None = None, **options) -> fl
     """The library's prediction of what ``m`` measured, at the library's defaults unless
     ``options`` (any ``Scenario`` setting) override them, or of ``scenario`` (the run's own,
     changed)."""
-    from inference_arithmetic.serving import continuous
-
     s = m.scenario(**options) if scenario is None else scenario
     if m.mode == "closed":
-        r = continuous.closed_loop(s.replace(batch=1, in_waves=False), m.batch, m.requests)
+        r = simulation.closed_loop(s.replace(batch=1, in_waves=False), m.batch, m.requests)
         seconds, done = r["elapsed"], m.requests
     elif m.mode == "waves":
         r = in_waves(s)
@@ -382,19 +383,13 @@ _CONTINUOUS = ("step_overhead", "request_overhead")
 def _speeds(m: Measurement, structural: dict, figures: dict) -> np.ndarray:
     """The predicted metric of ``m`` (a throughput) at ``structural`` settings (one each)
     and ``figures`` (arrays: the fixed costs), on the kernel model."""
-    from inference_arithmetic.hardware.engines import engine as registry_engine
-
     chosen = dict(structural)
     if "kv_shared" in chosen:  # an engine property: a copy of the engine with it changed
-        import dataclasses
-
         e = registry_engine(m.engine)
         chosen["engine"] = dataclasses.replace(e, kv_shared=chosen.pop("kv_shared"))
     s = m.scenario(**chosen)
     if m.mode == "waves" and s.engine.batching == "continuous":
-        from inference_arithmetic.serving import continuous
-
-        seconds = continuous.burst(s, **figures)["elapsed"]
+        seconds = simulation.burst(s, **figures)["elapsed"]
     else:
         total = _generation(s.model, s.parallel)
         seconds = total.from_values({**s.values(), **figures})
@@ -404,8 +399,6 @@ def _speeds(m: Measurement, structural: dict, figures: dict) -> np.ndarray:
 
 @functools.cache
 def _generation(arch, parallel):
-    from inference_arithmetic.formulas import kernels
-
     return numeric(kernels.generation_time(arch, parallel=parallel))
 
 
@@ -422,8 +415,6 @@ def fit(engine: str, rows=None, grid=None) -> dict:
     mesh = np.meshgrid(*[np.asarray(grid[n], dtype=float) for n in continuous_names], indexing="ij")
     figures = dict(zip(continuous_names, mesh, strict=True))
     best, best_score = None, np.inf
-    import itertools
-
     for values in itertools.product(*[grid[n] for n in structural_names]):
         structural = dict(zip(structural_names, values, strict=True))
         logs = [np.log(_speeds(m, structural, figures) / m.value) for m in rows]

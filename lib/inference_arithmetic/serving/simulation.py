@@ -1,0 +1,457 @@
+"""The engine run step by step: a discrete-event simulation (SimPy) of the continuously batching
+engine under Poisson arrivals, a burst or a closed loop, which checks the steady state.
+
+>>> r = simulate("llama-3.1-8b", "h100-sxm", 4.0, prompt_len=1024, output_len=128, requests=200)
+>>> r["tpot"] < r["ttft"], sorted(r["percentiles"]["ttft"])
+(True, ['p50', 'p90', 'p99'])
+
+Each step decodes one token of every running request and prefills, first come first served,
+the waiting prompts in the tokens left under the token budget; a request is admitted while the
+memory holds its whole cache (and the engine's ``max_num_seqs``); a step takes the scenario's
+step formula (``scenario.STEP_FORMULAS``) for its decodes, their mean context and its prompt
+tokens (``scalar_step``). ``simulate`` runs it on a stream; ``burst`` and ``closed_loop`` on
+requests sent at once or as others finish, timing one schedule of steps (``burst_schedule``)
+under any setting of the step's figures. ``run_limits`` is the engine itself, and
+``run_decodes`` one that only decodes: the disaggregated pools' simulation runs them.
+"""
+
+from __future__ import annotations
+
+import functools
+import heapq
+from collections import deque
+
+import numpy as np
+import sympy
+
+from inference_arithmetic.core import checks
+from inference_arithmetic.core.symbols import B_d, P_t, S
+from inference_arithmetic.models.config import AUTO
+from inference_arithmetic.serving.engine import (
+    capacity,
+    compiled_step,
+    memory_capacity,
+    prefilled,
+    stream_scenario,
+)
+from inference_arithmetic.serving.lengths import sequences
+from inference_arithmetic.serving.queueing import PERCENTILES, named
+from inference_arithmetic.serving.scenario import STEP_FORMULAS, Scenario
+
+__all__ = ["simulate", "burst", "burst_schedule", "closed_loop", "NO_PIPELINE", "NO_SPECULATION"]
+
+NO_PIPELINE = (
+    "a burst, a closed loop, ia.serve of a continuous engine and a disaggregated pool each "
+    "schedule one engine whose GPUs step together (tensor or expert parallelism), not a "
+    "pipeline's n micro-batches in flight, which wait for each other at its stages. A "
+    "pipeline's steady state is ia.steady_state(..., parallel='pipeline') (and ia.plan's and "
+    "ia.goodput's); ia.simulation.simulate(..., parallel='pipeline') runs one under a stream; "
+    "its batch is timed by ia.calculate(..., parallel='pipeline') or ia.generation, its "
+    "batches in waves by ia.serve(..., parallel='pipeline', engine=a static engine)"
+)
+"""The message for a burst, a closed loop or a disaggregated pool asked of a pipeline."""
+
+
+def stepping_together(s: Scenario) -> Scenario:
+    """``s``, if it is of one engine whose GPUs step together, not a pipeline
+    (``NO_PIPELINE``): a burst's schedule and a disaggregated pool are of one such engine."""
+    if s.parallel == "pipeline":
+        raise checks.ArgumentError(NO_PIPELINE)
+    return s
+
+
+def simulate(
+    model,
+    gpu,
+    requests_per_s,
+    prompt_len=2048,
+    output_len=256,
+    n_gpus=1,
+    dtype=AUTO,
+    *,
+    requests=400,
+    seed=0,
+    **deployment,
+) -> dict:
+    """The engine step by step with SimPy: Poisson arrivals at ``requests_per_s``; each step
+    decodes one token of every running request and prefills, first come first served, the
+    waiting prompts in the tokens left under the deployment's ``token_budget``; a request is
+    admitted while the memory holds its whole cache; a step takes ``formulas.continuous.step``
+    for its own decodes, their mean context and its prefill tokens. Returns the mean ``ttft`` and
+    ``tpot`` (seconds) of ``requests`` requests after a warm-up of a fifth as many, and their
+    ``percentiles``: ``{"ttft": {"p50": ..., "p90": ..., "p99": ...}, "tpot": {...}}``, each
+    request's TPOT being the mean gap between its own tokens (what a service-level objective
+    on inter-token time per request measures).
+
+    ``prompt_len`` and ``output_len`` may be sequences of lengths (a trace's, or draws from a
+    distribution): each request takes the lengths at an index drawn at random, so sequences of
+    one length keep their pairs. The memory then admits requests while it holds their whole
+    caches, in tokens; it and the steps' figures are those of the mean lengths' scenario, as in
+    ``steady_state`` of the same sequences. A pipeline's n micro-batches in flight are n engines,
+    each request going to one at random, whose steps take the stages in turn."""
+    rng = np.random.default_rng(seed)
+    warm = requests // 5
+    arrivals = np.cumsum(rng.exponential(1 / requests_per_s, requests + warm))
+    lengths = _draw_lengths(prompt_len, output_len, requests + warm, rng)
+    if lengths is not None:  # the scenario of the means of the pairs drawn
+        prompt_len, output_len = (max(round(float(np.mean(x))), 1) for x in lengths)
+    s = stream_scenario(model, gpu, prompt_len, output_len, n_gpus, dtype, deployment)
+    owners = rng.integers(0, s.n_gpus, len(arrivals)) if s.parallel == "pipeline" else None
+    kept = [r for r in run(s, arrivals, lengths=lengths, owners=owners) if r["i"] >= warm]
+    ttfts = np.array([r["first"] - r["arrived"] for r in kept])
+    decoded = [r for r in kept if r["output"] > 1]  # a request of one token has no TPOT
+    tpots = np.array([(r["last"] - r["first"]) / (r["output"] - 1) for r in decoded])
+    if not len(tpots):  # no decode step: no time per output token
+        tpots = np.full(1, np.nan)
+    return {
+        "ttft": float(ttfts.mean()),
+        "tpot": float(tpots.mean()),
+        "percentiles": {
+            name: named(np.percentile(times, PERCENTILES))
+            for name, times in (("ttft", ttfts), ("tpot", tpots))
+        },
+    }
+
+
+def _draw_lengths(prompt_len, output_len, n, rng):
+    """Each of ``n`` requests' (prompt, output) lengths, two integer arrays, drawn from the
+    sequences given (an index drawn at random for each request, the same in both where both
+    are sequences of one length); None when both are single lengths."""
+    pairs = sequences(prompt_len, output_len)
+    if pairs is None:
+        return None
+    index = rng.integers(0, len(pairs[0]), n)
+    return tuple(x[index] for x in pairs)
+
+
+def burst(s: Scenario, **figures) -> dict:
+    """The scenario's ``batch`` requests sent at once to the engine of ``simulate``: it admits
+    as many as its memory (and its ``max_num_seqs``) holds and prefills them in chunks of its
+    token budget while it decodes the others. Returns the ``elapsed`` seconds to the last
+    token, the output ``throughput``, the mean ``ttft`` and ``tpot``, and the most requests it
+    ran at once (``concurrency``). ``figures`` override the scenario's values and may be
+    arrays, to time one schedule under many settings at once (chapter 11's fit)."""
+    plan, first, last, _, _ = burst_schedule(s)
+    values = {**s.values(), **figures}
+    ends = _step_ends(s, plan, figures)
+    elapsed = ends[-1]
+    ttft = ends[first].mean(axis=0)
+    tpot = ((ends[last] - ends[first]) / max(s.output_len - 1, 1)).mean(axis=0)
+    if s.output_len == 1:  # no decode step runs: one is timed, at the batch and the prompt
+        one = {
+            **values,
+            "decoding": min(s.batch, capacity(s)),
+            "context_len": s.prompt_len,
+            "prefill_tokens": 0,
+        }
+        tpot = compiled_step(s.model, s.step, s.parallel, **s.formula_options).from_values(one)
+        tpot = tpot + 0 * elapsed
+    return {
+        "elapsed": elapsed,
+        "throughput": s.batch * s.output_len / elapsed,
+        "ttft": ttft,
+        "tpot": tpot,
+        "concurrency": min(s.batch, capacity(s)),
+    }
+
+
+def burst_schedule(s: Scenario, users: int | None = None, total: int | None = None):
+    """The steps the engine takes for ``s``'s burst (or, with ``users`` and ``total``, for a
+    closed loop of ``users`` clients sending ``total`` requests), as (decodes, their mean
+    context, prompt tokens) each, and for each request the step of its first and last token
+    and the steps done when it arrived. With every request there from the start, or sent
+    when another finishes, at the end of a step, what a step does depends on the steps
+    before, not on how long they take, so one schedule serves every setting of the step's
+    figures. Requests in the order they finished, with ``i`` the order they were sent."""
+    return _schedule(*limits(stepping_together(s)), s.batch if users is None else users, total)
+
+
+@functools.lru_cache(maxsize=1024)
+def _schedule(capacity, token_budget, prompt_len, output_len, computed, sent, total):
+    """``burst_schedule`` of what a schedule depends on, and nothing else (a term of the model
+    switched off, a figure changed: the same schedule)."""
+    plan = []
+
+    def record(decodes, context, prompts):
+        plan.append((decodes, context, prompts))
+        return 1.0  # each step one time unit: its index is its end
+
+    bounds = (capacity, token_budget, prompt_len, output_len, computed)
+    done = run_limits(*bounds, np.zeros(sent), record, total)
+    first = np.array([round(r["first"]) - 1 for r in done])
+    last = np.array([round(r["last"]) - 1 for r in done])
+    arrived = np.array([round(r["arrived"]) for r in done])  # steps done before it came
+    sent = np.array([r["i"] for r in done])
+    return tuple(plan), first, last, arrived, sent
+
+
+def _step_ends(s: Scenario, plan, figures):
+    """The end of each step of ``plan`` (seconds from the start), each step timed by ``s``'s
+    step formula at its values and ``figures`` (arrays broadcast: one column per setting)."""
+    values = {**s.values(), **figures}
+    shape = np.broadcast(*[np.asarray(v) for v in figures.values()]).shape if figures else ()
+    columns = np.asarray(plan, dtype=float).reshape(len(plan), 3, *[1] * len(shape))
+    point = {
+        **values,
+        "decoding": columns[:, 0],
+        "context_len": columns[:, 1],
+        "prefill_tokens": columns[:, 2],
+    }
+    times = compiled_step(s.model, s.step, s.parallel, **s.formula_options).from_values(point)
+    return np.cumsum(np.broadcast_to(times, (len(plan), *shape)), axis=0)
+
+
+def closed_loop(s: Scenario, users: int, requests: int) -> dict:
+    """``users`` clients, each sending its next request of the scenario's lengths as soon as
+    its last one finishes, ``requests`` in all, to the engine of ``simulate`` (a benchmark at
+    fixed concurrency). Returns the mean ``ttft`` and ``tpot`` of the requests after the first
+    ``users`` (the warm-up), and the output ``throughput`` of the whole run: its schedule
+    (``burst_schedule``) timed step by step."""
+    users = checks.count("users", users)
+    requests = checks.count("requests", requests, low=users)
+    plan, first, last, arrived, sent = burst_schedule(s, users, requests)
+    ends = _step_ends(s, plan, {})
+    start = np.concatenate([[0.0], ends])[arrived]  # a request arrives at a step's end
+    kept = sent >= users if np.any(sent >= users) else np.ones(len(sent), dtype=bool)
+    elapsed = float(ends[last].max())
+    spans = (ends[last] - ends[first]) / max(s.output_len - 1, 1)
+    return {
+        "ttft": float(np.mean((ends[first] - start)[kept])),
+        "tpot": float(np.mean(spans[kept])),
+        "throughput": requests * s.output_len / elapsed,
+        "elapsed": elapsed,
+    }
+
+
+def run(s: Scenario, arrivals, step=None, total=None, lengths=None, owners=None):
+    """The engine of ``simulate`` on requests arriving at ``arrivals`` (seconds, in order):
+    each step decodes one token of every running request and prefills, first come first
+    served, the waiting prompts in the tokens left under the token budget; a request is
+    admitted while the memory holds its whole cache (and the engine's ``max_num_seqs``); a step
+    takes ``step(decodes, their mean context, prompt tokens)`` seconds (default: the
+    scenario's step formula). With ``total``, a closed loop: each of ``len(arrivals)`` users
+    sends its next request as its last one finishes, ``total`` requests in all. With
+    ``lengths`` (each request's prompt and output lengths, ``_draw_lengths``), the memory
+    admits requests by the tokens of their whole caches. A pipeline runs its n micro-batches
+    in flight as n engines (``owners``: each request's), whose steps share its n stages. Each
+    finished request, with its arrival, first and last token times and its lengths."""
+    step = scalar_step(s) if step is None else step
+    stages = {"owners": owners, "stages": s.n_gpus if s.parallel == "pipeline" else 1}
+    bounds = limits(s)  # (and the refusal of what it does not simulate)
+    if lengths is None:
+        return run_limits(*bounds, arrivals, step, total, **stages)
+    # The memory holds the caches of so many requests of the mean lengths: so many tokens.
+    cap = s.engine.max_num_seqs if s.step == "kernels" else None
+    tokens = memory_capacity(s) * (s.prompt_len + s.output_len)
+    prompts, outputs = lengths
+    return run_limits(
+        cap or len(arrivals),
+        s.token_budget,
+        prompts,
+        outputs,
+        prefilled(s, prompts),
+        arrivals,
+        step,
+        total,
+        tokens,
+        **stages,
+    )
+
+
+NO_SPECULATION = (
+    "the engine run step by step (simulate, burst, closed_loop, and ia.serve of a continuous "
+    "engine) decodes one token a step; speculative decoding is modeled by ia.steady_state "
+    "and ia.calculate"
+)
+"""The message for a step-by-step run of a speculating scenario."""
+
+
+def limits(s: Scenario) -> tuple:
+    """What the engine's schedule depends on: the requests it holds at once, its token
+    budget, the requests' lengths and the tokens each prompt computes (``engine.prefilled``)."""
+    if s.speculative is not None:  # each step's tokens would be random: not simulated
+        raise checks.ArgumentError(NO_SPECULATION)
+    return (capacity(s), s.token_budget, s.prompt_len, s.output_len, prefilled(s))
+
+
+def run_limits(
+    capacity,
+    token_budget,
+    prompt_len,
+    output_len,
+    computed,
+    arrivals,
+    step,
+    total=None,
+    tokens=None,
+    owners=None,
+    stages=1,
+):
+    """``run`` of the limits it runs under: at most ``capacity`` requests at once and, if
+    ``tokens`` is given, requests whose whole caches (prompt and output) hold at most that
+    many tokens; ``prompt_len`` and ``output_len`` each a length, or an array of each
+    request's (by its index), a prompt computing ``computed`` of its tokens (the rest in the
+    prefix cache; a number, or an array too) and cached whole. With ``owners`` (each request's
+    engine, 0 up), engines share the arrivals, each with its own queues and cache; with
+    ``stages``, every engine's step passes through that many stages in turn, one step in a
+    stage at a time, each taking an equal part of it: a pipeline's micro-batches in flight,
+    which wait for each other."""
+    simpy = load_simpy()
+
+    env, done = simpy.Environment(), []
+    # Admitted requests prefill in their order and decode until their last token: a queue, a
+    # heap by the step of that token (in the order they began, among those of one step), and
+    # a sum of the decodes' contexts.
+    count = 1 if owners is None else int(np.max(owners)) + 1
+    engines = [{"waiting": deque(), "wake": None} for _ in range(count)]
+    pipe = [simpy.Resource(env, capacity=1) for _ in range(stages)] if stages > 1 else None
+
+    def request(i, at):
+        prompt = int(prompt_len[i]) if np.ndim(prompt_len) else prompt_len
+        output = int(output_len[i]) if np.ndim(output_len) else output_len
+        new = int(computed[i]) if np.ndim(computed) else computed
+        return {
+            "i": i,
+            "arrived": at,
+            "prefilled": 0,
+            "prompt": prompt,
+            "output": output,
+            "computed": new,
+        }
+
+    def arrive():
+        for i, at in enumerate(arrivals):
+            yield env.timeout(at - env.now)
+            engine = engines[0 if owners is None else owners[i]]
+            engine["waiting"].append(request(i, at))
+            if engine["wake"] is not None and not engine["wake"].triggered:
+                engine["wake"].succeed()  # an idle engine starts a step at once
+
+    wanted = len(arrivals) if total is None else total
+    issued = [len(arrivals)]
+
+    def serve(engine):
+        waiting, prefilling, decoding = engine["waiting"], deque(), []
+        held = 0  # tokens of the admitted requests' whole caches
+        steps, contexts, began = 0, 0, 0  # steps taken; the decodes' cached tokens, summed
+        while len(done) < wanted:
+            while waiting and len(prefilling) + len(decoding) < capacity:
+                size = waiting[0]["prompt"] + waiting[0]["output"]
+                if tokens is not None and held + size > tokens and (prefilling or decoding):
+                    break
+                held += size
+                prefilling.append(waiting.popleft())
+            left, chunks = token_budget - len(decoding), []
+            for r in prefilling:
+                if left <= 0:
+                    break
+                chunks.append((r, min(r["computed"] - r["prefilled"], left)))
+                left -= chunks[-1][1]
+            if not decoding and not chunks:  # nothing to do until a request arrives
+                engine["wake"] = env.event()
+                yield engine["wake"]
+                continue
+            context = contexts / len(decoding) if decoding else 1.0
+            seconds = step(len(decoding), context, sum(take for _, take in chunks))
+            if pipe is None:
+                yield env.timeout(seconds)
+            else:
+                for stage in pipe:
+                    with stage.request() as turn:
+                        yield turn
+                        yield env.timeout(seconds / stages)
+            steps, contexts = steps + 1, contexts + len(decoding)
+            for r, take in chunks:
+                r["prefilled"] += take
+                if r["prefilled"] == r["computed"]:  # its first token
+                    prefilling.popleft()
+                    r["first"], r["first_step"] = env.now, steps
+                    heapq.heappush(decoding, (steps + r["output"] - 1, began, r))
+                    began += 1
+                    contexts += r["prompt"]
+            while decoding and decoding[0][0] <= steps:
+                r = heapq.heappop(decoding)[2]  # its last token
+                r["last"] = env.now
+                contexts -= r["prompt"] + r["output"] - 1
+                held -= r["prompt"] + r["output"]
+                done.append(r)
+                if issued[0] < wanted and total is not None:  # its user sends the next one
+                    waiting.append(request(issued[0], env.now))
+                    issued[0] += 1
+
+    env.process(arrive())
+    for engine in engines:
+        env.process(serve(engine))
+    env.run()
+    return done
+
+
+def run_decodes(capacity, s: Scenario, arrivals, step) -> np.ndarray:
+    """An engine that only decodes (a disaggregated deployment's decode replica), on caches of
+    ``s``'s requests arriving at ``arrivals`` (in order): at each step's start it takes those
+    that have arrived (up to ``capacity`` at once), and each step decodes one token of every
+    request it holds, at their mean context, taking ``step(decodes, context, 0)`` seconds; a
+    request leaves with its O - 1th. Each request's last token's time, in the order of
+    ``arrivals``."""
+    simpy = load_simpy()
+    env, idle = simpy.Environment(), {"wake": None}
+    waiting, running, last = [], [], np.empty(len(arrivals))
+    prompt, steps_each = s.prompt_len, s.output_len - 1
+
+    def arrive():
+        for i, at in enumerate(arrivals):
+            yield env.timeout(at - env.now)
+            waiting.append(i)
+            if idle["wake"] is not None and not idle["wake"].triggered:
+                idle["wake"].succeed()
+
+    def serve():
+        done, written = 0, {}
+        while done < len(arrivals):
+            while waiting and len(running) < capacity:
+                running.append(waiting.pop(0))
+                written[running[-1]] = 0
+            if not running:
+                idle["wake"] = env.event()
+                yield idle["wake"]
+                continue
+            context = prompt + sum(written[i] for i in running) / len(running)
+            yield env.timeout(step(len(running), context, 0))
+            for i in list(running):
+                written[i] += 1
+                if written[i] == steps_each:
+                    running.remove(i)
+                    last[i], done = env.now, done + 1
+
+    env.process(arrive())
+    env.process(serve())
+    env.run()
+    return last
+
+
+def load_simpy():
+    """SimPy, which runs the engine step by step: imported on use, so that the library imports
+    without it (a dependency all the same: ``ia.serve`` of a continuous engine runs on it)."""
+    try:
+        import simpy
+    except ImportError as error:
+        raise ImportError(
+            "running the engine step by step (ia.simulation.simulate, burst and closed_loop, "
+            "and ia.serve on a continuously batching engine) needs SimPy, a dependency of "
+            "inference-arithmetic that is missing here: pip install simpy"
+        ) from error
+    return simpy
+
+
+@functools.lru_cache(maxsize=32)
+def scalar_step(s: Scenario):
+    """The step of ``s``'s model with its values put in, as a plain function of the decodes,
+    their mean context and the prompt tokens: the simulation calls it once a step, where the
+    checked array function would cost a hundred times as much. Kept per scenario: a run's seeds
+    and loads share it (making it costs about as much as running a thousand requests)."""
+    expr = STEP_FORMULAS[s.step](s.model, s.parallel, **s.formula_options)
+    values = s.values()
+    known = {x: sympy.sympify(values[x.name]) for x in expr.free_symbols if x.name in values}
+    # Common subexpressions once (cse): a step's kernels share their terms, and a call takes
+    # half the time for a second more of compiling, repaid within a few thousand steps.
+    return sympy.lambdify((B_d, S, P_t), expr.xreplace(known), "math", cse=True)
