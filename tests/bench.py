@@ -115,8 +115,8 @@ def warm_calculate():
 def registry_first_calculates(gpu=REGISTRY_GPU, repeat=3, most=256):
     """The first ``ia.calculate`` of every registry model in a fresh process, on the fewest
     ``gpu`` (a power of two) that hold it, with requests inside its context window, and the
-    disk cache as ``make`` leaves it (``ia.serving.warm()``, run here first: it compiles only
-    what is missing). Returns (label, median seconds) pairs, slowest first."""
+    disk cache warm (``ia.serving.warm()``, run here first: it compiles only what is missing).
+    Returns (label, median seconds) pairs, slowest first."""
     import inference_arithmetic as ia
 
     ia.serving.warm()

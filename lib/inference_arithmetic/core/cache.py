@@ -27,8 +27,8 @@ Within a process each key is built once; between processes the compiled code is 
 after ``fingerprint()``: the library's code and data and the SymPy, NumPy and Python versions,
 so that a changed library never reads an old entry. A folder that cannot be written, or an
 entry that cannot be read, only costs the compile. ``ia.serving.warm()`` and
-``ia.timing.warm()`` (which ``make`` runs when it sets up the environment) fill it ahead of
-first use.
+``ia.timing.warm()`` fill it ahead of first use (``make`` leaves that to the chapters and the
+tests, each compiling what it uses).
 """
 
 from __future__ import annotations
