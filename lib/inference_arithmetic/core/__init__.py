@@ -1,5 +1,6 @@
-"""The core: the book's symbols, number formats, SymPy -> numpy compilation, printing of numbers,
-the rules every input is checked by, and the registries' shared machinery.
+"""The core: the book's symbols, number formats, SymPy -> numpy compilation, the printers of a
+formula for each place it runs (JavaScript, numpy, plain Python), printing of numbers, the rules
+every input is checked by, what a build reads of a model, and the registries' shared machinery.
 
 It imports nothing else of the library; every other layer stands on it.
 """
