@@ -789,7 +789,7 @@ def test_the_calculator_offers_expert_parallelism_and_the_serving_options(browse
     assert ia.formulas.latency.NO_EXPERTS.format(model="llama-3.1-8b") in _readout(root)
     # The stream's steady state is of tensor parallelism or a pipeline: experts are named.
     assert choose("mode", "continuous serving") is None
-    assert ia.calculator._not_streamed("expert") in _readout(root)
+    assert ia.calculator.not_streamed("expert") in _readout(root)
     choose("mode", "static batch")
     choose("parallel", "tensor")
     choose("n_gpus", 1)

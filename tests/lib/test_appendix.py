@@ -266,7 +266,8 @@ def _library_modules():
 
 
 NOT_DOCUMENTED = {
-    # The browser runtime of the live widgets: a JavaScript string, no Python API to document.
+    # The live widgets' page half, the data their script (live.js) reads: ia.widgets is the API,
+    # and the reference would print its FORMAT_RUNTIME, a script, whole.
     "inference_arithmetic.page.live",
     # The generator of the formula reference: that appendix is what it documents.
     "inference_arithmetic.page.reference_page",

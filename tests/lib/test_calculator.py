@@ -1,6 +1,7 @@
 """The calculator's form: the ipywidgets view and the page, whose data carries the library's
 formulas, checks and messages (the page itself is checked in test_browser.py)."""
 
+import dataclasses
 import itertools
 import json
 import math
@@ -10,7 +11,9 @@ import pytest
 
 import inference_arithmetic as ia
 from inference_arithmetic import serving
-from inference_arithmetic.page import calculator
+from inference_arithmetic.core import printing
+from inference_arithmetic.page import calculator, calculator_data
+from inference_arithmetic.page.scripts import script
 from inference_arithmetic.serving import scenario, timing
 from inference_arithmetic.serving.report import calculate
 
@@ -70,20 +73,20 @@ def test_the_page_carries_the_librarys_formulas_checks_and_messages():
     # The report's formulas, their common parts computed once: the library's formulas printed.
     # One set per step model and parallelism, each the report's.
     assert set(page["report"]) == set(scenario.STEPS)
-    assert calculator._parallels(M) == ["tensor", "pipeline"]  # dense: no experts to spread
-    for step, parallel in itertools.product(scenario.STEPS, calculator._parallels(M)):
+    assert calculator_data.parallels(M) == ["tensor", "pipeline"]  # dense: no experts to spread
+    for step, parallel in itertools.product(scenario.STEPS, calculator_data.parallels(M)):
         formulas = serving.report_formulas(M, step, parallel)
         printed = page["report"][step][parallel]
-        assert printed == calculator._js_block(formulas)
+        assert printed == printing.javascript(formulas)
         assert set(printed["args"]) == {a for e in formulas.values() for a in ia.numeric(e).args}
         for key in formulas:
             assert f'"{key}":(' in printed["body"], key
     assert page["report"]["kernels"]["tensor"] != page["report"]["roofline"]["tensor"]
-    for parallel in calculator._parallels(M):  # a pipeline checks its layers, not its heads
+    for parallel in calculator_data.parallels(M):  # a pipeline checks its layers, not its heads
         rules = [c for c in scenario.CHECKS if c.applies(M, parallel)]
         assert [c["message"] for c in page["checks"][parallel]] == [c.message for c in rules]
         for shown, rule in zip(page["checks"][parallel], rules, strict=True):
-            assert shown["holds"] == calculator._js(rule.holds(M, parallel))
+            assert shown["holds"] == printing.javascript(rule.holds(M, parallel))
     assert "layers" in str(page["checks"]["pipeline"]) and "heads" in str(page["checks"]["tensor"])
     assert page["degrees"] == "1, 2, 4, 8, 16, 32"  # 32 heads; 8 KV heads, replicated past 8
     assert spec["no_rate"] == scenario.NO_RATE and spec["count_message"] == ia.checks.COUNT
@@ -95,11 +98,11 @@ def test_the_page_carries_the_librarys_formulas_checks_and_messages():
 
 def test_the_pages_script_holds_no_message_or_formula():
     # Every sentence the page shows comes from the spec: no template text in the script.
-    script = calculator._RUNTIME
+    runtime = script("calculator.js")
     for text in ("does not fit", "context window", "FLOP rate", "attention heads", "whole number"):
-        assert text not in script
+        assert text not in runtime
     for kind in ("nbytes", "seconds", "usd"):
-        assert kind not in script  # formats are named by the spec's rows
+        assert kind not in runtime  # formats are named by the spec's rows
 
 
 def test_the_continuous_mode_is_the_steady_state_of_the_library():
@@ -126,22 +129,22 @@ def test_the_continuous_mode_is_the_steady_state_of_the_library():
 def test_the_page_carries_the_steady_states_formulas_and_messages():
     spec = calculator.Calculator().spec()
     for key, expr in ia.queueing.STEADY.items():
-        assert spec["steady"][key] == calculator._js(expr), key
+        assert spec["steady"][key] == printing.javascript(expr), key
     page = spec["models"]["llama-3.1-70b"]
     for name in scenario.STEPS:  # a step of each parallelism the stream offers, printed together
         formula = ia.scenario.STEP_FORMULAS[name]
         steps = {p: formula(ia.model("llama-3.1-70b"), p) for p in calculator.STREAM_PARALLEL}
         plain = calculator.step_key((), None)
-        assert page["continuous"]["step"][name][plain] == calculator._js_block(steps)
-    assert spec["pipeline_wait"] == calculator._js(ia.formulas.continuous.pipeline_wait())
+        assert page["continuous"]["step"][name][plain] == printing.javascript(steps)
+    assert spec["pipeline_wait"] == printing.javascript(ia.formulas.continuous.pipeline_wait())
     assert page["degree_list"] == scenario.tensor_parallel_degrees(ia.model("llama-3.1-70b"))
     assert spec["models"]["gpt2"]["degree_list"] == [1, 2, 3, 4, 6, 12]  # 12 heads
     assert spec["saturated"] == ia.continuous.SATURATED
     modes = {"static": calculator.STATIC, "continuous": calculator.CONTINUOUS}
     assert spec["modes"] == {**modes, "plan": calculator.PLAN}
-    script = calculator._steady_runtime() + calculator._RUNTIME
+    runtime = script("steady.js") + script("calculator.js")
     for text in ("saturate ", "keeps up", "positive number", "requests per second"):
-        assert text not in script
+        assert text not in runtime
 
 
 def test_replicas_are_a_control_in_both_modes():
@@ -410,7 +413,7 @@ def test_the_serving_options_are_controls_of_the_stream_and_the_plan():
         assert w.result == ia.steady_state("llama-3.1-8b", "h100-sxm", 4.0, prefix_hit_rate=0.5,
                                            speculative=method), method  # fmt: skip
     w.update(speculative="draft")  # no defaults: the library's refusal, word for word
-    assert w.message == calculator._method("draft")["error"]
+    assert w.message == calculator_data.method("draft")["error"]
     assert w.message.startswith("speculative method 'draft' has no default")
     w.update(speculative="none", prefix_hit_rate=1.5)
     assert w.message == calculator.amount_message("prefix_hit_rate").format(value=1.5)
@@ -421,18 +424,18 @@ def test_the_serving_options_are_controls_of_the_stream_and_the_plan():
     assert w.result == ia.planning.plan_colocated("llama-3.1-8b", "h100-sxm", 10.0, 2048, 256, 0.5,
                                           0.05, **options)  # fmt: skip
     w.update(speculative="draft")  # refused by name, not "no deployment" (every one skipped)
-    assert w.message == calculator._method("draft")["error"]
+    assert w.message == calculator_data.method("draft")["error"]
     w.update(mode=calculator.STATIC)  # the static mode's batch has no serving options
     assert w.result == calculate("llama-3.1-8b", "h100-sxm")
     page = w.spec()["models"]["llama-3.1-8b"]["continuous"]["step"]
     assert set(page["roofline"]) == {calculator.step_key((), None)}
-    arch, drafts = ia.model("llama-3.1-8b"), calculator._drafts()
+    arch, drafts = ia.model("llama-3.1-8b"), calculator_data.drafts()
     assert drafts == [None, "head"]  # n-gram lookups on the host; EAGLE-3's and MTP's heads
     both = ("prefix", "speculative")
     for draft in drafts:
         steps = {p: ia.scenario.STEP_FORMULAS["kernels"](arch, p, options=both, draft=draft)
                  for p in calculator.STREAM_PARALLEL}  # fmt: skip
-        assert page["kernels"][calculator.step_key(both, draft)] == calculator._js_block(steps)
+        assert page["kernels"][calculator.step_key(both, draft)] == printing.javascript(steps)
 
 
 def test_a_pipeline_is_a_choice_of_the_stream_and_the_plan():
@@ -463,3 +466,33 @@ def test_a_pipeline_is_a_choice_of_the_stream_and_the_plan():
         choices="tensor or pipeline", parallel="expert-dp"
     )
     assert calculator.widget(model=MOE, parallel="expert-dp", n_gpus=4).result is not None
+
+
+def test_models_share_the_pages_formulas_only_where_the_library_reads_the_same(monkeypatch):
+    # Printed once for a family (core.reads.shared): the Llamas' formulas are the same
+    # expressions of their sizes; a bias on the attention's products is another formula.
+    monkeypatch.setenv("IA_CACHE_DIR", "off")
+    llama = ia.model("llama-3.1-8b")
+    biased = dataclasses.replace(llama, name="llama-biased", qkv_bias=True)
+    plain, other = calculator_data.model_data(llama), calculator_data.model_data(biased)
+    assert plain["report"] is calculator_data.model_data(ia.model("llama-3.1-70b"))["report"]
+    assert plain["checks"] is calculator_data.model_data(ia.model("llama-3.3-70b"))["checks"]
+    assert other["report"] != plain["report"] and other["sizes"] == plain["sizes"]
+    for step in scenario.STEPS:
+        expected = printing.javascript(serving.report_formulas(biased, step, "tensor"))
+        assert other["report"][step]["tensor"] == expected
+
+
+def test_max_and_min_are_built_once_while_the_page_data_is_built():
+    import sympy
+    from sympy.functions.elementary.miscellaneous import MinMaxBase
+
+    own = MinMaxBase.__new__
+    x, y = sympy.symbols("x y", positive=True)
+    with calculator_data._max_and_min_once():
+        first, again = sympy.Max(x, 2 * y), sympy.Max(x, 2 * y)
+        assert first is again and sympy.Min(x, x + 1) == x  # evaluated, as SymPy does
+        held = sympy.Max(x, x + 1, evaluate=False)
+        assert held.args == (x, x + 1)  # unevaluated where asked
+    assert MinMaxBase.__new__ is own
+    assert first == sympy.Max(x, 2 * y) and sympy.Max(x, 2 * y) is not first

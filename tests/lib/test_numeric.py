@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 import inference_arithmetic as ia
+from inference_arithmetic.core import printing
 from inference_arithmetic.core.numeric import ArgumentError, CompiledFormula, evaluate, numeric
 from inference_arithmetic.core.symbols import NOTATION, B, D, L, L_w, N, O, S, T, W, b, d_1, d_2
 from inference_arithmetic.formulas import basics, mlp
@@ -367,7 +368,7 @@ def test_the_code_is_that_of_lambdify_for_numpy(expr):
     reference = sympy.lambdify(
         compiled.symbols, sympy.factor_terms(expr), modules="numpy", cse=True
     )
-    assert inspect.getsource(compiled._function) == inspect.getsource(reference)
+    assert compiled.parts()["source"] == inspect.getsource(reference)
     # The held Max and Min stay inside the compile step.
     assert {type(e) for e in compiled.expr.atoms(sympy.Max, sympy.Min)} <= {sympy.Max, sympy.Min}
 
@@ -426,13 +427,14 @@ SEVERAL = {
 @pytest.mark.parametrize("kind", [int, float, np.float64, np.int64, sympy.Integer, np.asarray])
 def test_several_formulas_on_numbers_are_the_numpy_codes_numbers(kind, x):
     # Single numbers run the code with Python's comparisons for numpy's array functions
-    # (numeric._SCALAR): the numbers of the same code on numpy arrays, NaN included.
+    # (printing.define(numbers=True)): the numbers of the same code on numpy arrays, NaN
+    # included.
     compiled = NUMERIC.CompiledFormulas(SEVERAL)
     sizes = {"batch": 3, "d_model": 8, "seq_len": 6, "n_layers": 3, "bytes_per_number": 2,
              "n_params": 7, "d_1": 8, "d_2": 16, "d_3": 2}  # fmt: skip
     values = {**{k: kind(v) for k, v in sizes.items() if k in compiled.args}, "x": x, "y": 2.0}
     arrays = compiled._check(values)
-    plain = NUMERIC._run(compiled.parts()["source"], NUMERIC._NUMPY)(*arrays)
+    plain = printing.define(compiled.parts()["source"])[printing.GENERATED](*arrays)
     expected = dict(zip(compiled.names, map(float, plain), strict=True))
     result = compiled(**values)
     assert list(result) == list(expected)

@@ -614,8 +614,8 @@ def test_x_past_the_context_window_is_shaded_named_and_said():
     assert "past the context window" not in readout.value
     assert w.regions["past the context window"][0].get_x() == 131072
     spec = ia.live.spec(w)
-    assert [(b["region"], b["side"], b["js"]) for b in spec["bounds"]] == [
-        ("past the context window", "above", "context_window")
+    assert [(b["region"], b["side"], b["body"]) for b in spec["bounds"]] == [
+        ("past the context window", "above", "return (context_window);")
     ]
 
 
@@ -705,7 +705,7 @@ def test_a_key_is_the_least_x_at_which_its_condition_holds():
 def test_a_key_is_printed_to_the_page_as_its_formula():
     spec = ia.live.spec(_key_widget())
     (key,) = spec["keys"]
-    assert key["label"] == "training past 140 MB" and ">=" in key["js"]
+    assert key["label"] == "training past 140 MB" and ">=" in key["body"]
     assert spec["key_grid"] == [1, 1024, 1]
     assert spec["key"] == ia.live.KEY and spec["key_none"] == ia.live.KEY_NONE
 

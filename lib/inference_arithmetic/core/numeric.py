@@ -13,15 +13,14 @@ Derived in chapter 02 (the MLP), used by every chapter after it.
 from __future__ import annotations
 
 import ast
-import builtins
 import functools
-import inspect
 import math
-import operator
 from collections.abc import Mapping
 
 import numpy as np
 import sympy
+
+from inference_arithmetic.core import printing
 
 __all__ = [
     "ArgumentError",
@@ -38,97 +37,11 @@ _BLOCK = 8192
 temporary is under malloc's 128 KiB threshold for mapping memory from the system (a mapped
 one costs page faults at every operation). 8192 to 32768 measured alike in `make bench`."""
 
-# lambdify(modules=[np]) prints with the same NumPy printer as modules="numpy", into numpy's
-# own namespace; "numpy" would run `from numpy import *` on first use, which imports
-# numpy.testing, f2py, ma, random, polynomial... (about 0.1 s, once per process).
-_LAMBDIFY = {"modules": [np], "cse": True}
-if "docstring_limit" in inspect.signature(sympy.lambdify).parameters:  # SymPy 1.13 and later
-    _LAMBDIFY["docstring_limit"] = -1  # no docstring: it would print the whole expression
 
-
-def _held(cls: type) -> type:
-    """``cls`` (Max or Min) built without evaluation: a subclass of the same name."""
-
-    def __new__(held, *args, **assumptions):
-        return cls.__new__(held, *args, evaluate=False)
-
-    return type(cls.__name__, (cls,), {"__new__": __new__, "__module__": __name__})
-
-
-# Compiling rebuilds every Max and Min (in factor_terms, then in cse), and SymPy evaluates
-# each rebuilt one: it compares the arguments pairwise, symbolically (a third of the compile
-# time of the calculator's formulas). A formula comes in evaluated already, so it is compiled
-# with these instead: the same name, so the same sort order (factor_terms and cse make the
-# same choices), and subclasses, so the same printing: the code is that of Max and Min.
-_HELD = {sympy.Max: _held(sympy.Max), sympy.Min: _held(sympy.Min)}
-
-
-def _hold(expr: sympy.Expr) -> sympy.Expr:
-    """``expr`` with its Max and Min held (``_HELD``). Built here, bottom up: ``replace``
-    would first rebuild a Max around a held Min as a Max, with the evaluation."""
-    done = {}
-
-    def hold(node):
-        if not node.args:
-            return node
-        if node not in done:
-            args = tuple(hold(arg) for arg in node.args)
-            if type(node) in _HELD:
-                done[node] = _HELD[type(node)](*args)
-            elif all(new is old for new, old in zip(args, node.args, strict=True)):
-                done[node] = node
-            else:
-                done[node] = node.func(*args)
-        return done[node]
-
-    return hold(expr)
-
-
-def _minimum(a, b):
-    return a if a <= b or a != a else b  # numpy's choice: the first NaN, else the smaller
-
-
-def _maximum(a, b):
-    return a if a >= b or a != a else b
-
-
-def _select(conditions, choices, default=np.nan):
-    return next((c for holds, c in zip(conditions, choices, strict=True) if holds), default)
-
-
-class _Logical:
-    """``logical_and`` or ``logical_or`` of single truth values: its ``reduce``."""
-
-    def __init__(self, reduce):
-        self.reduce = reduce
-
-
-# The names the generated code calls (lambdify's: numpy's and functools.reduce). On single
-# numbers numpy's array functions cost a microsecond or more a call (np.select several), most
-# of a CompiledFormulas call; these pick the same operand by Python's comparisons.
-_NUMPY = {**np.__dict__, "reduce": functools.reduce, "builtins": builtins, "range": range}
-_SCALAR = {
-    **_NUMPY,
-    "minimum": _minimum,
-    "maximum": _maximum,
-    "select": _select,
-    "less": operator.lt,
-    "less_equal": operator.le,
-    "greater": operator.gt,
-    "greater_equal": operator.ge,
-    "equal": operator.eq,
-    "not_equal": operator.ne,
-    "logical_not": operator.not_,
-    "logical_and": _Logical(all),
-    "logical_or": _Logical(any),
-}
-
-
-def _run(source: str, namespace: dict):
-    """The function that generated ``source`` defines, run in a copy of ``namespace``."""
-    namespace = dict(namespace)
-    exec(compile(source, "<inference_arithmetic compiled>", "exec"), namespace)
-    return namespace["_lambdifygenerated"]
+def _run(source: str, numbers: bool = False):
+    """The function that ``source`` (``printing.numpy_code``'s) defines, on arrays or, with
+    ``numbers``, on single numbers (``printing.define``)."""
+    return printing.define(source, numbers)[printing.GENERATED]
 
 
 class ArgumentError(ValueError, TypeError):
@@ -201,6 +114,8 @@ class CompiledFormula:
     the values are those of one call on the whole arrays.
     """
 
+    _numbers = False  # the code runs on arrays (``printing.define``)
+
     def __init__(self, expr: sympy.Expr, factor: bool = True):
         self.expr = expression("expr", expr)  # None, a function: named at the door
         self.symbols = tuple(sorted(self.expr.free_symbols, key=lambda s: s.name))
@@ -209,10 +124,10 @@ class CompiledFormula:
             (s.name, bool(s.is_positive), bool(s.is_nonnegative), bool(s.is_integer))
             for s in self.symbols
         )
-        # factor_terms pulls out common factors without expanding anything: sums of terms
-        # built block by block (b*x + b*y) compile to fewer array operations (b*(x + y)).
-        compiled = sympy.factor_terms(_hold(self.expr)) if factor else _hold(self.expr)
-        self._function = sympy.lambdify(self.symbols, compiled, **_LAMBDIFY)
+        # Sums of terms built block by block (b*x + b*y) compile to fewer array operations
+        # with their common factors pulled out (b*(x + y)).
+        self._source = printing.numpy_code(self.symbols, self.expr, factor=factor)
+        self._function = _run(self._source, self._numbers)
 
     def __repr__(self):
         return f"CompiledFormula({self.expr}; args={', '.join(self.args)})"
@@ -220,19 +135,18 @@ class CompiledFormula:
     def parts(self) -> dict:
         """What ``from_parts`` needs to make this function again: argument rules and the
         generated Python source (JSON-ready)."""
-        source = getattr(self, "_source", None) or inspect.getsource(self._function)
-        return {"rules": [list(r) for r in self._rules], "source": source}
+        return {"rules": [list(r) for r in self._rules], "source": self._source}
 
     @classmethod
     def from_parts(cls, parts: dict):
         """The function of ``parts()``, without SymPy: the source runs in the namespace that
-        ``lambdify`` gives it (numpy's names and the builtins it uses)."""
+        ``lambdify`` gives it (``printing.define``)."""
         self = cls.__new__(cls)
         self._rules = tuple(tuple(rule) for rule in parts["rules"])
         self.args = tuple(rule[0] for rule in self._rules)
         self.expr = self.symbols = None  # not kept: the source is the formula
         self._source = parts["source"]
-        self._function = _run(self._source, _NUMPY)
+        self._function = _run(self._source, self._numbers)
         return self
 
     def bind(self, values: Mapping[str, object], *free: str, split: str | None = None):
@@ -241,8 +155,8 @@ class CompiledFormula:
         many times at the same values (the steady state's chain). It returns what the code
         does (an array where an argument is one). ``split`` is ``self.split(*free)``, where a
         caller has kept it (the disk cache): the cut is the slow part of a first bind."""
-        given = {name: 1.0 if name in free else values[name] for name in self.args
-                 if name in free or name in values}  # fmt: skip
+        wanted = [name for name in self.args if name in free or name in values]
+        given = {name: 1.0 if name in free else values[name] for name in wanted}
         arrays = dict(zip(self.args, self._check(given), strict=True))
         prepare, evaluate = _run_split(split or self.split(*free))
         # What does not depend on the free arguments is computed here, once, as a call would.
@@ -384,9 +298,8 @@ def _split(source: str, free: tuple[str, ...]) -> str:
 @functools.lru_cache(maxsize=64)
 def _run_split(source: str):
     """The two functions of a ``_split`` source."""
-    namespace = {**_NUMPY}
-    exec(compile(source, "<inference_arithmetic bound>", "exec"), namespace)
-    return namespace["_prepare"], namespace["_lambdifygenerated"]
+    namespace = printing.define(source)
+    return namespace["_prepare"], namespace[printing.GENERATED]
 
 
 class _Reduced(ast.NodeTransformer):
@@ -396,8 +309,8 @@ class _Reduced(ast.NodeTransformer):
     def visit_Call(self, node):
         self.generic_visit(node)
         function, arguments = node.func, node.args
-        if not (isinstance(function, ast.Name) and function.id == "reduce" and len(arguments) == 2
-                and isinstance(arguments[1], ast.List) and arguments[1].elts):  # fmt: skip
+        listed = len(arguments) == 2 and isinstance(arguments[1], ast.List) and arguments[1].elts
+        if not (isinstance(function, ast.Name) and function.id == "reduce" and listed):
             return node
         first, *rest = arguments[1].elts
         for item in rest:
@@ -456,12 +369,12 @@ class CompiledFormulas(CompiledFormula):
     {'forward': 24.0, 'training': 72.0}
     """
 
+    _numbers = True  # the code runs on single numbers (``printing.define``)
+
     def __init__(self, exprs: dict[str, sympy.Expr]):
         self.names = tuple(exprs)
         # No factor_terms: it serves large arrays, and costs several times the compile here.
         super().__init__(sympy.Tuple(*exprs.values()), factor=False)
-        self._source = inspect.getsource(self._function)
-        self._function = _run(self._source, _SCALAR)  # for single numbers (``_SCALAR``)
 
     def __repr__(self):
         return f"CompiledFormulas({', '.join(self.names)}; args={', '.join(self.args)})"
@@ -476,7 +389,6 @@ class CompiledFormulas(CompiledFormula):
         """The function of ``parts()``, without SymPy (``CompiledFormula.from_parts``)."""
         self = super().from_parts(parts)
         self.names = tuple(parts["names"])
-        self._function = _run(self._source, _SCALAR)
         return self
 
     def _numbers(self, values: Mapping[str, object]) -> list | None:
@@ -517,7 +429,7 @@ class CompiledFormulas(CompiledFormula):
         arrays = self._check({name: values[name] for name in self.args if name in values})
         shape = np.broadcast_shapes(*(array.shape for array in arrays))
         if getattr(self, "_arrays", None) is None:  # the same code, with numpy's functions
-            self._arrays = _run(self.parts()["source"], _NUMPY)
+            self._arrays = _run(self._source)
         results = self._arrays(*(np.broadcast_to(array, shape) for array in arrays))
         return {
             name: np.broadcast_to(np.asarray(result, dtype=float), shape)

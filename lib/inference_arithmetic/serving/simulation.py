@@ -24,7 +24,7 @@ from collections import deque
 import numpy as np
 import sympy
 
-from inference_arithmetic.core import checks
+from inference_arithmetic.core import checks, printing
 from inference_arithmetic.core.symbols import B_d, P_t, S
 from inference_arithmetic.models.config import AUTO
 from inference_arithmetic.serving.engine import (
@@ -452,6 +452,7 @@ def scalar_step(s: Scenario):
     expr = STEP_FORMULAS[s.step](s.model, s.parallel, **s.formula_options)
     values = s.values()
     known = {x: sympy.sympify(values[x.name]) for x in expr.free_symbols if x.name in values}
-    # Common subexpressions once (cse): a step's kernels share their terms, and a call takes
-    # half the time for a second more of compiling, repaid within a few thousand steps.
-    return sympy.lambdify((B_d, S, P_t), expr.xreplace(known), "math", cse=True)
+    # The scalar printer computes common subexpressions once: a step's kernels share their
+    # terms, and a call takes half the time for a second more of compiling, repaid within a few
+    # thousand steps.
+    return printing.scalar((B_d, S, P_t), expr.xreplace(known))

@@ -1,0 +1,350 @@
+"""The calculator's page data: the library's formulas, checks and messages printed for the
+browser, once per process and kept in the disk cache.
+
+>>> data = model_data(registry_model("llama-3.1-8b"))
+>>> sorted(data["report"]), data["degrees"]
+(['kernels', 'roofline'], '1, 2, 4, 8, 16, 32')
+
+The page cannot run Python, so ``page_data()`` gives it the rules as data: every formula and
+every check's condition printed to JavaScript (``printing.javascript``), the messages as
+templates, the readout's rows, the form's controls, and the formats by name for the page's
+``iaShow`` (``format.js_runtime()``, tested against ``format.show``). ``calculator.js`` is an
+interpreter of it.
+
+A model's formulas are expressions of its sizes, so the models of one family (the Llamas, the
+Qwen3 dense models) have the same ones: each is built and printed once for the models that
+share it (``core.reads.shared``: derived from what building it read of the model), each
+formula printed once (``printing.javascript``), and while they are built each Max and Min is
+evaluated once (``_max_and_min_once``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import itertools
+
+import sympy
+from sympy.core.parameters import global_parameters
+from sympy.functions.elementary.miscellaneous import MinMaxBase
+
+from inference_arithmetic import serving
+from inference_arithmetic.core import cache, checks
+from inference_arithmetic.core.dtypes import ALIASES, DTYPE_BYTES, activation_bytes, compute_format
+from inference_arithmetic.core.printing import javascript
+from inference_arithmetic.core.reads import shared
+from inference_arithmetic.formulas import continuous as formulas_continuous
+from inference_arithmetic.formulas import latency, techniques
+from inference_arithmetic.hardware.gpus import gpu as registry_gpu
+from inference_arithmetic.hardware.gpus import gpu_names
+from inference_arithmetic.models.config import (
+    AUTO,
+    model_names,
+    weight_formats,
+    weight_number_values,
+)
+from inference_arithmetic.models.config import model as registry_model
+from inference_arithmetic.page import own_config
+from inference_arithmetic.page.calculator_form import (
+    COMPUTED,
+    COMPUTES,
+    CONTINUOUS,
+    NO_SPECULATION,
+    PAGE_PARALLEL,
+    PLAN,
+    SAME,
+    STATIC,
+    STREAM_PARALLEL,
+    not_streamed,
+    page_controls,
+    ranges,
+)
+from inference_arithmetic.page.calculator_readout import (
+    BANDED_CELL,
+    CONTINUOUS_ROWS,
+    GIVEN_KIND,
+    NOTES,
+    PLAN_ROWS,
+    ROWS,
+    STREAM,
+)
+from inference_arithmetic.serving import (
+    bands,
+    continuous,
+    efficiencies,
+    planning,
+    queueing,
+    scenario,
+    speculative,
+)
+
+__all__ = ["page_data", "model_data", "warm", "step_key", "drafts", "parallels", "method"]
+
+
+def model_data(arch) -> dict:
+    """One model's part of the page's data: its sizes, formats and degrees, and its formulas and
+    checks printed, kept in the disk cache."""
+    return cache.data(_model_data, arch)
+
+
+def _model_data(arch) -> dict:
+    # The formulas and the checks each printed once for the models that share them (``shared``):
+    # the checks read more of a model (whether it has a context window) than the formulas do.
+    formulas, rules = shared(_print_formulas, arch), shared(_print_checks, arch)
+    return {**_facts(arch), **formulas, "checks": rules}
+
+
+def _facts(arch) -> dict:
+    """What the page takes of the model itself: its sizes, formats and parallel degrees."""
+    return {
+        "sizes": arch.sizes(),
+        "weights": weight_number_values(arch),  # as the checkpoint ships ("auto")
+        "layers_format": weight_formats(arch)["layers"],
+        "context_window": arch.context_window,
+        "degrees": ", ".join(map(str, scenario.tensor_parallel_degrees(arch))),
+        "degree_list": scenario.tensor_parallel_degrees(arch),
+        "plan_degrees": {  # continuous.plan's: a pipeline's stages, else the heads' split
+            "tensor": scenario.tensor_parallel_degrees(arch, planning.PLAN_DEGREE),
+            "pipeline": scenario.pipeline_degrees(arch, planning.PLAN_DEGREE),
+        },
+        "expert_degrees": ", ".join(map(str, scenario.expert_parallel_degrees(arch))),
+        "expert_degree_list": scenario.expert_parallel_degrees(arch, ranges()["n_gpus"][1]),
+    }
+
+
+def _print_formulas(arch) -> dict:
+    """The model's formulas printed: its steady state's steps and capacity, and its report's
+    formulas, by step model and parallelism."""
+    capacity = {p: latency.max_concurrency(arch, p) for p in STREAM_PARALLEL}
+    return {
+        "continuous": {  # the page's steady state, of each of STREAM_PARALLEL
+            "step": {s: _steps(arch, s) for s in scenario.STEPS},
+            "capacity": javascript(capacity),
+        },
+        "report": {
+            s: {p: javascript(serving.report_formulas(arch, s, p)) for p in parallels(arch)}
+            for s in scenario.STEPS
+        },
+    }
+
+
+def _print_checks(arch) -> dict:
+    """The model's checks by parallelism, their conditions and fields printed."""
+    return {p: _checks(arch, p) for p in parallels(arch)}
+
+
+def _checks(arch, parallel) -> list:
+    return [
+        {
+            "name": check.name,
+            "holds": javascript(check.holds(arch, parallel)),
+            "message": check.message,
+            "fields": {
+                f: {**javascript(e(arch, parallel)), "kind": k}
+                for f, (e, k) in check.fields.items()
+            },
+        }
+        for check in scenario.CHECKS
+        if check.applies(arch, parallel)
+    ]
+
+
+def parallels(arch) -> list[str]:
+    """The parallelisms whose formulas the page carries for ``arch``: expert parallelism only
+    where it has experts (``latency.NO_EXPERTS``)."""
+    return [p for p in PAGE_PARALLEL if arch.is_moe or p not in latency.EXPERT_PARALLEL]
+
+
+def step_key(options: tuple, draft) -> str:
+    """The page's name of a step with ``options`` (``kernels.OPTIONS``, in order) and ``draft``
+    (``Speculative.draft``; None without speculation): the page builds the same."""
+    return ",".join(options) + ":" + str(draft)
+
+
+def drafts() -> list:
+    """The drafts of the methods whose defaults the page offers (a draft model is named)."""
+    return sorted({m.draft for m in speculative.METHODS.values() if m.draft_len}, key=str)
+
+
+def _steps(arch, step) -> dict:
+    """The continuous step of ``arch`` by ``step_key``: the plain step, and with the kernel
+    model each set of serving options (``Scenario.formula_options``); each of tensor
+    parallelism and a pipeline's micro-batch (``STREAM_PARALLEL``), printed together: their
+    common parts, most of a pipeline's, are carried once (5 kB of JavaScript for both of 70B's
+    plain kernel steps, against 3.7 for the tensor step alone and 3.3 for the pipeline's)."""
+
+    def both(**options):
+        formulas = scenario.STEP_FORMULAS[step]
+        return javascript({p: formulas(arch, p, **options) for p in STREAM_PARALLEL})
+
+    steps = {step_key((), None): both()}
+    if step != "kernels":
+        return steps
+    for prefix, draft in itertools.product((False, True), [False, *drafts()]):
+        options = ("prefix",) * prefix + ("speculative",) * (draft is not False)
+        if options:
+            draft = None if draft is False else draft
+            steps[step_key(options, draft)] = both(options=options, draft=draft)
+    return steps
+
+
+def warm() -> int:
+    """Print the page's data of every registry model into the disk cache (``make`` runs it
+    when it sets up the environment); the number of models."""
+    return len(page_data()["models"])
+
+
+def _gpu_data(g, engine) -> dict:
+    """One GPU's part of the page's data: its figures, and for each step model the figures a
+    step takes by the compute format, and the weights' stream by theirs
+    (``efficiencies.WEIGHT_FIGURES``): the scenario's, for each format the form offers."""
+    figures = {k: v for k, v in g.figures(next(iter(g.peak_flop_rate))).items() if k != "flop_rate"}
+    by_compute, by_weights = {}, {}
+    for step in scenario.STEPS:
+        by_compute[step] = {}
+        for c in (c for c in g.peak_flop_rate if c in COMPUTES):  # the formats offered
+            found = efficiencies.found_figures(g, engine, c, c, step)
+            kept = {k: v for k, v in found.items() if k not in efficiencies.WEIGHT_FIGURES}
+            by_compute[step][c] = {**kept, "activation_bytes_per_number": activation_bytes(c)}
+        some = next(iter(by_compute[step]))
+        found = {d: efficiencies.found_figures(g, engine, some, d, step) for d in DTYPE_BYTES}
+        by_weights[step] = {
+            d: {k: got[k] for k in efficiencies.WEIGHT_FIGURES} for d, got in found.items()
+        }
+    try:  # the plan's refusal of a GPU without a price, the library's own words
+        g.price(required=True)
+        no_price = None
+    except ValueError as error:
+        no_price = str(error)
+    return {
+        "flop_rate": dict(g.peak_flop_rate),
+        "figures": figures,
+        "compute": by_compute,
+        "weights": by_weights,
+        "price_per_hour": g.price_per_hour,
+        "price_date": g.price_date,
+        "no_price": no_price,
+    }
+
+
+def _rows_data(rows, banded) -> list[dict]:
+    return [
+        {"key": k, "label": text, "kind": kind, "band": banded.get(k)} for k, text, kind in rows
+    ]
+
+
+@functools.cache
+def page_data() -> dict:
+    """The page's data, the same for every calculator (module docstring)."""
+    with _max_and_min_once():
+        models = {name: model_data(registry_model(name)) for name in model_names()}
+    default = scenario.Scenario("llama-3.1-8b", "h100-sxm")
+    gpus = {name: _gpu_data(registry_gpu(name), default.engine) for name in gpu_names()}
+    # The numeric settings the form does not offer (the engine's, the link): the default
+    # scenario's values less the model's, the GPU's and the form's own.
+    own = set(default.model.sizes()) | set(default.gpu.figures(default.compute_dtype))
+    own |= set(gpus[default.gpu.name]["compute"][default.step][default.compute_dtype])
+    own |= set(efficiencies.WEIGHT_FIGURES) | set(_FORM_VALUES)
+    options = {k: v for k, v in default.values().items() if k not in own}
+    plan_signature = inspect.signature(planning.plan_colocated).parameters
+    return {
+        "same": SAME,
+        "computed": COMPUTED,
+        "controls": page_controls(),
+        "models": models,
+        "gpus": gpus,
+        "dtypes": DTYPE_BYTES,
+        "names": ALIASES,  # a compute format's name as a cache's: fp4 is nvfp4
+        "computes": {d: compute_format(d) for d in [*DTYPE_BYTES, *COMPUTES]},
+        "auto": AUTO,
+        "options": options,
+        "count_message": checks.COUNT,
+        "no_rate": scenario.NO_RATE,
+        "no_link": scenario.NO_LINK,
+        "no_experts": latency.NO_EXPERTS,
+        "not_kernels": {s: scenario.NOT_KERNELS.format(step=s) for s in scenario.STEPS},
+        "no_speculation": NO_SPECULATION,
+        "speculative": {m: method(m) for m in speculative.METHODS},
+        "serving": {
+            "prefilled": javascript(techniques.prefilled_tokens()),
+            "verified": javascript(techniques.verified_tokens()),
+            "expected": javascript(techniques.expected_tokens()),
+        },
+        "one_token": continuous.ONE_TOKEN,
+        "rows": _rows_data(ROWS, serving.BANDED),
+        "bands": {kind: bands.bands()[kind] for kind in bands.KINDS},
+        "band_ends": {which: javascript(ends) for which, ends in bands.BAND.items()},
+        "band_cell": BANDED_CELL,
+        "bounds": serving.BOUNDS,
+        "then": serving.THEN,
+        "notes": NOTES,
+        "given_kind": GIVEN_KIND,
+        "modes": {"static": STATIC, "continuous": CONTINUOUS, "plan": PLAN},
+        "continuous_rows": _rows_data(CONTINUOUS_ROWS, continuous.BANDED),
+        "plan_rows": _rows_data(PLAN_ROWS, continuous.BANDED),
+        "context": javascript(latency.mean_context()),
+        "steady": {k: javascript(e) for k, e in queueing.STEADY.items()},
+        "pipeline_wait": javascript(formulas_continuous.pipeline_wait()),
+        "in_flight": javascript({p: latency.batches_in_flight(p) for p in STREAM_PARALLEL}),
+        "stream_parallel": STREAM_PARALLEL,
+        "not_streamed": not_streamed("{parallel}"),
+        "replicas": {k: javascript(e) for k, e in continuous.REPLICAS.items()},
+        "stream": javascript(STREAM),
+        "prompt_counts": queueing.PROMPT_COUNTS,
+        "spread": queueing.SPREAD_POINTS,
+        "saturated": continuous.SATURATED,
+        "saturated_kinds": continuous.SATURATED_KINDS,
+        "replicated": continuous.REPLICATED,
+        "own": {
+            "name": own_config.OWN,
+            "rules": own_config.reading(),
+            "messages": own_config.MESSAGES,
+        },
+        "plan": {
+            "degree": planning.PLAN_DEGREE,
+            "most_gpus": plan_signature["most_gpus"].default,
+            "message": planning.NO_DEPLOYMENT,
+            "kinds": planning.NO_DEPLOYMENT_KINDS,
+        },
+    }
+
+
+@contextlib.contextmanager
+def _max_and_min_once():
+    """Each Max and Min SymPy evaluates built once, while this is open. Evaluating one compares
+    its arguments pairwise, symbolically: most of the time of building a model's formulas, whose
+    steps and report rebuild the same ones for every parallelism, serving option and phase
+    (each ``subs`` rebuilds them), and whose families share kernels. A Max or a Min is a
+    function of its arguments: the same expressions, in half the time."""
+    new, built = MinMaxBase.__new__, {}
+
+    def once(cls, *args, **options):
+        if options or not global_parameters.evaluate:  # held (evaluate=False): as it is
+            return new(cls, *args, **options)
+        key = (cls, *map(sympy.sympify, args))
+        if key not in built:
+            built[key] = new(cls, *args)
+        return built[key]
+
+    MinMaxBase.__new__ = once
+    try:
+        yield
+    finally:
+        MinMaxBase.__new__ = new
+
+
+def method(name: str) -> dict:
+    """A speculation method as the page takes it: its draft (``step_key``) and its defaults'
+    values, or the library's refusal of a method that has none (a draft model's)."""
+    try:
+        speculation = speculative.Speculative(name)
+    except ValueError as error:
+        return {"error": str(error)}
+    return {"draft": str(speculation.draft), **speculation.values()}
+
+
+_FORM_VALUES = ("bytes_per_number", "expert_bytes_per_number", "vocab_bytes_per_number")
+_FORM_VALUES += ("kv_bytes_per_number", "n_gpus", "batch", "replicas")
+_FORM_VALUES += ("seq_len", "output_len", "context_window", "memory_utilization", "token_budget")
+"""The values the form sets itself (``calculate()`` in the page's script)."""

@@ -1,0 +1,212 @@
+"""The calculator's readout: its rows by mode, each cell's text with its band, and the note
+under them, as HTML or as text.
+
+>>> from inference_arithmetic.serving.scenario import Scenario
+>>> values = serving.report_values(Scenario("llama-3.1-8b", "h100-sxm"))
+>>> cell(ROWS[0], values)
+'16.1 GB'
+
+The rows of the static mode are formulas of ``serving.report_formulas``; the continuous
+mode's, keys of ``ia.steady_state``'s result and the memory and cost at the rate
+(``stream_values``); the plan's, keys of ``ia.plan``'s. The page's script fills the same rows
+and templates (``calculator_data``).
+"""
+
+from __future__ import annotations
+
+import html
+import math
+
+import sympy
+
+from inference_arithmetic import serving
+from inference_arithmetic.core import cache
+from inference_arithmetic.core import format as fmt
+from inference_arithmetic.formulas import economics
+from inference_arithmetic.page.calculator_form import CONTINUOUS, PLAN, STATIC
+from inference_arithmetic.serving import bands, continuous, planning
+from inference_arithmetic.serving.engine import in_flight
+from inference_arithmetic.serving.report import compiled_report
+
+__all__ = ["ROWS", "CONTINUOUS_ROWS", "PLAN_ROWS", "STREAM", "NOTES", "GIVEN_KIND"]
+__all__ += ["BANDED_CELL", "cell", "readout_html", "readout_lines", "stream_values"]
+
+# The rows of the readout: a formula of serving.report_formulas, its label, its kind of
+# quantity (ia.format.show). A row of kind "bound" names the bounds of its flags, in order.
+_TABLE = """
+weights        | weights per GPU                              | nbytes
+kv_cache       | KV cache per GPU (prompt + output tokens)    | nbytes
+memory         | memory per GPU                               | nbytes
+budget         | memory budget per GPU (memory utilization)   | nbytes
+capacity       | GPU memory                                   | nbytes
+ttft           | time to first token                          | seconds
+tpot           | time per output token                        | seconds
+total          | time per request                             | seconds
+throughput     | throughput (output tokens/s)                 | number
+gpus           | GPUs in all (replicas x GPUs each)           | integer
+cost_input     | cost per million input tokens                | usd
+cost_output    | cost per million output tokens               | usd
+cost_request   | cost per request                             | usd
+prefill_compute_bound                                  | prefill is bound by | bound
+decode_compute_bound_first decode_compute_bound_last   | decode is bound by  | bound
+"""
+
+
+# The readout of the continuous mode: a key of ``ia.steady_state``'s result, then the memory of
+# the requests in the engine (the report's formulas at that batch) and the cost at the rate.
+_CONTINUOUS_TABLE = """
+ttft            | time to first token                      | seconds
+tpot            | time per output token                    | seconds
+request_time    | time per request                         | seconds
+throughput      | throughput (output tokens/s)             | number
+concurrency     | requests in the engine                   | number
+utilization     | utilization (rate / saturation rate)     | percent
+saturation_rate | saturation rate (requests/s)             | number
+weights         | weights per GPU                          | nbytes
+kv_cache | KV cache per GPU (requests in the engine, rounded up; prompt + output tokens) | nbytes
+memory          | memory per GPU                           | nbytes
+budget          | memory budget per GPU (memory utilization) | nbytes
+capacity        | GPU memory                               | nbytes
+gpus            | GPUs in all (replicas x GPUs each)       | integer
+cost_output     | cost per million output tokens (GPUs paid busy or idle) | usd
+cost_request    | cost per request (GPUs paid busy or idle) | usd
+"""
+
+# The plan's readout: a key of ``ia.plan``'s result (its output cost as cost_output).
+_PLAN_TABLE = """
+replicas        | replicas                                 | integer
+n_gpus          | GPUs per replica (its parallelism's degree) | integer
+gpus            | GPUs in all                              | integer
+ttft            | time to first token                      | seconds
+tpot            | time per output token                    | seconds
+cost_output     | cost per million output tokens (GPUs paid busy or idle) | usd
+"""
+
+
+def _row(line: str) -> tuple:
+    key, label, kind = (part.strip() for part in line.split("|"))
+    return (tuple(key.split()) if kind == "bound" else key), label, kind
+
+
+ROWS = [_row(line) for line in _TABLE.strip().splitlines()]
+"""The readout's rows: (formula, label, kind), as ``_TABLE`` lists them."""
+CONTINUOUS_ROWS = [_row(line) for line in _CONTINUOUS_TABLE.strip().splitlines()]
+"""The continuous mode's rows: (key of ``ia.steady_state``'s result, or of the memory and cost
+at the rate, label, kind)."""
+PLAN_ROWS = [_row(line) for line in _PLAN_TABLE.strip().splitlines()]
+"""The plan's rows: (key of ``ia.plan``'s result, label, kind)."""
+_MODE_ROWS = {STATIC: ROWS, CONTINUOUS: CONTINUOUS_ROWS, PLAN: PLAN_ROWS}
+
+_rate = sympy.Symbol("requests_per_s", positive=True)  # continuous.STEADY's rate
+STREAM = {
+    "cost_output": economics.output_cost_at_rate(_rate),
+    "cost_request": economics.request_cost_at_rate(_rate),
+}
+"""The continuous mode's costs: all the GPUs (``n_gpus``: every replica's) paid busy or idle
+while they serve the rate (``formulas.economics``)."""
+
+
+NOTES = {
+    "priced": "price ${price_per_hour} per GPU-hour, observed {price_date}",
+    "given": "price {price_per_hour} per GPU-hour, as given",
+    "unpriced": "no example price for this GPU",
+    "exact": "time per token at the mean context (exact)",
+    "approximate": "time per token at the mean context (approximate: the decode bound or "
+    "window changes)",
+    "continuous": "the steady state of a continuously batching engine (ia.steady_state); its "
+    "memory is that of the requests in the engine",
+    "plan": "the cheapest replicas x degree of the parallelism chosen (up to "
+    f"{planning.PLAN_DEGREE}) whose steady state meets both targets (ia.plan)",
+    "band": bands.describe(),
+}
+"""The sentence under the readout: its parts joined by "; ", the band's last (the kernel
+model's: chapter 08's single roofline has none)."""
+GIVEN_KIND = "usd"
+"""How ``NOTES["given"]`` prints a price the reader typed (``format.show``'s kind)."""
+
+
+BANDED_CELL = "{value} ({low} to {high})"
+"""A readout cell with its band (``serving.bands``): the page fills the same template."""
+
+
+def _mode_of(values) -> str:
+    """The mode whose readout ``values`` are: a steady state's, a plan's, or a report's."""
+    if "saturation_rate" in values:
+        return CONTINUOUS
+    return PLAN if "replicas" in values else STATIC
+
+
+def _banded(values) -> dict:
+    """The rows of the readout that carry a band, by mode: key -> (kind, whether a speed)."""
+    return serving.BANDED if _mode_of(values) == STATIC else continuous.BANDED
+
+
+def cell(row, values, banded: bool = True) -> str:
+    """One row of the readout (of ``ROWS``) as text: a formula's value in its kind, and in
+    brackets its band where it has one (``serving.bands``; none with ``banded`` false, for
+    chapter 08's single roofline), or the bounds of a phase (``serving.bound_text``)."""
+    key, _, kind = row
+    if kind == "bound":
+        return serving.bound_text(*(values[k] for k in key))
+    text, value = fmt.show(values[key], kind), values[key]
+    if not banded or key not in _banded(values) or value is None:
+        return text
+    band_kind, speed = _banded(values)[key]
+    low, high = bands.band(band_kind, value, speed)
+    return BANDED_CELL.format(value=text, low=fmt.show(low, kind), high=fmt.show(high, kind))
+
+
+def _note(values, gpu, price=None, banded=True) -> str:
+    mode = _mode_of(values)
+    if price is not None:
+        parts = [NOTES["given"].format(price_per_hour=fmt.show(price, GIVEN_KIND))]
+    elif gpu.price_per_hour is not None:
+        given = {"price_per_hour": gpu.price_per_hour, "price_date": gpu.price_date}
+        parts = [NOTES["priced"].format(**given)]
+    else:
+        parts = [NOTES["unpriced"]]
+    if mode == STATIC:
+        parts.append(NOTES["exact" if values["exact"] else "approximate"])
+    else:
+        parts.append(NOTES["continuous" if mode == CONTINUOUS else "plan"])
+    return "; ".join(parts + [NOTES["band"]] * banded) + "."
+
+
+def readout_html(values, gpu, message: str | None = None, price=None, banded=True) -> str:
+    """The readout table of ``serving.report_values`` (or of a steady state or a plan), or the
+    message that replaces it."""
+    if values is None:
+        return f'<p class="ia-calc-message" role="alert"><b>{html.escape(message)}</b></p>'
+    rows = "".join(
+        f"<tr><td>{row[1]}</td><td><b>{html.escape(cell(row, values, banded))}</b></td></tr>"
+        for row in _MODE_ROWS[_mode_of(values)]
+    )
+    return f"<table>{rows}</table><p>{html.escape(_note(values, gpu, price, banded))}</p>"
+
+
+def readout_lines(values, gpu, price=None, banded=True) -> list[str]:
+    """The readout as lines of text (``readout_html``'s rows and note), for outputs that show
+    no HTML (the PDF)."""
+    rows = _MODE_ROWS[_mode_of(values)]
+    lines = [f"{row[1]}: {cell(row, values, banded)}" for row in rows]
+    return [*lines, _note(values, gpu, price, banded)]
+
+
+def _stream() -> dict:
+    """The continuous mode's cost formulas (``STREAM``), which the disk cache compiles."""
+    return STREAM
+
+
+def stream_values(s, steady: dict, rate: float, price) -> dict:
+    """The continuous mode's memory and cost rows: the report's memory formulas at a batch of
+    the requests in one replica's engine, rounded up to whole requests (each holding its whole
+    cache of T + O tokens, as the engine's capacity counts them; a pipeline's, of each of its
+    ``latency.batches_in_flight``), and ``STREAM`` at the rate."""
+    price, _, _ = s.gpu.price(price)
+    per_batch = math.ceil(steady["concurrency"] / s.replicas / in_flight(s))
+    values = {**s.values(), "batch": per_batch, "price_per_hour": price or 1.0}
+    r = compiled_report(s.model, s.step, s.parallel).from_values(values)
+    gpus = s.n_gpus * s.replicas
+    costs = cache.formulas(_stream).from_values({**values, "n_gpus": gpus, "requests_per_s": rate})
+    memory = {k: r[k] for k in ("weights", "kv_cache", "memory", "budget", "capacity")}
+    return {**memory, "gpus": gpus, **{k: v if price else None for k, v in costs.items()}}
