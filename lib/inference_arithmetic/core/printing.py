@@ -10,7 +10,7 @@ and as plain Python for single numbers.
 24.0
 
 Every printer computes a formula's common subexpressions once (``sympy.cse``), and nothing
-else in the library prints a formula for a machine (``tests/test_printing.py``): the page's
+else in the library prints a formula for a machine (``tests/lib/test_printing.py``): the page's
 widgets, the calculator's data, ``numeric`` and the simulation's step all print here, so a
 rule written once as an expression runs the same everywhere (STYLE.md, "One rule, many
 printers").
