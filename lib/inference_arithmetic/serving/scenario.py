@@ -36,7 +36,7 @@ from inference_arithmetic.core.dtypes import (
 from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas, UnknownName, numeric
 from inference_arithmetic.core.symbols import B, E, H, H_kv, L, M, O, S, S_max, T, n_gpus
 from inference_arithmetic.formulas import continuous, kernels, latency
-from inference_arithmetic.hardware.engines import Engine
+from inference_arithmetic.hardware import engines
 from inference_arithmetic.hardware.engines import engine as registry_engine
 from inference_arithmetic.hardware.gpus import GPU
 from inference_arithmetic.hardware.gpus import gpu as registry_gpu
@@ -333,7 +333,7 @@ class Scenario:
     dtype: str = AUTO
     cache_dtype: str | None = None
     compute_dtype: str | None = None
-    engine: Engine | str = DEFAULT_ENGINE
+    engine: engines.Engine | str = DEFAULT_ENGINE  # the profile's, not serving.engine.Engine
     step: str = DEFAULT_STEP
     compute_efficiency: float | None = None
     bandwidth_efficiency: float | None = None
