@@ -25,7 +25,8 @@ help:
 	@echo "make book       build the HTML book (executes every chapter; warnings are errors)"
 	@echo "make test       ruff, the strict book build (runs every chapter), the tests, the browser test"
 	@echo "                (installs Debian's chromium for the browser test where it can)"
-	@echo "make quick      ruff and the library's tests (tests/lib, the doctests): no book"
+	@echo "make quick      ruff and the library's tests but the slow ones (tests/lib, the doctests):"
+	@echo "                no book, in under a minute"
 	@echo "make notebooks  the chapters as .ipynb, student and instructor editions, in _build/notebooks/"
 	@echo "                (runs the chapters first, as make book does, for the numbers in the text)"
 	@echo "make execute    run the chapters whose code, library or data changed, into the cache"
@@ -124,8 +125,9 @@ format: $(STAMP)
 DIST ?= loadfile
 PYTEST = $(BIN)/python -m pytest -n $(JOBS) --dist $(DIST) --no-loadscope-reorder $(PYTEST_FLAGS)
 
+# The library's tests but those marked slow (tests/conftest.py), which `make test` runs.
 quick: lint
-	$(PYTEST) lib tests/lib
+	$(PYTEST) -m "not slow" lib tests/lib
 
 # The browser tests drive Debian's Chromium ($CHROMIUM names another build): installed here
 # where this user can (root, with apt-get); otherwise make stops at once and says what to do.

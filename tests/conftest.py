@@ -1,5 +1,5 @@
 """Shared test settings: a headless matplotlib backend, a fast hypothesis profile, a cache of
-compiled formulas of the tests' own, and the longest test files first."""
+compiled formulas of the tests' own, the longest test files first, and the ``slow`` mark."""
 
 import os
 import shutil
@@ -53,6 +53,23 @@ def _file(nodeid: str) -> str:
     return nodeid.split("::")[0]
 
 
+# --- The slow mark ----------------------------------------------------------------------------
+# `make quick` runs the library's tests but those marked ``slow`` (pytest -m "not slow"), so that
+# it answers in under a minute; `make test` runs them all. A test is marked slow when it takes a
+# second or more here: the SimPy oracles (thousands of simulated requests, as many as their
+# tolerances need), the property searches, the page data of every model, the wheel's install.
+# A test left unmarked that takes longer than SLOW_SECONDS is named at the end of the run, so
+# that the quick loop stays quick as tests are added.
+SLOW_SECONDS = 2.0
+_unmarked_slow: dict[str, float] = {}
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "slow: takes seconds; left out of `make quick`, run by `make test`"
+    )
+
+
 def pytest_collection_modifyitems(config, items):
     timed = config.cache.get(SECONDS, {}) if getattr(config, "cache", None) else {}
 
@@ -67,6 +84,15 @@ def pytest_collection_modifyitems(config, items):
 
 def pytest_runtest_logreport(report):
     _seconds[_file(report.nodeid)] = _seconds.get(_file(report.nodeid), 0.0) + report.duration
+    if report.when == "call" and report.duration > SLOW_SECONDS and "slow" not in report.keywords:
+        _unmarked_slow[report.nodeid] = report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _unmarked_slow:
+        terminalreporter.write_sep("-", f"tests over {SLOW_SECONDS:.0f} s not marked slow")
+        for nodeid, seconds in sorted(_unmarked_slow.items(), key=lambda kv: -kv[1]):
+            terminalreporter.write_line(f"{seconds:6.1f} s  {nodeid}")
 
 
 def pytest_sessionfinish(session):

@@ -55,21 +55,25 @@ PUBLIC_FUNCTIONS = list(_public_functions())
 
 
 @pytest.mark.parametrize("module_name, name", PUBLIC_FUNCTIONS)
+@pytest.mark.slow
 def test_every_public_formula_is_on_the_page_once(records, page, module_name, name):
     assert page.count(f"`formulas.{module_name}.{name}(") == 1
     assert records[module_name, name].call.startswith(f"formulas.{module_name}.{name}(")
 
 
+@pytest.mark.slow
 def test_the_page_lists_only_the_public_functions(records):
     # Constants in __all__ (MLA_FORMS, WIDTHS, ...) and private helpers are not entries.
     assert list(records) == PUBLIC_FUNCTIONS
 
 
+@pytest.mark.slow
 def test_every_formula_module_has_a_section(page):
     for module_name in formulas.__all__:
         assert page.count(f"## `formulas.{module_name}`\n") == 1
 
 
+@pytest.mark.slow
 def test_every_formula_module_names_its_chapter(records, page):
     # Each module's docstring says "Derived in chapter NN"; the page links that chapter.
     labels = reference_page.chapter_labels()
@@ -83,11 +87,13 @@ def test_every_formula_module_names_its_chapter(records, page):
     assert records["basics", "weight_bytes"].chapters == ("ch-intro", "ch-quantities")
 
 
+@pytest.mark.slow
 def test_a_formula_is_printed_as_the_library_computes_it(page):
     # Llama 3.1 8B: keys and values for 8 KV heads, in every layer, for every cached token.
     assert "2 B b S d_h H_{kv} L" in page
 
 
+@pytest.mark.slow
 def test_architecture_variants_are_shown(records, page):
     # The KV cache of DeepSeek-V3 (MLA) differs from the dense model's; the page says so.
     kv = page.split("`formulas.kv_cache.kv_cache_bytes(")[1].split("`formulas.")[0]
@@ -138,6 +144,7 @@ def _pieces(value):
 
 
 @pytest.mark.parametrize("module_name, name", PUBLIC_FUNCTIONS)
+@pytest.mark.slow
 def test_each_formula_is_the_latex_of_what_the_function_returns(records, module_name, name):
     entry = records[module_name, name]
     if entry.example:
@@ -155,6 +162,7 @@ def test_each_formula_is_the_latex_of_what_the_function_returns(records, module_
 
 
 @pytest.mark.parametrize("module_name, name", PUBLIC_FUNCTIONS)
+@pytest.mark.slow
 def test_the_forms_cover_the_registry(records, module_name, name):
     entry = records[module_name, name]
     takes_arch = (
@@ -208,6 +216,7 @@ def test_a_function_added_to_a_module_appears(monkeypatch):
     assert "`formulas.basics.tripled()`\n: Three times N.\n\n$$\n3 N\n$$" in text
 
 
+@pytest.mark.slow
 def test_a_module_added_to_the_package_appears(fresh_module):
     def square(x):
         """x squared."""
@@ -244,6 +253,7 @@ def test_the_page_prints_the_module_and_shows_no_code():
     assert sum(len(cell.source.splitlines()) for cell in code) < 10, "code belongs in the library"
 
 
+@pytest.mark.slow
 def test_the_reference_page_is_not_imported_by_the_library():
     # A presentation module, for the book: importing the library does not load it.
     check = "import sys, inference_arithmetic; print(sorted(sys.modules))"

@@ -60,6 +60,7 @@ def folder(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("name", MODELS)
+@pytest.mark.slow
 def test_a_cached_report_gives_the_compiled_numbers(folder, name):
     fresh = CompiledFormulas(serving.report_formulas(ia.model(name)))
     stored = cache.formulas(report_of, name)
@@ -91,6 +92,7 @@ def test_the_cache_can_be_turned_off(monkeypatch):
     assert cache.formulas(params)(d_1=2, d_2=3, d_3=2) == {"f": 12.0}
 
 
+@pytest.mark.slow
 def test_a_fresh_process_reads_what_another_wrote(folder):
     code = (
         "import time, inference_arithmetic as ia; t = time.perf_counter(); "
@@ -121,6 +123,7 @@ def test_a_cached_step_gives_the_compiled_numbers_on_arrays(folder):
     assert again.args == fresh.args
 
 
+@pytest.mark.slow
 def test_the_steady_states_formulas_are_warmed_and_read_back(folder):
     code = (
         "import inference_arithmetic as ia; "
@@ -167,6 +170,7 @@ def test_the_fingerprint_follows_the_code_and_is_kept_under_the_files_signature(
     cache.fingerprint.cache_clear()
 
 
+@pytest.mark.slow
 def test_the_librarys_fingerprint_is_public_and_names_the_folder(folder):
     assert cache.folder() == folder / cache.fingerprint()
     assert len(cache.fingerprint()) == 16
@@ -225,6 +229,7 @@ def test_changing_any_field_changes_the_key(thing):
         assert cache.key(three, changed) != base, field.name
 
 
+@pytest.mark.slow
 def test_keys_are_the_same_in_another_process():
     code = (
         f"import sys; sys.path.insert(0, {str(Path(__file__).parent)!r}); "

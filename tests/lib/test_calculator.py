@@ -45,6 +45,7 @@ def test_weight_only_int4_is_a_choice_of_the_form():
     assert w.result["cache_dtype"] == "bf16"  # the cache holds what is computed
 
 
+@pytest.mark.slow
 def test_widget_controls_drive_the_readout():
     w = calculator.widget()
     box = w.widget()
@@ -65,6 +66,7 @@ def test_the_readout_formats_with_format_show():
     assert "decode is bound by: bandwidth" in text
 
 
+@pytest.mark.slow
 def test_the_page_carries_the_librarys_formulas_checks_and_messages():
     spec = calculator.Calculator().spec()
     assert set(spec["models"]) == set(ia.model_names())
@@ -126,6 +128,7 @@ def test_the_continuous_mode_is_the_steady_state_of_the_library():
                                  compute_dtype="bf16", prompt_len=1024)  # fmt: skip
 
 
+@pytest.mark.slow
 def test_the_page_carries_the_steady_states_formulas_and_messages():
     spec = calculator.Calculator().spec()
     for key, expr in ia.queueing.STEADY.items():
@@ -161,6 +164,7 @@ def test_replicas_are_a_control_in_both_modes():
     assert calculator.widget(replicas=0).message.startswith("replicas must be")
 
 
+@pytest.mark.slow
 def test_every_control_of_the_form_is_labelled_in_words():
     controls = calculator.widget().spec()["controls"]
     assert {c["name"] for c in controls} >= {"n_gpus", "requests_per_s", "prompt_len"}
@@ -173,6 +177,7 @@ def test_every_control_of_the_form_is_labelled_in_words():
     assert "GPUs n" in descriptions and not any("_" in d for d in descriptions)
 
 
+@pytest.mark.slow
 def test_the_pages_figures_are_the_scenarios_for_every_gpu_and_format():
     # The page assembles a step's values from the GPU's figures by compute and weights format
     # and the spec's options; for every registry GPU and format they are the Scenario's.
@@ -278,6 +283,7 @@ def test_the_assumptions_are_controls_with_their_ranges(name, bad, words):
         assert w.message == calculator.amount_message(name).format(value=bad)
 
 
+@pytest.mark.slow
 def test_each_assumption_moves_the_readout_as_the_library_does():
     w = calculator.widget(model="llama-3.1-70b", n_gpus=4, batch=8)
     base = dict(n_gpus=4, batch=8)
@@ -315,6 +321,7 @@ def test_fp4_formats_are_choices_where_the_gpu_has_an_fp4_rate():
     assert "no peak FLOP rate for fp4" in w.message
 
 
+@pytest.mark.slow
 def test_the_plan_is_a_mode_of_the_form():
     w = calculator.widget(model="llama-3.1-70b", mode=calculator.PLAN, requests_per_s=10.0)
     expected = ia.planning.plan_colocated("llama-3.1-70b", "h100-sxm", 10.0, 2048, 256, 0.5, 0.05)
@@ -334,6 +341,7 @@ def test_the_plan_is_a_mode_of_the_form():
     assert w.message == calculator.amount_message("ttft_target").format(value=-1)
 
 
+@pytest.mark.slow
 def test_jupyters_form_shows_the_controls_each_mode_uses_and_reads_a_typed_price():
     w = calculator.widget(model="llama-3.1-70b", n_gpus=4, batch=8)
     w.widget()
@@ -378,6 +386,7 @@ def test_a_pasted_config_is_read_by_the_librarys_parser():
 MOE = "qwen3-30b-a3b"  # 128 experts, 32 heads and 4 KV heads: small enough for a few GPUs
 
 
+@pytest.mark.slow
 def test_expert_parallelism_is_a_choice_of_the_form_for_moe_models():
     w = calculator.widget(model=MOE, n_gpus=4, batch=16, parallel="expert-dp")
     want = dict(n_gpus=4, batch=16, parallel="expert-dp")
@@ -405,6 +414,7 @@ def test_expert_parallelism_is_a_choice_of_the_form_for_moe_models():
     assert (imbalance["min"], imbalance["max"]) == scenario.IMBALANCE
 
 
+@pytest.mark.slow
 def test_the_serving_options_are_controls_of_the_stream_and_the_plan():
     w = calculator.widget(mode=calculator.CONTINUOUS, requests_per_s=4.0, prefix_hit_rate=0.5)
     assert w.result == ia.steady_state("llama-3.1-8b", "h100-sxm", 4.0, prefix_hit_rate=0.5)
@@ -438,6 +448,7 @@ def test_the_serving_options_are_controls_of_the_stream_and_the_plan():
         assert page["kernels"][calculator.step_key(both, draft)] == printing.javascript(steps)
 
 
+@pytest.mark.slow
 def test_a_pipeline_is_a_choice_of_the_stream_and_the_plan():
     # The steady state of n micro-batches in flight, its memory of each batch in flight.
     big = dict(model="llama-3.1-70b", n_gpus=4, parallel="pipeline")
@@ -468,6 +479,7 @@ def test_a_pipeline_is_a_choice_of_the_stream_and_the_plan():
     assert calculator.widget(model=MOE, parallel="expert-dp", n_gpus=4).result is not None
 
 
+@pytest.mark.slow
 def test_models_share_the_pages_formulas_only_where_the_library_reads_the_same(monkeypatch):
     # Printed once for a family (core.reads.shared): the Llamas' formulas are the same
     # expressions of their sizes; a bias on the attention's products is another formula.
@@ -483,6 +495,7 @@ def test_models_share_the_pages_formulas_only_where_the_library_reads_the_same(m
         assert other["report"][step]["tensor"] == expected
 
 
+@pytest.mark.slow
 def test_max_and_min_are_built_once_while_the_page_data_is_built():
     import sympy
     from sympy.functions.elementary.miscellaneous import MinMaxBase

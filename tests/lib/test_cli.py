@@ -154,6 +154,7 @@ def test_a_bad_argument_exits_2_naming_it(capsys, argv, message):
     assert re.search(message, refused(capsys, *argv))
 
 
+@pytest.mark.slow
 def test_the_entry_points_print_the_version_and_help_with_an_example():
     done = shell("--version")
     assert done.returncode == 0 and done.stdout.strip() == f"ia {ia.__version__}"
@@ -169,6 +170,7 @@ def test_the_entry_points_print_the_version_and_help_with_an_example():
     assert done.returncode == 2 and "batch must be a whole number from 1 up, got -3" in done.stderr
 
 
+@pytest.mark.slow
 def test_prefix_cache_and_speculation_are_options(capsys):
     got = as_json(capsys, "calculate", "llama-3.1-8b", "h100-sxm", "--prefix-hit-rate", "0.5",
                   "--speculative", "eagle3", "--draft-len", "3")  # fmt: skip

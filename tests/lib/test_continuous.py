@@ -38,6 +38,7 @@ def _simulated(name, n, prompt, output, load, seed=0):
 
 @pytest.mark.parametrize("name, n, prompt, output", CASES)
 @pytest.mark.parametrize("load", sorted(REQUESTS))
+@pytest.mark.slow
 def test_the_steady_state_is_within_10_percent_of_the_simulation(name, n, prompt, output, load):
     rate = load * _saturation(name, n, prompt, output)
     closed = ia.steady_state(name, "h100-sxm", rate, prompt, output, n_gpus=n)
@@ -53,6 +54,7 @@ def test_the_steady_state_is_within_10_percent_of_the_simulation(name, n, prompt
             assert mine == pytest.approx(simulated, rel=0.15), (key, tail, mine, simulated)
 
 
+@pytest.mark.slow
 def test_a_queues_usual_guess_at_the_tail_misses_the_simulation():
     # The companion of the percentiles' 15%: an exponential TTFT of the steady state's mean (a
     # single-server queue's) puts p99 at 4.6 means, far past the simulation's at a light load
@@ -68,6 +70,7 @@ def test_a_queues_usual_guess_at_the_tail_misses_the_simulation():
         assert closed["percentiles"]["ttft"]["p99"] == pytest.approx(simulated, rel=0.15)
 
 
+@pytest.mark.slow
 def test_without_the_fluctuations_of_the_decodes_the_tpot_falls_short_near_saturation():
     # The chain's mean step alone, the TPOT before the decodes' fluctuations were counted,
     # is more than 10% short of the simulation at 0.9 of saturation: the term is needed.
@@ -122,6 +125,7 @@ def test_past_saturation_is_a_clear_error():
         ia.steady_state("llama-3.1-8b", "h100-sxm", 0, 1024, 128)
 
 
+@pytest.mark.slow
 def test_the_plan_meets_both_targets_at_the_fewest_gpus_of_its_degree():
     target = dict(ttft_target=1.0, tpot_target=0.05)
     p = ia.plan("llama-3.1-70b", "h100-sxm", 20, 2048, 256, **target)
@@ -143,6 +147,7 @@ def test_the_plan_meets_both_targets_at_the_fewest_gpus_of_its_degree():
         ia.plan("llama-3.1-70b", "h100-sxm", 20, 2048, 256, most_gpus=8, **target)
 
 
+@pytest.mark.slow
 def test_a_plan_on_percentiles_is_one_the_simulation_shows_meeting_them():
     # 70B at 10 requests a second of 2,048 + 256 tokens, p99 targets: the plan's replicas each
     # meet both in the simulation (one replica's share), and one replica fewer misses the
@@ -163,6 +168,7 @@ def test_a_plan_on_percentiles_is_one_the_simulation_shows_meeting_them():
             assert not met[p["binds"]]
 
 
+@pytest.mark.slow
 def test_the_plan_chooses_colocated_or_disaggregated_by_cost():
     # Long prompts and a tight TPOT: pools of prefill and decode take fewer GPUs; short prompts
     # and a loose TPOT: one engine. Each answer meets the targets at its own steady state.
@@ -183,6 +189,7 @@ def test_the_plan_chooses_colocated_or_disaggregated_by_cost():
         ia.plan(model, "h100-sxm", rate, **long, layout="split")
 
 
+@pytest.mark.slow
 def test_goodput_is_the_highest_rate_meeting_both_percentile_targets():
     args = ("llama-3.1-8b", "h100-sxm", 1024, 128)
     g = ia.goodput(*args, ttft_target=0.3, tpot_target=0.015, percentile=99)
@@ -276,6 +283,7 @@ def test_a_smaller_token_budget_takes_longer_to_prefill_a_burst():
 
 
 @pytest.mark.parametrize("budget", [1024, 8192])
+@pytest.mark.slow
 def test_the_steady_state_responds_to_the_token_budget_as_the_simulation_does(budget):
     # The issue's case: 70B on 4 H100 at 2 requests a second. A budget under a prompt spreads
     # it over steps; the closed form follows the simulation within 10% either way.
@@ -342,6 +350,7 @@ def test_a_steady_state_of_one_output_token_is_refused_by_name():
     assert ia.steady_state("llama-3.1-8b", "h100-sxm", 1.0, 1024, 2)["tpot"] > 0
 
 
+@pytest.mark.slow
 def test_simpy_is_needed_only_to_simulate(monkeypatch):
     monkeypatch.setitem(sys.modules, "simpy", None)  # as if it were not installed
     with pytest.raises(ImportError, match=r"needs SimPy, .*: pip install simpy"):
@@ -366,6 +375,7 @@ def test_the_chains_of_several_decoding_counts_are_each_ones_own():
 
 
 @pytest.mark.parametrize("name, n", [("llama-3.1-8b", 1), ("llama-3.1-70b", 4)])
+@pytest.mark.slow
 def test_a_larger_budget_trades_time_per_token_for_first_tokens_and_throughput(name, n):
     # Chapter 09's figure: at 40% of the whole-prompt saturation rate, on the kernel model
     # (vLLM's fixed cost per step), each doubling up to a prompt shortens the TTFT and
@@ -383,6 +393,7 @@ def test_a_larger_budget_trades_time_per_token_for_first_tokens_and_throughput(n
         assert past[0][key] == pytest.approx(past[1][key], rel=0.01)
 
 
+@pytest.mark.slow
 def test_requests_of_many_lengths_in_the_simulation():
     # Lengths as sequences: one length repeated is the engine of one length exactly; a spread
     # about the same means, at one rate, widens the tail of the first token.
@@ -403,6 +414,7 @@ def test_requests_of_many_lengths_in_the_simulation():
         simulation.simulate(*args, [1024, 0], 128)
 
 
+@pytest.mark.slow
 def test_the_simulation_gives_percentiles_whose_tail_grows_with_the_load():
     # Each request's TTFT and TPOT, as service-level objectives count them: ordered
     # percentiles, and near saturation a TTFT tail far longer than its median, where at a
@@ -426,6 +438,7 @@ def test_no_prefix_cache_and_no_speculation_are_todays_steady_state_exactly():
     assert same == plain
 
 
+@pytest.mark.slow
 def test_a_prefix_cache_in_the_steady_state_matches_the_simulation():
     # Half of each prompt cached: the chain prefills 512 of 1,024 tokens, as the simulation.
     args = ("llama-3.1-8b", "h100-sxm")
@@ -477,6 +490,7 @@ def test_the_step_by_step_engine_refuses_speculation():
         simulation.simulate("llama-3.1-8b", "h100-sxm", 1.0, 512, 64, speculative="ngram")
 
 
+@pytest.mark.slow
 def test_expert_parallelism_steps_the_same_chain_with_the_busiest_gpus_step():
     # DeepSeek-V2-Lite with its experts over 4 H100s, attention data-parallel: the chain with
     # the kernels' step of the busiest GPU, within 10% of the simulation of the same engine.

@@ -40,6 +40,7 @@ def _compared(case, load):
 
 @pytest.mark.parametrize("case", CASES)
 @pytest.mark.parametrize("load", [0.3, 0.6, 0.85])
+@pytest.mark.slow
 def test_the_steady_state_is_within_10_percent_of_the_simulation(case, load):
     closed, runs = _compared(case, load)
     for key in ("ttft", "tpot"):
@@ -49,6 +50,7 @@ def test_the_steady_state_is_within_10_percent_of_the_simulation(case, load):
 
 @pytest.mark.parametrize("case", ["dense", "moe"])
 @pytest.mark.parametrize("load", [0.3, 0.6, 0.85])
+@pytest.mark.slow
 def test_the_percentiles_are_within_15_percent_of_the_simulation(case, load):
     # The same runs as the means' (two seeds of 2,000 requests): p90 and p99 of each
     # request's TTFT and TPOT, up to 85% of saturation, a dense and an MoE model.
@@ -70,6 +72,7 @@ def test_the_percentile_comparison_sees_an_exponential_tail():
     assert closed["ttft"] * np.log(100) != pytest.approx(simulated, rel=0.15)
 
 
+@pytest.mark.slow
 def test_a_disaggregated_plan_on_percentiles_is_one_the_simulation_shows_meeting_them():
     # 70B at 10 requests a second of 2,048 + 256 tokens, p99 targets of 1 s and 25 ms: the
     # pools the plan picks meet both in the simulation; one prefill replica fewer misses.
@@ -91,6 +94,7 @@ def test_a_disaggregated_plan_on_percentiles_is_one_the_simulation_shows_meeting
         disaggregated.fewest_gpus(model, G, rate, prompt, output, 1.0, 0.025, percentile=95)
 
 
+@pytest.mark.slow
 def test_the_comparison_with_the_simulation_sees_a_transfer_left_out():
     # A slow network (1 GB/s a GPU) makes the transfer a fifth of the TTFT: the simulation
     # and the closed form both carry it, and a closed form without it is caught.
@@ -220,6 +224,7 @@ LONG_TIGHT = ("llama-3.1-70b", 2048, 256, 1.0, 0.025)
 SHORT_LOOSE = ("llama-3.1-70b", 512, 512, 1.0, 0.1)  # chapter 09's cases
 
 
+@pytest.mark.slow
 def test_the_best_split_meets_the_targets_at_its_goodput_and_not_past_it():
     name, prompt, output, ttft, tpot = LONG_TIGHT
     best = disaggregated.best_split(name, G, prompt, output, ttft, tpot, most_gpus=24)
@@ -253,6 +258,7 @@ def test_the_best_colocated_engine_meets_the_targets_at_its_goodput_and_not_past
         pass
 
 
+@pytest.mark.slow
 def test_disaggregation_wins_on_long_prompts_under_a_tight_tpot_and_loses_on_short_loose_ones():
     # Chapter 09's two worked cases: a decode pool that never waits behind a prompt, against
     # prefills that ride along nearly free in memory-bound decode steps.

@@ -13,6 +13,7 @@ from inference_arithmetic.exercises import Part, _judge
 ALL = exercises.labels()
 
 
+@pytest.mark.slow
 def test_every_exercise_has_answers_the_library_computes():
     assert len(ALL) >= 2
     for label in ALL:
@@ -104,6 +105,7 @@ def _number_parts():
 
 
 @pytest.mark.parametrize("label, name", _number_parts())
+@pytest.mark.slow
 def test_a_number_passes_within_its_tolerance_and_a_whole_count_passes_no_neighbour(label, name):
     right = exercises.answers(label)
     value = right[name]

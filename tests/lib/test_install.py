@@ -7,9 +7,12 @@ import sys
 import venv
 from pathlib import Path
 
+import pytest
+
 import inference_arithmetic as ia
 
 
+@pytest.mark.slow
 def test_the_wheel_installs_into_a_fresh_environment_and_its_command_line_answers(tmp_path):
     root = Path(ia.__file__).resolve().parents[2]  # the checkout: lib/inference_arithmetic/..
     pip = [sys.executable, "-m", "pip", "--disable-pip-version-check", "--quiet"]

@@ -231,6 +231,7 @@ def _step_at(model, gpu, parallel, n, decoding, prompt_tokens, **values):
 
 @pytest.mark.parametrize("parallel", latency.EXPERT_PARALLEL)
 @pytest.mark.parametrize("decoding, prompt_tokens", [(1, 0), (64, 0), (8, 2048)])
+@pytest.mark.slow
 def test_expert_parallelism_on_one_gpu_is_tensor_parallelism(parallel, decoding, prompt_tokens):
     # Every term expert parallelism adds vanishes at a degree of 1, whatever the imbalance:
     # one GPU holds every expert and sends nothing.
@@ -253,6 +254,7 @@ def test_an_all_to_all_grows_past_the_link_domain_and_not_within_it():
     assert f(n_gpus=1, link_domain=8, **link) == 0.0
 
 
+@pytest.mark.slow
 def test_the_busiest_gpu_takes_its_share_of_the_experts_work():
     # A decode step of 256 requests on 8 GPUs: the busiest GPU's grouped products hold 1/8 of
     # the touched experts' weights and take lambda_e / 8 of the token-expert pairs.
@@ -279,6 +281,7 @@ def test_expert_parallelism_of_a_dense_model_is_refused_by_name():
     assert transformer.expert_params(ia.model("llama-3.1-8b")) == 0
 
 
+@pytest.mark.slow
 def test_the_rows_of_a_data_parallel_step_add_up_to_it():
     # Each GPU's host schedules its own requests: the engine's row is the busiest GPU's too.
     work = dict(batch=512, context_len=2048, n_gpus=64, parallel="expert-dp")

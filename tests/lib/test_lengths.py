@@ -60,6 +60,7 @@ def _case(model, spread, load):
 
 
 @pytest.mark.parametrize(("model", "spread", "load"), CASES)
+@pytest.mark.slow
 def test_the_steady_state_of_many_lengths_is_the_simulations(model, spread, load):
     # The chat spread's p99 TTFT was 17-30% short from 0.6 while its sums and bins were cut by
     # their share of requests, not of tokens (``serving.lengths.NODES``).
@@ -73,6 +74,7 @@ def test_the_steady_state_of_many_lengths_is_the_simulations(model, spread, load
             assert mine == pytest.approx(simulated, rel=0.15), (key, tail, mine, simulated)
 
 
+@pytest.mark.slow
 def test_without_the_distribution_the_steady_state_misses_the_tail():
     # The companion of the 15%: the steady state of the mean lengths (the closed form before
     # it took a distribution) puts the first token's p99 far short of the simulation's.
@@ -88,6 +90,7 @@ def test_without_the_distribution_the_steady_state_misses_the_tail():
     assert closed["percentiles"]["ttft"]["p99"] == pytest.approx(simulated, rel=0.15)
 
 
+@pytest.mark.slow
 def test_cut_by_requests_the_chat_spreads_tail_is_short(monkeypatch):
     # The companion of the 15% for the chat spread: its sums and bins cut by their share of
     # requests (``lengths.cut`` without the tokens' mass), the first token's p99 is a fifth short.
@@ -162,6 +165,7 @@ def _spread_goodput():
     return ia.goodput(name, "h100-sxm", *_workload("chat"), **TARGETS)
 
 
+@pytest.mark.slow
 def test_a_spread_lowers_the_goodput_of_the_same_means():
     name, _ = MODELS["dense"]
     spread = _spread_goodput()
@@ -171,6 +175,7 @@ def test_a_spread_lowers_the_goodput_of_the_same_means():
     assert spread["requests_per_s"] < 0.7 * one_length["requests_per_s"], (spread, one_length)
 
 
+@pytest.mark.slow
 def test_a_plan_on_a_spread_meets_its_targets_in_the_simulation():
     # The plan's replicas, each serving an equal share, meet both p99s in the simulation of the
     # same lengths; one replica fewer misses them there (the plan is not wasteful either).

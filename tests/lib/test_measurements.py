@@ -125,6 +125,7 @@ def test_the_fit_set_is_the_two_shared_tables():
 
 
 @pytest.mark.parametrize("engine", ["vllm", "tensorrt-llm"])
+@pytest.mark.slow
 def test_the_shipped_engines_are_their_fit(engine):
     # Each fitted property is the fit's choice: a refit that moved would need the JSON changed.
     fit = measurements.fit(engine)

@@ -225,6 +225,7 @@ def test_the_largest_activation_formulas_are_the_ones_with_max():
 
 @settings(max_examples=40)
 @given(values=inputs())
+@pytest.mark.slow
 def test_numeric_equals_exact_evaluation(values):
     for name in WITHOUT_MAX:  # each draw checks every formula: one draw costs less than many
         _check_numeric_equals_evaluate(FORMULAS[name], values, name)

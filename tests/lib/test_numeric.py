@@ -373,6 +373,7 @@ def test_the_code_is_that_of_lambdify_for_numpy(expr):
     assert {type(e) for e in compiled.expr.atoms(sympy.Max, sympy.Min)} <= {sympy.Max, sympy.Min}
 
 
+@pytest.mark.slow
 def test_compiling_imports_no_optional_numpy_module():
     code = (
         "import sys\n"

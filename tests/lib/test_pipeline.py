@@ -54,6 +54,7 @@ def _simulated(name, n, load):
 
 @pytest.mark.parametrize("name, n", CASES)
 @pytest.mark.parametrize("load", LOADS)
+@pytest.mark.slow
 def test_a_pipelines_steady_state_is_the_simulations(name, n, load):
     closed = ia.steady_state(name, "h100-sxm", _rate(name, n, load), PROMPT, OUTPUT, n_gpus=n,
                              parallel="pipeline")  # fmt: skip
@@ -73,6 +74,7 @@ def _independent(name, n, load):
 
 
 @pytest.mark.parametrize("name, n", CASES)
+@pytest.mark.slow
 def test_as_independent_engines_a_pipeline_falls_short_of_the_simulation(name, n):
     # The companion of the 10%: without the cycle each micro-batch steps at its own pace, and
     # its time per token falls short of the simulation's by more than the tolerance where a

@@ -280,6 +280,7 @@ def _arguments(function, pool: dict) -> dict:
 
 @settings(max_examples=60, deadline=None)
 @given(pool=pools())
+@pytest.mark.slow
 def test_every_public_function_returns_sane_numbers_or_a_clear_error(pool):
     for function in PUBLIC:
         kwargs = _arguments(function, pool)
@@ -332,6 +333,7 @@ def roofline_floor(s: dict) -> tuple[float, float]:
 
 @settings(max_examples=50, deadline=None)
 @given(s=scenarios())
+@pytest.mark.slow
 def test_no_time_or_throughput_beats_the_roofline(s):
     run = ia.generation(
         s["model"], s["gpu"], s["batch"], s["prompt_len"], s["output_len"], **options(s)
@@ -356,6 +358,7 @@ def test_no_time_or_throughput_beats_the_roofline(s):
 
 @settings(max_examples=50, deadline=None)
 @given(s=scenarios(parallel=("tensor",)))
+@pytest.mark.slow
 def test_memory_holds_the_weights_within_the_budget(s):
     r = ia.calculate(**{k: v for k, v in s.items() if k != "parallel"})
     assert_sane(r, "calculate")
@@ -382,6 +385,7 @@ def test_memory_holds_the_weights_within_the_budget(s):
 
 @settings(max_examples=40, deadline=None)
 @given(s=scenarios(max_prompt=16384))
+@pytest.mark.slow
 def test_a_longer_prompt_takes_longer_to_prefill(s):
     args = (s["model"], s["gpu"], s["batch"])
     deployment = options(s)
@@ -400,6 +404,7 @@ def test_a_longer_prompt_takes_longer_to_prefill(s):
 
 @settings(max_examples=40, deadline=None)
 @given(s=scenarios(), more_context=st.integers(0, 8192), more_batch=st.integers(0, 64))
+@pytest.mark.slow
 def test_a_decode_step_grows_with_context_and_batch(s, more_context, more_batch):
     model, gpu, batch, context = s["model"], s["gpu"], s["batch"], s["prompt_len"]
     deployment = options(s)
@@ -418,6 +423,7 @@ def test_a_decode_step_grows_with_context_and_batch(s, more_context, more_batch)
 
 @settings(max_examples=40, deadline=None)
 @given(s=scenarios(), data=st.data())
+@pytest.mark.slow
 def test_more_efficiency_never_slows_anything(s, data):
     compute, bandwidth = s["compute_efficiency"], s["bandwidth_efficiency"]
     factor = data.draw(st.floats(1.0, 1.0 / max(compute, bandwidth)), label="factor")
@@ -452,6 +458,7 @@ def test_more_efficiency_never_slows_anything(s, data):
     dtype=st.sampled_from(DTYPES),
     form=st.sampled_from(("latent", "expanded")),
 )
+@pytest.mark.slow
 def test_the_kv_cache_is_proportional_to_batch_and_context(name, batch, context, k, dtype, form):
     arch = ia.model(name)
     # The formula's scaling past the context window too: the model as if it stated none (the
@@ -476,6 +483,7 @@ def test_the_kv_cache_is_proportional_to_batch_and_context(name, batch, context,
 
 @settings(max_examples=30, deadline=None)
 @given(s=scenarios(parallel=("tensor",)))
+@pytest.mark.slow
 def test_the_parameters_depend_on_the_model_only(s):
     count = ia.param_count(s["model"])
     assert isinstance(count, int) and count > 0
@@ -612,6 +620,7 @@ def _as(kind, value):
 
 @settings(max_examples=25, deadline=None)
 @given(s=scenarios(max_output=512), kind=st.sampled_from(("numpy", "float")))
+@pytest.mark.slow
 def test_numpy_integers_and_integral_floats_are_counts(s, kind):
     counts = ("batch", "prompt_len", "output_len", "n_gpus")
     other = {**s, **{k: _as(kind, s[k]) for k in counts}}
@@ -644,6 +653,7 @@ def test_numpy_integers_and_integral_floats_are_counts(s, kind):
 
 @settings(max_examples=50, deadline=None)
 @given(s=scenarios())
+@pytest.mark.slow
 def test_the_closed_form_is_the_step_sum_where_exact(s):
     r = ia.calculate(**s)
     run = ia.generation(
@@ -664,6 +674,7 @@ def test_the_closed_form_is_the_step_sum_where_exact(s):
 
 @settings(max_examples=30, deadline=None)
 @given(s=scenarios(parallel=("tensor",), max_output=1024), requests=st.integers(1, 4096))
+@pytest.mark.slow
 def test_waves_serve_every_request(s, requests):
     deployment = options(s)
     served = ia.serve(
@@ -688,6 +699,7 @@ def test_waves_serve_every_request(s, requests):
 
 @settings(max_examples=30, deadline=None)
 @given(s=scenarios())
+@pytest.mark.slow
 def test_max_batch_is_the_largest_batch_that_fits(s):
     context = s["prompt_len"] + s["output_len"]
     fit = {k: s[k] for k in _MAX_BATCH_OPTIONS}
@@ -702,6 +714,7 @@ def test_max_batch_is_the_largest_batch_that_fits(s):
 
 @settings(max_examples=25, deadline=None)
 @given(s=scenarios(parallel=("tensor",), max_prompt=8192))
+@pytest.mark.slow
 def test_the_compute_bound_batch_is_where_decode_turns_compute_bound(s):
     keep = ("n_gpus", "dtype", "cache_dtype", "compute_dtype")
     keep += ("compute_efficiency", "bandwidth_efficiency")

@@ -10,6 +10,7 @@ from inference_arithmetic.serving import bands
 from inference_arithmetic.validation import measurements, published, residuals
 
 
+@pytest.mark.slow
 def test_the_held_out_median_error_beats_the_roofline_and_the_older_runs_meet_the_bar():
     rows, errors = residuals.validation_errors()
     assert len(rows) >= 390
@@ -24,6 +25,7 @@ def test_the_held_out_median_error_beats_the_roofline_and_the_older_runs_meet_th
     assert np.median(np.abs(roofline)) > np.median(np.abs(errors)) + 0.05
 
 
+@pytest.mark.slow
 def test_the_shipped_bands_are_the_validation_sets_residuals():
     # Regenerate with `make bands` when the predictions change.
     shipped = bands.bands()
@@ -47,6 +49,7 @@ def test_a_residual_is_measured_time_over_predicted_time():
 
 
 @pytest.mark.parametrize("term", [t.name for t in residuals.TERMS])
+@pytest.mark.slow
 def test_each_term_changes_some_prediction(term):
     # A term that changes nothing would be a stub: each moves at least one row by 0.5%.
     rows, errors = residuals.validation_errors()

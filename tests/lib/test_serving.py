@@ -79,6 +79,7 @@ def test_defaults_are_the_librarys():
     assert _close(ideal["tpot"], ia.generation(M, G, **timing.IDEAL)["tpot"])
 
 
+@pytest.mark.slow
 def test_a_bound_that_changes_during_the_output_is_flagged():
     # A large batch starts compute-bound; as its caches grow, reading them overtakes.
     r = calculate("llama-3.1-8b", "h100-sxm", batch=256, prompt_len=100, output_len=1000,
@@ -140,6 +141,7 @@ def test_impossible_inputs_say_why(kwargs, error, fragment):
         calculate(**arguments)
 
 
+@pytest.mark.slow
 def test_every_model_on_every_gpu_gives_numbers_or_a_clear_error():
     answered = 0
     for name in ia.model_names():
@@ -277,6 +279,7 @@ def test_a_prefix_cache_shortens_the_prefill_and_cheapens_input_tokens_alike():
     assert cached["tpot"] == plain["tpot"]  # decoding reads the whole cache all the same
 
 
+@pytest.mark.slow
 def test_speculation_divides_the_verification_step_by_the_tokens_it_yields():
     spec = {"method": "eagle3", "draft_len": 3}
     r = calculate(M, G, batch=4, speculative=spec)
@@ -305,6 +308,7 @@ def _routed_params(m):
 
 
 @pytest.mark.parametrize("name, n", EXPERT_CASES)
+@pytest.mark.slow
 def test_expert_parallelism_holds_its_share_of_the_experts_and_of_the_requests(name, n):
     m = ia.model(name)
     work = dict(batch=64, prompt_len=1024, output_len=256, dtype="bf16", memory_utilization=1.0)
@@ -358,6 +362,7 @@ def test_expert_parallelism_past_the_link_domain_costs_its_network():
     assert calculate("deepseek-v3", "gb200", 16, **work)["notes"] == []  # one NVL72 rack
 
 
+@pytest.mark.slow
 def test_the_sweep_and_the_steady_state_take_expert_parallelism():
     t = ia.sweep("deepseek-v3", "h200", n_gpus=8, batch=16, parallel=["expert", "expert-dp"])
     want = calculate("deepseek-v3", "h200", 8, batch=16, parallel="expert-dp")

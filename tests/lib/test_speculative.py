@@ -90,6 +90,7 @@ def _drafts_bytes(n_gpus, batch=0, tokens=1):
     return (2 * ia.param_count(draft) + cache) / n_gpus
 
 
+@pytest.mark.slow
 def test_a_draft_models_weights_and_cache_count_in_calculates_memory():
     args = dict(batch=8, prompt_len=2048, output_len=256, n_gpus=4)
     plain = ia.calculate(*TARGET, **args, speculative="eagle3")["memory"]
