@@ -40,6 +40,10 @@ LIBRARY = ROOT / "lib"
 READS = Path(__file__).with_name("book_reads.py")
 # What decides how a page is run and recorded: a change to either runs every page again.
 EXECUTOR = (Path(__file__), READS)
+# The seconds each page takes from a fresh clone on a 2-core machine (`make test`, both jobs
+# busy), for the order only: a page missing from it runs last, and a page run before goes by
+# its own time.
+SECONDS = Path(__file__).with_name("page_seconds.json")
 
 
 def library_key(library: Path = LIBRARY) -> str:
@@ -180,9 +184,12 @@ def execute(pages, cache_dir, root: Path = ROOT, jobs: int = 2, timeout: int = 3
     stale_pages, took = stale(pages, cache, root, library)
     if not stale_pages:
         return [], []
-    # The longest first, so that none is left to run alone at the end: a page not run before
-    # first, the longest source first, then by the time each took last.
-    longest_first = sorted(stale_pages, key=lambda p: (p in took, -took.get(p, p.stat().st_size)))
+    # The longest first, so that none is left to run alone at the end: by the time each took
+    # when it last ran here, else by what it takes on a 2-core machine from a fresh clone
+    # (SECONDS): the calculator's page, which prints every model's formulas, takes a third of
+    # the whole, and started last it would run alone for minutes.
+    expected = {**json.loads(SECONDS.read_text()), **{p.stem: s for p, s in took.items()}}
+    longest_first = sorted(stale_pages, key=lambda p: -expected.get(p.stem, 0))
     names = ", ".join(p.stem for p in longest_first)
     out(f"executing {len(stale_pages)} of {len(pages)} pages: {names}")
     failed = []
