@@ -372,7 +372,7 @@ def simulate(
     arrivals = np.cumsum(rng.exponential(1 / rate, requests + warm))
     first = np.empty_like(arrivals)
     prefill, decode = pools.prefill, pools.decode
-    step = simulation.scalar_step(prefill)
+    step = simulation.run_step(prefill)
     limits = simulation.limits(prefill)  # its prompts, of one output token each
     to_prefill = rng.integers(pools.sizes["prefill_replicas"], size=len(arrivals))
     for replica in range(pools.sizes["prefill_replicas"]):
@@ -382,7 +382,7 @@ def simulate(
     handed = first + pools.transfer
     last = np.empty_like(arrivals)
     to_decode = rng.integers(pools.sizes["decode_replicas"], size=len(arrivals))
-    step = simulation.scalar_step(decode)
+    step = simulation.run_step(decode)
     for replica in range(pools.sizes["decode_replicas"]):
         mine = np.flatnonzero(to_decode == replica)
         order = mine[np.argsort(handed[mine], kind="stable")]

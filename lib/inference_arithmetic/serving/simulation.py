@@ -235,7 +235,7 @@ def run(s: Scenario, arrivals, step=None, total=None, lengths=None, owners=None)
     admits requests by the tokens of their whole caches. A pipeline runs its n micro-batches
     in flight as n engines (``owners``: each request's), whose steps share its n stages. Each
     finished request, with its arrival, first and last token times and its lengths."""
-    step = scalar_step(s) if step is None else step
+    step = run_step(s) if step is None else step
     stages = {"owners": owners, "stages": s.n_gpus if s.parallel == "pipeline" else 1}
     bounds = limits(s)  # (and the refusal of what it does not simulate)
     if lengths is None:
@@ -441,6 +441,13 @@ def load_simpy():
             "inference-arithmetic that is missing here: pip install simpy"
         ) from error
     return simpy
+
+
+def run_step(s: Scenario):
+    """``scalar_step(s)`` remembering its answers, for one run: a long run repeats half its
+    steps' arguments (the same decodes, mean context and prompt tokens), and looking one up
+    takes a twentieth of the step. Made anew for each run, so that none keeps them after."""
+    return functools.cache(scalar_step(s))
 
 
 @functools.lru_cache(maxsize=32)
