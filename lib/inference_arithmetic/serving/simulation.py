@@ -306,10 +306,14 @@ def run_limits(
     engines = [{"waiting": deque(), "wake": None} for _ in range(count)]
     pipe = [simpy.Resource(env, capacity=1) for _ in range(stages)] if stages > 1 else None
 
+    # Each request's lengths: its own, where they are arrays, else the one of all.
+    prompts, outputs, computes = (
+        (lambda i, x=x: int(x[i])) if np.ndim(x) else (lambda i, x=x: x)
+        for x in (prompt_len, output_len, computed)
+    )
+
     def request(i, at):
-        prompt = int(prompt_len[i]) if np.ndim(prompt_len) else prompt_len
-        output = int(output_len[i]) if np.ndim(output_len) else output_len
-        new = int(computed[i]) if np.ndim(computed) else computed
+        prompt, output, new = prompts(i), outputs(i), computes(i)
         return {
             "i": i,
             "arrived": at,
