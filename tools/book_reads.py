@@ -1,15 +1,15 @@
 """A book page's kernel records what it reads of the repository (run at its start-up).
 
 tools/execute.py starts each page's kernel with this file as ``PYTHONSTARTUP``, which IPython
-runs before the first cell, and with ``IA_BOOK_ROOT`` (the repository) and ``IA_BOOK_READS``
-(a file to append to) in its environment. An audit hook then writes a line for each file under
-the repository the page opens to read (with its modification time and size then), and each
-folder it lists, the first time: the inputs its outputs depend on beside its code and the
-library's. What the import system opens or lists is left out (the library's code is keyed
-whole), and so is what importlib.metadata reads of the installed packages (the executor keys
-their versions); a module imported from the repository outside the library is recorded as its
-source file. Starting another process (a shell command, a subprocess, a fork) is recorded too:
-what that process reads cannot be seen from here.
+runs before the first cell, and with ``IA_BOOK_ROOT`` (the repository) and ``IA_BOOK_READS`` (a
+file to append to) in its environment. An audit hook then writes a line for each file under the
+repository the page opens to read (with its modification time and size then), and each folder
+it lists, the first time: the inputs its outputs depend on beside its code and the library's.
+What the import system opens or lists is left out (the executor keys the library's code), and
+so is what importlib.metadata reads of the installed packages (the executor keys their
+versions); a module imported from the repository outside the library is recorded as its source
+file. Starting another process (a shell command, a subprocess, a fork) is recorded too: what
+that process reads cannot be seen from here.
 
 Every name this file binds is deleted at its end, so the page's namespace is a fresh kernel's.
 """
@@ -67,7 +67,7 @@ def _install_the_hook():
         if caller.startswith("<frozen importlib") or metadata in caller:
             if kind == "folder" or not path.endswith((".py", ".pyc")):
                 return  # the import system's look-ups, and importlib.metadata's of packages
-            source = path  # a module: its source, unless the library's (keyed whole)
+            source = path  # a module: its source, unless the library's (keyed by its code)
             if path.endswith(".pyc"):
                 folder, name = os.path.split(path)
                 source = os.path.join(os.path.dirname(folder), name.split(".")[0] + ".py")

@@ -4,15 +4,15 @@
 
 The build (myst-nb) takes a page's outputs from the jupyter-cache in ``DIR`` (default
 _build/.jupyter_cache) when a record there has the page's code cells, and jupyter-cache keys a
-record on those alone. A page also depends on the library's code and on the data files it
-reads (a GPU's specs, a validation CSV, the bands), so each record made here carries its
-*inputs* beside its outputs (the record's data, ``inputs``): a hash of the library's code and
-the installed packages (``library_key``), and the hash of every file of the repository the
-page read and of every folder it listed while it ran, as its kernel recorded them
-(tools/book_reads.py, an audit hook). A page whose record is missing, was made elsewhere, or
-whose inputs are no longer those is executed again; the others are left alone. So a data edit
-re-executes exactly the pages that read that file, and no page is served stale. A page that
-started another process (whose reads cannot be seen) depends on every file under lib/.
+record on those alone. A page also depends on the library's code and on the data files it reads
+(a GPU's specs, a validation CSV, the bands), so each record made here carries its *inputs*
+beside its outputs (the record's data, ``inputs``): a hash of the library's code (docstrings
+and comments aside) and the installed packages (``library_key``), and the hash of every file of
+the repository the page read and of every folder it listed while it ran, as its kernel recorded
+them (tools/book_reads.py, an audit hook). A page whose record is missing, was made elsewhere,
+or whose inputs are no longer those is executed again; the others are left alone. So a data
+edit re-executes exactly the pages that read that file, and no page is served stale. A page
+that started another process (whose reads cannot be seen) depends on every file under lib/.
 
 The pages run JOBS at a time (default 2), the longest first; each executed page's stamp,
 _build/.executed/PAGE, is touched, so that Sphinx reads the page again (tools/book_html.py
@@ -47,16 +47,21 @@ SECONDS = Path(__file__).with_name("page_seconds.json")
 
 
 def library_key(library: Path = LIBRARY) -> str:
-    """A hash of the library's code (every module, whole: a page that prints a docstring
-    changes with it), of this executor's and of the Python version and installed packages."""
+    """A hash of the library's code (each module's syntax tree without its docstrings and
+    comments, ``cache.content_hash``), of this executor's and of the Python version and
+    installed packages. A docstring edit leaves the pages alone: a page that prints a
+    docstring (the formula reference) reads it from its module's file, and so depends on it
+    as on any file it reads."""
+    from inference_arithmetic.core.cache import content_hash
+
     digest = hashlib.sha256(sys.version.encode())
     packages = sorted(f"{d.metadata['Name']}=={d.version}" for d in metadata.distributions())
     digest.update("\n".join(packages).encode())
     modules = sorted(p for p in library.rglob("*.py") if "__pycache__" not in p.parts)
-    named = [(str(p.relative_to(library)), p) for p in modules]
-    for name, path in [*named, *((f"tools/{p.name}", p) for p in EXECUTOR)]:
-        digest.update(f"\n{name}\n".encode())
-        digest.update(path.read_bytes())
+    named = [(str(p.relative_to(library)), content_hash(p)) for p in modules]
+    executor = [(f"tools/{p.name}", hashlib.sha256(p.read_bytes()).hexdigest()) for p in EXECUTOR]
+    for name, hashed in [*named, *executor]:
+        digest.update(f"\n{name} {hashed}".encode())
     return digest.hexdigest()
 
 

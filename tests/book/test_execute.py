@@ -1,9 +1,11 @@
 """The book's execution cache (tools/execute.py): a page runs again exactly when its code, the
-library's code or a file it read changed, so that no page is served stale.
+library's code (docstrings and comments aside) or a file it read changed, so that no page is
+served stale.
 
 A tiny book in a temporary folder: a "library" (lib/: a module and a data file), a page that
-reads the data file, one that lists a folder and one that reads nothing; each is executed in a
-real kernel with the hook the book's pages run under (tools/book_reads.py).
+reads the data file, one that lists a folder, one that prints the module's docstring (read from
+its file, as the formula reference reads them) and one that reads nothing; each is executed in
+a real kernel with the hook the book's pages run under (tools/book_reads.py).
 """
 
 import json
@@ -35,6 +37,9 @@ PAGES = {
     'print(json.load(open("../lib/data/specs.json"))["bandwidth"] * tiny.VALUE)',
     "lists": 'import os\n\nprint(sorted(os.listdir("../lib/profiles")))',
     "plain": "print(6 * 7)",
+    # Prints a docstring as the formula reference does: read from the module's file.
+    "docs": 'import ast, inspect, sys\n\nsys.path.insert(0, "../lib")\nimport tiny\n\n'
+    "print(ast.get_docstring(ast.parse(inspect.getsource(tiny))))",
 }
 
 
@@ -96,6 +101,7 @@ def test_a_page_records_the_files_it_reads_and_the_folders_it_lists(book):
     assert records["reads"]["folders"] == {} and not records["reads"]["whole"]
     assert list(records["lists"]["folders"]) == ["lib/profiles"] and not records["lists"]["files"]
     assert records["plain"]["files"] == records["plain"]["folders"] == {}
+    assert list(records["docs"]["files"]) == ["lib/tiny/__init__.py"]  # its source, read
     assert (cache.parent / ".executed" / "pages" / "reads").exists()  # the page's stamp
     assert _printed(cache, pages["reads"]) == "3.35\n"
 
@@ -120,13 +126,20 @@ def test_a_data_edit_runs_again_the_page_that_read_it_and_no_other(book):
     assert _printed(cache, pages["lists"]) == "['a.json', 'b.json']\n"
 
 
-def test_a_library_edit_docstrings_included_makes_every_page_stale(book):
+def test_a_code_edit_makes_every_page_stale_and_a_docstring_edit_the_page_printing_it(book):
     root, cache, pages = book
     module = root / "lib" / "tiny" / "__init__.py"
     before = module.read_text()
+    assert _printed(cache, pages["docs"]) == "A library.\n"
     try:
+        module.write_text(before.replace("VALUE = 1", "VALUE = 2"))
+        assert _stale(root, cache, pages) == ["docs", "lists", "plain", "reads"]
+        # A comment or a docstring changes no number: only the page that printed the docstring,
+        # having read the module's file, runs again.
+        module.write_text(before.replace("VALUE = 1", "VALUE = 1  # the one value"))
+        assert _stale(root, cache, pages) == ["docs"]
         module.write_text(before.replace("A library.", "A library, documented."))
-        assert _stale(root, cache, pages) == ["lists", "plain", "reads"]
+        assert _stale(root, cache, pages) == ["docs"]
     finally:
         module.write_text(before)
     assert _stale(root, cache, pages) == []

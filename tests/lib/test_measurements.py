@@ -135,6 +135,7 @@ def test_the_shipped_engines_are_their_fit(engine):
         assert getattr(e, name) == pytest.approx(value), name
 
 
+@pytest.mark.slow
 def test_the_vllm_runs_each_stay_within_a_quarter_and_trtllm_has_a_median_under_15_percent():
     rows = measurements.fit_set()
     vllm = measurements.errors([m for m in rows if m.engine == "vllm"])

@@ -351,6 +351,7 @@ def test_bad_expert_parallelism_says_why(kwargs, fragment):
         calculate(**kwargs)
 
 
+@pytest.mark.slow
 def test_expert_parallelism_past_the_link_domain_costs_its_network():
     # DeepSeek-V3 on 16 H200s (two 8-GPU boards) against the same 16 in one domain.
     work = dict(batch=256, prompt_len=2048, output_len=256, parallel="expert-dp")

@@ -122,6 +122,7 @@ def test_the_table_converts_to_a_dataframe_by_its_column_names():
     assert records[1][table.dtype.names.index("batch")] == 8
 
 
+@pytest.mark.slow
 def test_prefix_hit_rates_and_speculation_are_rows_as_calculate_answers_them():
     grid = dict(model=["llama-3.1-8b"], gpu=["h100-sxm"], batch=[1, 16],
                 prefix_hit_rate=[0.25, 0.9, 1.5], speculative=["ngram", "eagle3"])  # fmt: skip

@@ -53,7 +53,17 @@ import sympy
 
 from inference_arithmetic.core.numeric import CompiledFormula, CompiledFormulas
 
-__all__ = ["formulas", "formula", "data", "key", "canonical", "fingerprint", "folder", "forget"]
+__all__ = [
+    "formulas",
+    "formula",
+    "data",
+    "key",
+    "canonical",
+    "fingerprint",
+    "content_hash",
+    "folder",
+    "forget",
+]
 
 KEPT = 1024
 """Builds kept in a process (the least recently used go first): every registry model's report,
@@ -312,7 +322,7 @@ def fingerprint(package: Path = LIBRARY, root: Path | None = None) -> str:
         file_kept = root / "files" / _hash(stats[name]) if root else None
         found = _kept_hex(file_kept) if file_kept else None
         if found is None:
-            found = _file_hash(path)
+            found = content_hash(path)
             if file_kept is not None:
                 _write_text(file_kept, found)
         digest.update(f"{name} {found}\n".encode())
@@ -325,8 +335,11 @@ def _hash(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
-def _file_hash(path: str) -> str:
-    """A module's syntax tree without its docstrings, or a data file's bytes, hashed."""
+def content_hash(path: str | Path) -> str:
+    """A module's syntax tree without its docstrings, or a data file's bytes, hashed (16
+    hexadecimal digits): what a module does, not what it says (the book's executor keys its
+    pages on the library's code by it, too)."""
+    path = os.fspath(path)
     content = Path(path).read_bytes()
     if path.endswith(".py"):
         try:

@@ -23,9 +23,11 @@ A presentation module: ``import inference_arithmetic`` does not import it.
 
 from __future__ import annotations
 
+import ast
 import functools
 import inspect
 import re
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -121,7 +123,7 @@ def _docstring_example(module, name):
     """The function's own docstring example, ``>>> name(...)``, evaluated like the doctest
     (earlier ``>>>`` lines first): the call, and what it returns. None if it has none."""
     namespace = dict(vars(module))
-    for line in re.findall(r"^>>> (.*)$", inspect.getdoc(getattr(module, name)) or "", re.M):
+    for line in re.findall(r"^>>> (.*)$", _docstring(getattr(module, name)), re.M):
         if line.startswith(f"{name}("):
             return line, eval(line, namespace)
         exec(line, namespace)
@@ -171,9 +173,23 @@ def _short(module):
     return module.__name__.rsplit(".", 1)[1]
 
 
+def _docstring(obj) -> str:
+    """``obj``'s docstring (a module's or a function's), read from its module's file: the page
+    that prints it reads that file, and the book's executor (tools/execute.py), which keys the
+    pages on the library's code without its docstrings and on the files each page reads, runs
+    this page again when a docstring changes. An object made at run time, with no file, gives
+    its ``__doc__``."""
+    try:
+        source = inspect.getsource(obj)
+    except (OSError, TypeError):
+        return inspect.getdoc(obj) or ""
+    tree = ast.parse(textwrap.dedent(source))
+    return ast.get_docstring(tree if inspect.ismodule(obj) else tree.body[0]) or ""
+
+
 def _first_paragraph(obj):
     """The first paragraph of a docstring, on one line."""
-    return " ".join((inspect.getdoc(obj) or "").split("\n\n")[0].split())
+    return " ".join(_docstring(obj).split("\n\n")[0].split())
 
 
 def _escape(text):
@@ -231,7 +247,7 @@ def _cite(label, labels):
 def _chapters(module, labels):
     """The labels of the chapters a module's docstring says derive it ("Derived in ...")."""
     where = f"formulas.{_short(module)}"
-    sentence = re.search(r"Derived in (.*?)\.(?:\s|$)", inspect.getdoc(module) or "", re.S)
+    sentence = re.search(r"Derived in (.*?)\.(?:\s|$)", _docstring(module), re.S)
     numbers = re.findall(r"\b(\d\d)\b", sentence.group(1)) if sentence else []
     if sentence and "introduction" in sentence.group(1):
         numbers.insert(0, "00")
