@@ -116,7 +116,7 @@ def test_the_built_book_links_the_repository_it_was_built_from_or_none():
         assert f"git+{url}&quot;" in intro  # the intro's pip line names the repository
 
 
-# Prose that stands on its own (issue 22): a reference in a sentence reads "chapter 08" or
+# Prose that stands on its own: a reference in a sentence reads "chapter 08" or
 # "§9.6", never the target's full title; an output shows formatted numbers, never a raw float,
 # a tuple mixing formatted strings with raw numbers, a SymPy Piecewise or a product of code
 # names printed as text.

@@ -216,7 +216,7 @@ def test_no_import_cycle():
 @pytest.mark.parametrize(
     "module, source, bad",
     [
-        # The cycle issue 20 broke: a module warming the report that uses it.
+        # A cycle: a module that warms the report which uses it.
         (
             "inference_arithmetic.serving.scenario",
             "def warm():\n    from inference_arithmetic.serving import report\n",

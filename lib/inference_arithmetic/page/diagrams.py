@@ -760,7 +760,7 @@ def parallelism(arch="llama-3.1-70b", n_gpus: int = 4, batch: int = 1, dtype="bf
     return Diagram(figure)
 
 
-# --- Five figures of issue 22: attention, GQA, MLA, prefill against decode, a shared read ----
+# --- Five figures: attention, GQA, MLA, prefill against decode, a shared read --------------
 # Drawn narrow (at most about 5 inches) with text of 10 points or more, so that the smallest
 # text is at least 9 px when the figure shrinks to a phone's column.
 
