@@ -212,6 +212,28 @@ def test_goodput_is_the_highest_rate_meeting_both_percentile_targets():
         ia.goodput(*args, ttft_target=-1, tpot_target=0.015)
 
 
+def test_a_percentile_written_as_a_float_is_that_percentile():
+    # 90.0 is the 90th percentile, as int and numpy integers are; a bool or a string is none.
+    assert [targets.check_percentile(p) for p in (90.0, np.int64(99), 50)] == [90, 99, 50]
+    assert all(type(targets.check_percentile(p)) is int for p in (90.0, np.int64(99)))
+    for bad in (True, "90", 95.0):
+        with pytest.raises(ia.ArgumentError, match="percentile must be one of 50, 90, 99"):
+            targets.check_percentile(bad)
+    args = ("llama-3.1-8b", "h100-sxm", 1024, 128)
+    as_float = ia.goodput(*args, ttft_target=0.3, tpot_target=0.015, percentile=50.0)
+    assert as_float == ia.goodput(*args, ttft_target=0.3, tpot_target=0.015, percentile=50)
+
+
+@pytest.mark.parametrize("most_gpus", [-8, 0, 2.5, True])
+def test_a_plan_of_no_gpus_at_all_is_refused_by_name(most_gpus):
+    with pytest.raises(ia.ArgumentError, match="most_gpus must be a whole number from 1 up"):
+        ia.plan("llama-3.1-8b", "h100-sxm", 5.0, 1024, 128, 0.5, 0.05, most_gpus=most_gpus)
+    with pytest.raises(ia.ArgumentError, match="most_gpus must be a whole number from 1 up"):
+        planning.plan_colocated(
+            "llama-3.1-8b", "h100-sxm", 5.0, 1024, 128, 0.5, 0.05, most_gpus=most_gpus
+        )
+
+
 def test_replicas_share_the_requests_evenly():
     one = ia.steady_state("llama-3.1-8b", "h100-sxm", 3.0, 1024, 128)
     two = ia.steady_state("llama-3.1-8b", "h100-sxm", 6.0, 1024, 128, replicas=2)

@@ -90,6 +90,7 @@ def plan(
     ``price_date``, None for a given price); ``ValueError`` if no deployment of ``most_gpus``
     GPUs meets the targets."""
     layout = checks.choice("layout", layout, LAYOUTS)
+    most_gpus = checks.count("most_gpus", most_gpus)
     if layout != "colocated" and sequences(prompt_len, output_len) is not None:
         raise checks.ArgumentError(POOLS_OF_ONE_LENGTH.format(layout=layout))
     asked = (model, gpu, requests_per_s, prompt_len, output_len, ttft_target, tpot_target)
@@ -174,6 +175,7 @@ def plan_colocated(
     pipeline = options.get("parallel", "tensor") == "pipeline"
     degrees = pipeline_degrees if pipeline else tensor_parallel_degrees
     rate = checks.amount("requests_per_s", requests_per_s, "requests per second", positive=True)
+    most_gpus = checks.count("most_gpus", most_gpus)
     prompt_len, output_len, lengths = workload(prompt_len, output_len)
     check_decodes(output_len)  # else every deployment would be skipped as if it saturated
     dtype = options.pop("dtype", AUTO)

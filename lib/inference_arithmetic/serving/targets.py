@@ -183,10 +183,14 @@ def _excess(state, ttft_target, tpot_target, percentile) -> dict:
 
 
 def check_percentile(percentile) -> int | None:
-    """A percentile a target may be on: one of ``PERCENTILES``, or None for the mean."""
-    if percentile is not None and percentile not in PERCENTILES:
-        raise checks.ArgumentError(
-            f"percentile must be one of {', '.join(map(str, PERCENTILES))} (or None, for "
-            f"targets on the mean), got {percentile!r}"
-        )
-    return percentile
+    """A percentile a target may be on: one of ``PERCENTILES`` (as that int: 90.0 is 90), or
+    None for the mean."""
+    if percentile is None:
+        return None
+    for known in PERCENTILES:
+        if checks.is_real(percentile) and percentile == known:
+            return known
+    raise checks.ArgumentError(
+        f"percentile must be one of {', '.join(map(str, PERCENTILES))} (or None, for "
+        f"targets on the mean), got {percentile!r}"
+    )
