@@ -174,6 +174,16 @@ def test_invalid_gpus_raise_a_clear_error(changes, message):
         toy(**changes)
 
 
+def test_an_optional_count_written_as_a_whole_float_is_that_count():
+    # 9e10 bytes is a whole number of bytes, as a count anywhere in the library; 132.5 SMs not.
+    sources = {**toy().sources, "usable_memory_bytes": "made up", "sm_count": "made up"}
+    g = toy(usable_memory_bytes=9e10, sm_count=132.0, sources=sources)
+    assert (g.usable_memory_bytes, g.sm_count) == (90_000_000_000, 132)
+    assert type(g.usable_memory_bytes) is int and type(g.sm_count) is int
+    with pytest.raises(ValueError, match="toy: sm_count must be a whole number from 1 up, got"):
+        toy(sm_count=132.5, sources=sources)
+
+
 def test_unknown_gpu_lists_close_matches():
     with pytest.raises(KeyError, match="unknown gpu 'h100'; close matches: .*h100-sxm"):
         gpu("h100")

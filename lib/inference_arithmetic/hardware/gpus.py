@@ -195,9 +195,10 @@ class GPU:
         for name in ("interconnect_bandwidth", "pcie_bandwidth", "price_per_hour", *OPTIONAL):
             if getattr(self, name) is not None:
                 _positive(self.name, name, getattr(self, name))
-        for name in OPTIONAL:
-            if getattr(self, name) is not None and not isinstance(getattr(self, name), int):
-                raise ArgumentError(f"{self.name}: {name} must be a whole number")
+        for name in OPTIONAL:  # counts: 9e10 is 90,000,000,000 bytes, kept as an int
+            if getattr(self, name) is not None:
+                whole = checks.count(f"{self.name}: {name}", getattr(self, name))
+                object.__setattr__(self, name, whole)
         if not isinstance(self.achieved, Mapping):
             raise ArgumentError(f"{self.name}: achieved must map kernel figures to numbers")
         for key, value in self.achieved.items():
