@@ -226,7 +226,7 @@ CHECKS = (
         "fit",
         _fits,
         "{model} does not fit: needs {need} per GPU (weights {weights}, KV cache {cache} of a "
-        "batch of {batch} at prompt_len + output_len tokens, activations {activations}) on "
+        "batch of {batch} at {context} tokens each, activations {activations}) on "
         "{n_gpus} x {gpu}, whose budget is "
         "{budget} ({memory_utilization} of {memory}). Use more GPUs, a smaller batch, shorter "
         "requests or fewer bytes per number",
@@ -239,6 +239,9 @@ CHECKS = (
             ),
             "weights": (_weights, "nbytes"),
             "cache": (_cache, "nbytes"),
+            # The tokens each request's cache holds, in numbers: the entry points name them
+            # differently (prompt_len and output_len, context_len).
+            "context": (lambda arch, parallel, draft=None: T + O, "integer"),
             "activations": (
                 lambda arch, parallel, draft=None: latency.activation_reserve(arch),
                 "nbytes",
