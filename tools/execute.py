@@ -59,7 +59,7 @@ def library_key(library: Path = LIBRARY) -> str:
     digest.update("\n".join(packages).encode())
     modules = sorted(p for p in library.rglob("*.py") if "__pycache__" not in p.parts)
     named = [(str(p.relative_to(library)), content_hash(p)) for p in modules]
-    executor = [(f"tools/{p.name}", hashlib.sha256(p.read_bytes()).hexdigest()) for p in EXECUTOR]
+    executor = [(f"tools/{p.name}", file_hash(p)) for p in EXECUTOR]
     for name, hashed in [*named, *executor]:
         digest.update(f"\n{name} {hashed}".encode())
     return digest.hexdigest()

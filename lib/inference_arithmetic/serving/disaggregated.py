@@ -429,11 +429,6 @@ def _decode_rate(s: Scenario, tpot_target: float, percentile=None) -> float:
     return _highest(meets)
 
 
-def _targets(ttft_target, tpot_target):
-    checks.amount("ttft_target", ttft_target, "seconds", positive=True)
-    checks.amount("tpot_target", tpot_target, "seconds", positive=True)
-
-
 def _splits(
     model,
     gpu,
@@ -452,7 +447,7 @@ def _splits(
     prefill replica serves within the TTFT target less the transfer, one decode replica's within
     the TPOT target (each a search on its steady state, targets on the means or on
     ``percentile``), and the pools."""
-    _targets(ttft_target, tpot_target)
+    targets.check_targets(ttft_target, tpot_target)
     degrees = tensor_parallel_degrees(registry_model(model), most_degree)
     decode_rates = {}
     for n_p in degrees:
@@ -604,7 +599,7 @@ def best_colocated(
     ``most_degree``, the highest rate one replica serves within both (replicas add their
     rates, so the rate per GPU is one replica's over its GPUs). Returns ``n_gpus``, ``goodput``
     (one replica's requests a second) and ``per_gpu``; None if no degree meets the targets."""
-    _targets(ttft_target, tpot_target)
+    targets.check_targets(ttft_target, tpot_target)
     check_decodes(output_len)
     best = None
     for n in tensor_parallel_degrees(registry_model(model), most_degree):

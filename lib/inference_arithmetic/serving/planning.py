@@ -179,8 +179,7 @@ def plan_colocated(
     prompt_len, output_len, lengths = workload(prompt_len, output_len)
     check_decodes(output_len)  # else every deployment would be skipped as if it saturated
     dtype = options.pop("dtype", AUTO)
-    checks.amount("ttft_target", ttft_target, "seconds", positive=True)
-    checks.amount("tpot_target", tpot_target, "seconds", positive=True)
+    targets.check_targets(ttft_target, tpot_target)
     percentile = targets.check_percentile(percentile)
     model, device = registry_model(model), registry_gpu(gpu)
     price, date, _ = device.price(price_per_hour, required=True)

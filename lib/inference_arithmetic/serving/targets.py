@@ -51,8 +51,7 @@ def goodput(
     every replica), ``binds`` ("saturation", "ttft" or "tpot": what stops a higher rate),
     ``percentile``, and the ``ttft`` and ``tpot`` judged at that rate (None at a goodput of 0).
     """
-    checks.amount("ttft_target", ttft_target, "seconds", positive=True)
-    checks.amount("tpot_target", tpot_target, "seconds", positive=True)
+    check_targets(ttft_target, tpot_target)
     percentile = check_percentile(percentile)
     prompt_len, output_len, lengths = workload(prompt_len, output_len)
     s = stream_scenario(model, gpu, prompt_len, output_len, n_gpus, dtype, deployment)
@@ -76,7 +75,7 @@ def highest_rate(s: Scenario, tpot_target: float) -> float:
     per output token of ``tpot_target`` seconds: the saturation rate if a saturated engine
     keeps it, 0 if a trickle (a thousandth of that rate) does not, else found by bisection
     (the time per token grows with the rate) to a billionth of the range."""
-    checks.amount("tpot_target", tpot_target, "seconds", positive=True)
+    check_targets(None, tpot_target)
     return goodput_of(s, None, tpot_target, None, 2.0**-30)[0]
 
 
@@ -180,6 +179,14 @@ def _excess(state, ttft_target, tpot_target, percentile) -> dict:
     judged = judged_times(state, percentile)
     targets = {"ttft": ttft_target, "tpot": tpot_target}
     return {key: judged[key] / target - 1 for key, target in targets.items() if target is not None}
+
+
+def check_targets(ttft_target, tpot_target) -> None:
+    """Both targets, each a positive number of seconds (None is no target, where a caller
+    allows it: ``highest_rate`` judges the TPOT alone)."""
+    for name, target in (("ttft_target", ttft_target), ("tpot_target", tpot_target)):
+        if target is not None:
+            checks.amount(name, target, "seconds", positive=True)
 
 
 def check_percentile(percentile) -> int | None:
