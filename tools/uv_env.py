@@ -37,13 +37,19 @@ def pip_settings() -> dict[str, str]:
     return {option: value for option, (_, value) in found.items()}
 
 
-def main() -> None:
+def uv_settings() -> dict[str, str]:
+    """uv's variables for pip's settings, less those already set."""
+    found = {}
     for option, value in pip_settings().items():
         if option not in UV or UV[option][0] in os.environ:
             continue
         name, separator = UV[option]
-        if separator:
-            value = separator.join(value.split())
+        found[name] = separator.join(value.split()) if separator else value
+    return found
+
+
+def main() -> None:
+    for name, value in uv_settings().items():
         print(f"export {name}={shlex.quote(value)}")
 
 
