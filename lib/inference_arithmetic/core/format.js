@@ -17,6 +17,7 @@ window.iaShow = window.iaShow || (function () {
   var DECIMAL = ["", "k", "M", "G", "T", "P", "E", "Z", "Y"];
   var WORDS = ["", "thousand", "million", "billion", "trillion", "quadrillion"];
   var UNITS = {nbytes: "B", flops: "FLOPs", flop_rate: "FLOP/s", bandwidth: "B/s"};
+  var SINGULAR = {tokens: "token", requests: "request", FLOPs: "FLOP"};
   var KINDS = ["nbytes", "seconds", "flops", "flop_rate", "bandwidth", "count", "integer",
                "number", "usd", "percent", "si", "text"];
   var SUPERSCRIPT = {"-": "\u207b", "0": "\u2070", "1": "\u00b9", "2": "\u00b2", "3": "\u00b3",
@@ -90,6 +91,12 @@ window.iaShow = window.iaShow || (function () {
 
   function si(value, unit) {
     var t = scaled(value, DECIMAL, 3);
+    if ((t[0] === "1" || t[0] === "-1") && !t[1]) {  // SINGULAR: "1 token/s"
+      var word = /^[A-Za-z]*/.exec(unit)[0];
+      if (Object.prototype.hasOwnProperty.call(SINGULAR, word)) {
+        unit = SINGULAR[word] + unit.slice(word.length);
+      }
+    }
     return (t[0] + " " + t[1] + unit).trimEnd();
   }
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 import functools
 import importlib.resources
 import math
+import re
 from collections.abc import Iterable
 
 import sympy
@@ -88,11 +89,20 @@ def _digits(magnitude: float, digits: int) -> str:
     return text
 
 
+# The units of counted things, plural, and their singular: one of them is "1 token/s", not
+# "1 tokens/s" (with a prefix the count is a thousand or more: "1 ktokens/s").
+SINGULAR = {"tokens": "token", "requests": "request", "FLOPs": "FLOP"}
+
+
 def si(value: float, unit: str = "", digits: int = 3, binary: bool = False) -> str:
-    """``value`` with a decimal (or binary) prefix and ``digits`` significant digits."""
+    """``value`` with a decimal (or binary) prefix and ``digits`` significant digits; a unit of
+    counted things is singular for exactly one (``SINGULAR``): ``si(1, "tokens/s") == '1 token/s'``."""
     number, prefix = _scaled(
         float(value), 1024 if binary else 1000, _BINARY if binary else _DECIMAL, digits
     )
+    if number in ("1", "-1") and not prefix:
+        word = re.match(r"[A-Za-z]*", unit)[0]
+        unit = SINGULAR.get(word, word) + unit[len(word) :]
     return f"{number} {prefix}{unit}".rstrip()
 
 
