@@ -149,8 +149,8 @@ def _check_readout(page, widget, spec):
         expr = sympy.parse_expr(curve["sympy"], local_dict=SYMBOLS)
         expected = float(ia.numeric(expr).from_values(state))
         assert math.isclose(value, expected, rel_tol=1e-9), (curve["label"], value, expected)
-    # The key numbers (the balance point, the ridge batch, the crossover): the least x of the
-    # x control's step grid at which the page's copy of the condition holds, by the library.
+    # The key numbers (the balance point, the ridge batch, the crossover): the least x at which
+    # the page's copy of the condition holds, by the library (widgets.least_where).
     keys = widget.eval_on_selector_all(
         ".ia-live-keyvalue", "ps => ps.map(p => Number(p.dataset.value))"
     )
@@ -164,7 +164,8 @@ def _check_readout(page, widget, spec):
         x = next(c for c in spec["controls"] if c["name"] == spec["x"])
         if x.get("only"):  # only the values the slider takes (Range.only)
             grid = np.asarray(x["stops"])
-        expected = ia.widgets.first_where(condition, {**state, spec["x"]: grid}, grid)
+        whole = spec["key_whole"]
+        expected = ia.widgets.least_where(condition, state, spec["x"], grid, whole)
         assert value == expected or (math.isnan(value) and math.isnan(expected)), key["label"]
 
 

@@ -725,6 +725,27 @@ def test_a_key_on_a_control_with_only_some_values_is_one_of_them():
     assert w.key_values() == {"k": 8}
 
 
+def test_a_key_between_the_sliders_steps_is_the_crossing_itself():
+    # The hidden width d_1 in steps of 16: its key is the least whole width past 140 MB of
+    # training memory, not the step of the slider after it.
+    import sympy
+
+    passes = sympy.GreaterThan(TRAINING, 140 * 10**6, evaluate=False)
+    controls = _controls() | {"batch": Range(1, 1024, 300)}
+    w = formula_widget({"training": TRAINING}, x="d_1", controls=controls, keys={"k": passes})
+    assert w.key_whole() is True
+    (found,) = w.key_values().values()
+    below = [_expected(TRAINING, {**w.values, "d_1": d}) for d in (found - 1, found)]
+    assert below[0] < 140e6 <= below[1] and found % 16 != 0  # between two steps of the slider
+    # A quantity that is not a count (a step of 0.5): the float where the condition turns.
+    x = sympy.Symbol("x")
+    half = formula_widget({"y": x}, x="x", controls={"x": Range(0.5, 10, 1, step=0.5)},
+                          keys={"k": sympy.GreaterThan(x**2, 2, evaluate=False)})  # fmt: skip
+    assert half.key_whole() is False
+    (root,) = half.key_values().values()
+    assert root**2 >= 2 > math.nextafter(root, 0) ** 2  # the least float with x² >= 2
+
+
 @pytest.mark.parametrize("key", [TRAINING, INFERENCE.subs(ia.symbols.B, 8) >= 1])
 def test_a_key_must_be_a_condition_on_x(key):
     with pytest.raises(ValueError, match="must be a condition on 'batch'"):

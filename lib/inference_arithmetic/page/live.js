@@ -20,13 +20,31 @@ var iaLive = window.iaLive || (window.iaLive = function (root) {
   function show(v) { return iaShow(v, spec.format, spec.unit); }
   spec.keys = spec.keys || [];
   var conds = spec.keys.map(compile);
-  // A key number: the least x of the x control's step grid (or of its only values) at which
-  // its condition holds (FormulaWidget.key_values), NaN where none does.
+  // A key number: the least x at which its condition holds, NaN where none does
+  // (widgets.least_where, step for step): the first x of the x control's step grid (or of its
+  // only values) where it holds, then the crossing between it and the x before, bisected to
+  // the least whole number (spec.key_whole) or the least float.
   function key(i) {
     var g = spec.key_grid, n = xc.only ? xc.stops.length : Math.floor((g[1] - g[0]) / g[2] + 1e-9) + 1;
+    var holds = function (x) { return call(conds[i], spec.keys[i].args, x); };
     for (var k = 0; k < n; k++) {
       var x = xc.only ? xc.stops[k] : g[0] + g[2] * k;
-      if (call(conds[i], spec.keys[i].args, x)) return x;
+      if (!holds(x)) continue;
+      if (xc.only || k === 0) return x;
+      var low = g[0] + g[2] * (k - 1), high = x, middle;
+      if (spec.key_whole) {
+        low = Math.floor(low); high = Math.ceil(high);
+        while (high - low > 1) {
+          middle = Math.floor((low + high) / 2);
+          if (holds(middle)) high = middle; else low = middle;
+        }
+        return high;
+      }
+      for (;;) {  // halve until no float lies between the two
+        middle = low + (high - low) / 2;
+        if (!(low < middle && middle < high)) return high;
+        if (holds(middle)) high = middle; else low = middle;
+      }
     }
     return NaN;
   }

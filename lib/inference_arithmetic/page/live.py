@@ -146,6 +146,7 @@ def spec(widget) -> dict:
         # The x control's step grid, where the keys are looked for (FormulaWidget.key_grid);
         # a control with only some values (Range.only) gives its stops instead.
         "key_grid": [x_range.min, x_range.max, x_range.step] if keys else None,
+        "key_whole": widget.key_whole() if keys else None,  # the crossing: a count or a float
         "key": KEY,
         "key_none": KEY_NONE,
         "grid": [float(v) for v in np.asarray(widget._grid)],

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import base64
 import io
+import math
 from collections.abc import Callable, Mapping
 
 import numpy as np
@@ -56,6 +57,7 @@ __all__ = [
     "formula_widget",
     "in_region",
     "first_where",
+    "least_where",
     "memory_budget",
     "memory_limit",
 ]
@@ -198,14 +200,21 @@ class FormulaWidget:
         return r.min + r.step * np.arange(n)
 
     def key_values(self, values: Mapping[str, float] | None = None) -> dict[str, float]:
-        """Each key number at the current (or given) values: the least x of ``key_grid`` at
-        which its condition holds, NaN where none does."""
+        """Each key number at the current (or given) values: the least x at which its
+        condition holds (``least_where``), NaN where none does up to the control's ``max``."""
         values = self.values if values is None else values
-        grid = self.key_grid()
+        grid, whole = self.key_grid(), self.key_whole()
         return {
-            label: first_where(f, {**values, self.x: grid}, grid)
+            label: least_where(f, values, self.x, grid, whole)
             for label, f in self.key_functions.items()
         }
+
+    def key_whole(self) -> bool | None:
+        """Whether x is a count (its control's ``min`` and ``step`` whole numbers: tokens,
+        requests, parameters), whose key is a whole number; None for a control with only some
+        values (``Range.only``), whose key is one of them."""
+        r = self.specs[self.x]
+        return None if r.only else float(r.min).is_integer() and float(r.step).is_integer()
 
     def key_lines(self, found: Mapping[str, float] | None = None) -> list[str]:
         """The readout's key numbers as sentences (``KEY``, or ``KEY_NONE`` where none)."""
@@ -394,6 +403,36 @@ def first_where(condition, values: Mapping[str, float], grid: np.ndarray) -> flo
     ``values``, whose x is ``grid``) holds; NaN where it holds nowhere."""
     held = np.broadcast_to(np.asarray(condition.from_values(values), dtype=bool), grid.shape)
     return float(grid[np.argmax(held)]) if held.any() else float("nan")
+
+
+def least_where(condition, values: Mapping[str, float], x: str, grid, whole: bool | None) -> float:
+    """The least ``x`` at which ``condition`` holds (a key's: false below one value of x, true
+    from it on), NaN where it holds nowhere on ``grid``: the first value of ``grid`` where it
+    holds (``first_where``) and, between it and the value before, the crossing itself, by
+    bisection: the least whole number where ``whole``, else the least float (a readout then
+    agrees with the formula, not with the slider's steps). ``whole`` None: ``grid`` holds the
+    only values x takes, and the first of them is the key. The page's ``key`` does the same,
+    operation for operation."""
+    grid = np.asarray(grid, dtype=float)
+    found = first_where(condition, {**values, x: grid}, grid)
+    if whole is None or not np.isfinite(found) or found == grid[0]:
+        return found
+
+    def holds(at):
+        return bool(condition.from_values({**values, x: at}))
+
+    low, high = float(grid[np.searchsorted(grid, found) - 1]), found
+    if whole:
+        low, high = math.floor(low), math.ceil(high)
+        while high - low > 1:
+            middle = (low + high) // 2
+            low, high = (low, middle) if holds(middle) else (middle, high)
+        return float(high)
+    while True:  # halve until no float lies between the two
+        middle = low + (high - low) / 2
+        if not low < middle < high:
+            return high
+        low, high = (low, middle) if holds(middle) else (middle, high)
 
 
 def _locator(log: bool, low: float, high: float):
