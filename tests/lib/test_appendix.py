@@ -70,7 +70,7 @@ def test_the_page_lists_only_the_public_functions(records):
 @pytest.mark.slow
 def test_every_formula_module_has_a_section(page):
     for module_name in formulas.__all__:
-        assert page.count(f"## `formulas.{module_name}`\n") == 1
+        assert page.count(f"\n### `formulas.{module_name}`\n") == 1
 
 
 @pytest.mark.slow
@@ -78,13 +78,33 @@ def test_every_formula_module_names_its_chapter(records, page):
     # Each module's docstring says "Derived in chapter NN"; the page links that chapter.
     labels = reference_page.chapter_labels()
     assert labels, "no chapter labels found through _toc.yml"
-    for section in page.split("## `formulas.")[1:]:
+    for section in page.split("### `formulas.")[1:]:
         heading, introduction = section.split("\n\n")[:2]
         assert "Derived in " in introduction, heading
     assert "{ref}`chapter 06 <ch-kv-cache>`" in page
     for entry in records.values():
         assert entry.chapters and set(entry.chapters) <= set(labels.values()), entry.call
     assert records["basics", "weight_bytes"].chapters == ("ch-intro", "ch-quantities")
+
+
+@pytest.mark.slow
+def test_the_modules_are_grouped_by_the_chapter_that_first_derives_them(records, page):
+    # In the book's order, each chapter's group headed by its number and title, and listed with
+    # a link at the top: the page can be navigated by chapter.
+    labels = reference_page.chapter_labels()
+    first = {module: entry.chapters[0] for (module, _), entry in records.items()}
+    contents, *groups = page.split("\n## ")
+    numbers = []
+    for group in groups:
+        heading = group.split("\n")[0]
+        number = "00" if heading.startswith("Introduction: ") else heading.split()[1].rstrip(":")
+        numbers.append(number)
+        modules = [part.split("`")[0] for part in group.split("\n### `formulas.")[1:]]
+        assert modules and all(first[name] == labels[number] for name in modules), heading
+        anchor = f"formulas-{labels[number]}"
+        assert f"({anchor})=\n## {heading}" in page and f"<{anchor}>`: " in contents
+    assert numbers == sorted(numbers) and numbers[0] == "00" and "06" in numbers
+    assert sum(group.count("\n### `formulas.") for group in groups) == len(formulas.__all__)
 
 
 @pytest.mark.slow
@@ -225,7 +245,7 @@ def test_a_module_added_to_the_package_appears(fresh_module):
     fresh_module("Fresh formulas.\n\nDerived in chapter 06.", square=square)
     text = reference_page.markdown()
     cited = "Derived in {ref}`chapter 06 <ch-kv-cache>`."
-    assert "## `formulas.fresh`\n\nFresh formulas.\n" + cited in text
+    assert "### `formulas.fresh`\n\nFresh formulas.\n" + cited in text
     assert r"\mathrm{x}^{2}" in text
 
 

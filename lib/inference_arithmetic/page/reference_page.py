@@ -223,18 +223,24 @@ def _book_root():
 
 def chapter_labels() -> dict[str, str]:
     """Chapter number ("06") -> its cross-reference label ("ch-kv-cache"), from the book."""
+    return {number: label for number, (label, _) in _chapter_heads().items()}
+
+
+def _chapter_heads() -> dict[str, tuple[str, str]]:
+    """Chapter number -> (its label, its title), read from the chapters the book's _toc.yml
+    lists."""
     root = _book_root()
     text = (root / "_toc.yml").read_text()
     files = re.findall(r"file:\s*(\S+)", text) + re.findall(r"^root:\s*(\S+)", text, re.M)
-    labels = {}
+    heads = {}
     for file in files:
         number = re.match(r"book/(\d\d)-", file)
         source = root / f"{file}.md"
         if number and source.exists():
-            label = re.search(r"^\((ch-[\w-]+)\)=$", source.read_text(), flags=re.M)
-            if label:
-                labels[number.group(1)] = label.group(1)
-    return labels
+            head = re.search(r"^\((ch-[\w-]+)\)=\n# (.+)$", source.read_text(), flags=re.M)
+            if head:
+                heads[number.group(1)] = head.groups()
+    return heads
 
 
 def _cite(label, labels):
@@ -353,27 +359,56 @@ def _entry_markdown(entry):
 
 
 def markdown(modules: list[str] | None = None) -> str:
-    """The page's MyST text: every public formula function, grouped by module."""
-    labels = chapter_labels()
+    """The page's MyST text: every public formula function, by module, the modules under the
+    chapter that derives them first (in the book's order), with a list of those chapters."""
+    heads = _chapter_heads()
+    labels = {number: label for number, (label, _) in heads.items()}
     arch = model(REPRESENTATIVE)
+    by_chapter = {}  # the chapter's number: its modules, in the package's order
+    for module_name, module in _modules(modules):
+        first = _chapters(module, labels)[0]
+        number = next(n for n, label in labels.items() if label == first)
+        by_chapter.setdefault(number, []).append((module_name, module))
+    order = sorted(by_chapter)
     lines = [
         f'Functions of an architecture are shown for `ia.model("{REPRESENTATIVE}")`: a'
         f" {arch.ffn} feed-forward block, {arch.n_kv_heads} key/value heads for"
         f" {arch.n_heads} query heads, {'tied' if arch.tied_embeddings else 'untied'}"
         f" embeddings, {arch.norm.upper()}Norm. Its source is in its `.source`.",
         "",
+        "The formulas by the chapter that first derives them:",
+        "",
+        *(
+            f"- {{ref}}`{_heading(number, heads)} <{_anchor(labels[number])}>`: "
+            + ", ".join(f"`formulas.{name}`" for name, _ in by_chapter[number])
+            for number in order
+        ),
+        "",
     ]
     records = entries(modules)
-    for module_name, module in _modules(modules):
-        references = ", ".join(_cite(label, labels) for label in _chapters(module, labels))
-        lines += [
-            f"## `formulas.{module_name}`",
-            "",
-            summary(module),
-            f"Derived in {references}.",
-            "",
-        ]
-        for entry in records:
-            if entry.module == module_name:
-                lines += _entry_markdown(entry)
+    for number in order:
+        lines += [f"({_anchor(labels[number])})=", f"## {_heading(number, heads)}", ""]
+        for module_name, module in by_chapter[number]:
+            references = ", ".join(_cite(label, labels) for label in _chapters(module, labels))
+            lines += [
+                f"### `formulas.{module_name}`",
+                "",
+                summary(module),
+                f"Derived in {references}.",
+                "",
+            ]
+            for entry in records:
+                if entry.module == module_name:
+                    lines += _entry_markdown(entry)
     return "\n".join(lines)
+
+
+def _heading(number, heads) -> str:
+    """A chapter's group on the page: "Chapter 06: The KV cache" (the introduction's, 00)."""
+    what = "Introduction" if number == "00" else f"Chapter {number}"
+    return f"{what}: {heads[number][1]}"
+
+
+def _anchor(label) -> str:
+    """The page's label of a chapter's group of formulas: ``formulas-ch-kv-cache``."""
+    return f"formulas-{label}"
