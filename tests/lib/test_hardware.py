@@ -167,6 +167,11 @@ def test_an_absent_figure_needs_no_source():
         (dict(price_per_hour=None), "price_date without a price_per_hour"),
         (dict(price_date="May 2026"), "price_date must be an ISO date"),
         (dict(interconnect=""), "interconnect must be a non-empty string"),
+        # A figure typed in its prefixed unit: 768 meant as GB/s, 155 as TFLOP/s, 80 as GB.
+        (dict(memory_bandwidth=768), r"768 B/s is implausibly small: for 768 GB/s write 768e9"),
+        (dict(peak_flop_rate={"bf16": 155}), r"for 155 TFLOP/s write 155e12"),
+        (dict(memory_bytes=80), r"memory_bytes is in B .*for 80 GB write 80e9"),
+        (dict(pcie_bandwidth=64), r"pcie_bandwidth is in B/s"),
     ],
 )
 def test_invalid_gpus_raise_a_clear_error(changes, message):

@@ -95,8 +95,8 @@ SINGULAR = {"tokens": "token", "requests": "request", "FLOPs": "FLOP"}
 
 
 def si(value: float, unit: str = "", digits: int = 3, binary: bool = False) -> str:
-    """``value`` with a decimal (or binary) prefix and ``digits`` significant digits; a unit of
-    counted things is singular for exactly one (``SINGULAR``): ``si(1, "tokens/s") == '1 token/s'``."""
+    """``value`` with a decimal (or binary) prefix and ``digits`` significant digits; a unit
+    of counted things is singular for exactly one (``SINGULAR``): ``'1 token/s'``."""
     number, prefix = _scaled(
         float(value), 1024 if binary else 1000, _BINARY if binary else _DECIMAL, digits
     )

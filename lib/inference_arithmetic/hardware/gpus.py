@@ -186,8 +186,10 @@ class GPU:
             )
         for dtype, rate in self.peak_flop_rate.items():
             _positive(self.name, f"peak_flop_rate[{dtype!r}]", rate)
+            _in_base_units(self.name, f"peak_flop_rate[{dtype!r}]", rate)
         for name in ("memory_bandwidth", "memory_bytes"):
             _positive(self.name, name, getattr(self, name))
+            _in_base_units(self.name, name, getattr(self, name))
         if self.link_domain is not None:
             if isinstance(self.link_domain, bool) or not isinstance(self.link_domain, int):
                 raise ArgumentError(f"{self.name}: link_domain must be a whole number of GPUs")
@@ -195,6 +197,8 @@ class GPU:
         for name in ("interconnect_bandwidth", "pcie_bandwidth", "price_per_hour", *OPTIONAL):
             if getattr(self, name) is not None:
                 _positive(self.name, name, getattr(self, name))
+                if name in _LEAST:
+                    _in_base_units(self.name, name, getattr(self, name))
         for name in OPTIONAL:  # counts: 9e10 is 90,000,000,000 bytes, kept as an int
             if getattr(self, name) is not None:
                 whole = checks.count(f"{self.name}: {name}", getattr(self, name))
@@ -340,6 +344,29 @@ class GPU:
     def interconnect_bandwidth_total(self) -> float:
         """Both directions together, the way vendors usually print link bandwidth."""
         return None if self.interconnect_bandwidth is None else 2 * self.interconnect_bandwidth
+
+
+# The least plausible value of each figure in SI base units, and its unit and usual prefix: a
+# figure below it was written in the prefixed unit (a bandwidth of 768, meant as GB/s, would
+# give a time to first token of 56 million seconds). Every device of the registry, a laptop's
+# CPU included, is a hundred times above each.
+_LEAST = {
+    "peak_flop_rate": (1e9, "FLOP/s", "T", 1e12),
+    "memory_bandwidth": (1e9, "B/s", "G", 1e9),
+    "memory_bytes": (1e8, "B", "G", 1e9),
+    "interconnect_bandwidth": (1e8, "B/s", "G", 1e9),
+    "pcie_bandwidth": (1e8, "B/s", "G", 1e9),
+}
+
+
+def _in_base_units(gpu_name, name, value):
+    least, unit, prefix, scale = _LEAST[name.split("[")[0]]
+    if value < least:
+        power = round(math.log10(scale))
+        raise ArgumentError(
+            f"{gpu_name}: {name} is in {unit} (SI base units), and {value:g} {unit} is "
+            f"implausibly small: for {value:g} {prefix}{unit} write {value:g}e{power}"
+        )
 
 
 def _positive(gpu_name, name, value):
