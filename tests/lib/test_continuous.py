@@ -224,6 +224,18 @@ def test_a_percentile_written_as_a_float_is_that_percentile():
     assert as_float == ia.goodput(*args, ttft_target=0.3, tpot_target=0.015, percentile=50)
 
 
+@pytest.mark.parametrize("ttft, tpot, name", [(500, 0.05, "ttft_target"), (0.5, 50, "tpot_target")])
+def test_targets_typed_in_milliseconds_are_refused_by_name(ttft, tpot, name):
+    # 500 and 50 meant as milliseconds would plan for waits a thousand times too long.
+    most = ia.serving.targets.MOST_SECONDS[name]
+    message = f"{name} must be a positive number of seconds up to {most:g}"
+    with pytest.raises(ia.ArgumentError, match=message):
+        ia.plan("llama-3.1-8b", "h100-sxm", 5.0, 1024, 128, ttft, tpot)
+    with pytest.raises(ia.ArgumentError, match=message):
+        ia.goodput("llama-3.1-8b", "h100-sxm", 1024, 128, ttft_target=ttft, tpot_target=tpot)
+    ia.plan("llama-3.1-8b", "h100-sxm", 5.0, 1024, 128, 0.5, 0.05)  # the same in seconds
+
+
 @pytest.mark.parametrize("most_gpus", [-8, 0, 2.5, True])
 def test_a_plan_of_no_gpus_at_all_is_refused_by_name(most_gpus):
     with pytest.raises(ia.ArgumentError, match="most_gpus must be a whole number from 1 up"):

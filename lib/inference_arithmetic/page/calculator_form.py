@@ -27,7 +27,7 @@ from inference_arithmetic.models.config import AUTO, model_names
 from inference_arithmetic.models.config import model as registry_model
 from inference_arithmetic.page import controls as widget_controls
 from inference_arithmetic.page import own_config
-from inference_arithmetic.serving import scenario, speculative
+from inference_arithmetic.serving import scenario, speculative, targets
 
 __all__ = ["STATIC", "CONTINUOUS", "PLAN", "MODES", "PAGE_PARALLEL", "STREAM_PARALLEL"]
 __all__ += ["NOT_STREAMED", "not_streamed", "NO_SPECULATION", "SERVING_OPTIONS"]
@@ -90,8 +90,10 @@ def ranges() -> dict[str, tuple[int, int]]:
 
 AMOUNTS = {
     "requests_per_s": functools.partial(checks.amount, unit="requests per second", positive=True),
-    "ttft_target": functools.partial(checks.amount, unit="seconds", positive=True),
-    "tpot_target": functools.partial(checks.amount, unit="seconds", positive=True),
+    **{  # the targets' own bounds (targets.check_targets)
+        name: functools.partial(checks.amount, unit="seconds", positive=True, high=most)
+        for name, most in targets.MOST_SECONDS.items()
+    },
     "compute_efficiency": checks.fraction,
     "bandwidth_efficiency": checks.fraction,
     "memory_utilization": checks.fraction,

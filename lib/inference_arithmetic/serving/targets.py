@@ -26,7 +26,7 @@ from inference_arithmetic.serving.engine import stream_scenario
 from inference_arithmetic.serving.queueing import PERCENTILES
 from inference_arithmetic.serving.scenario import Scenario, deployment_keywords
 
-__all__ = ["goodput", "highest_rate", "goodput_of"]
+__all__ = ["goodput", "highest_rate", "goodput_of", "MOST_SECONDS"]
 
 
 @deployment_keywords
@@ -181,12 +181,18 @@ def _excess(state, ttft_target, tpot_target, percentile) -> dict:
     return {key: judged[key] / target - 1 for key, target in targets.items() if target is not None}
 
 
+MOST_SECONDS = {"ttft_target": 60.0, "tpot_target": 10.0}
+"""The longest target of each, in seconds: a service's targets are what a user waits, for a
+first token and for each one after it. A longer one was meant in milliseconds (500 for half a
+second), and would plan for waits a thousand times too long without a word."""
+
+
 def check_targets(ttft_target, tpot_target) -> None:
-    """Both targets, each a positive number of seconds (None is no target, where a caller
-    allows it: ``highest_rate`` judges the TPOT alone)."""
+    """Both targets, each a positive number of seconds up to ``MOST_SECONDS`` (None is no
+    target, where a caller allows it: ``highest_rate`` judges the TPOT alone)."""
     for name, target in (("ttft_target", ttft_target), ("tpot_target", tpot_target)):
         if target is not None:
-            checks.amount(name, target, "seconds", positive=True)
+            checks.amount(name, target, "seconds", positive=True, high=MOST_SECONDS[name])
 
 
 def check_percentile(percentile) -> int | None:
