@@ -294,3 +294,17 @@ def test_the_rows_of_a_data_parallel_step_add_up_to_it():
     fixed = engine.step_overhead + engine.request_overhead * own
     assert table[-1]["kernel"] == "step" and table[-1]["time"] == pytest.approx(fixed)
     assert gb200.link_domain == 72
+
+
+def test_a_prefix_hit_rate_counts_in_a_prefill_and_is_refused_in_a_decode():
+    # Half of each prompt in the prefix cache halves what a prefill computes; a decode step
+    # reads the whole cache either way, so there the rate would be accepted and ignored.
+    def seconds(phase, **options):
+        return sum(
+            r["time"] for r in ia.kernels("llama-3.1-8b", "h100-sxm", 8, phase=phase, **options)
+        )
+
+    assert seconds("prefill", prefix_hit_rate=0.5) < 0.6 * seconds("prefill")
+    with pytest.raises(ia.ArgumentError, match=r"prefix_hit_rate changes only a prefill"):
+        ia.kernels("llama-3.1-8b", "h100-sxm", 8, prefix_hit_rate=0.5)
+    assert seconds("decode", prefix_hit_rate=0) == seconds("decode")

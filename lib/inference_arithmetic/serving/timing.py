@@ -75,6 +75,7 @@ __all__ = [
     "in_waves",
     "PHASES",
     "kernels",
+    "NO_PREFIX_IN_DECODE",
     "warm",
 ]
 
@@ -325,6 +326,13 @@ def _kernel_rows(arch, parallel, mla, options=(), draft=None):
 PHASES = ("decode", "prefill")
 
 
+NO_PREFIX_IN_DECODE = (
+    "prefix_hit_rate changes only a prefill (phase='prefill'): a decode step reads the whole "
+    "cache, however much of it the prefix cache held"
+)
+"""The refusal of a prefix hit rate where it would change nothing."""
+
+
 @deployment_keywords
 def kernels(
     model,
@@ -353,6 +361,8 @@ def kernels(
     ('compute', 'bandwidth')
     """
     phase = checks.choice("phase", phase, PHASES)
+    if phase == "decode" and deployment.get("prefix_hit_rate"):
+        raise checks.ArgumentError(NO_PREFIX_IN_DECODE)
     deployment.update(batch=batch, n_gpus=n_gpus, dtype=dtype)
     s = one_step(model, gpu, "context_len", context_len, phase, step="kernels", **deployment)
     context_len = s.prompt_len
