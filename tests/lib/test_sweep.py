@@ -60,13 +60,21 @@ def test_rows_are_calculates_answers_and_refusals():
     assert_rows_are_calculate(table, **grid)
 
 
-def test_inputs_out_of_range_are_refused_row_by_row():
-    # In calculate's order: batch, price_per_hour, then the deployment's keywords.
-    grid = dict(model=["llama-3.1-8b"], gpu=["h100-sxm"], batch=[0, 1, 2.5, -3],
+def test_the_first_input_out_of_range_is_refused_in_calculates_order():
+    # In calculate's order (sweep.CHECKED): the scenario's numbers, then the price.
+    grid = dict(model=["llama-3.1-8b"], gpu=["h100-sxm"], batch=[1, 2.5],
                 price_per_hour=[2.0, 0.0], memory_utilization=[0.9, 1.5])  # fmt: skip
-    table = ia.sweep(**grid)
-    assert table["fits"].tolist() == [False] * 4 + [True, False, False, False] + [False] * 8
-    assert_rows_are_calculate(table, **grid)
+    for name, message in (
+        ("batch", "batch must be a whole number"),
+        ("memory_utilization", "memory_utilization must be a number from"),
+        ("price_per_hour", "price_per_hour must be a positive number"),
+    ):
+        with pytest.raises(ia.ArgumentError, match=message):
+            ia.sweep(**grid)
+        with pytest.raises(ia.ArgumentError, match=message):
+            ia.calculate(**{k: v[-1] for k, v in grid.items()})
+        grid[name] = grid[name][:1]  # that one right: the next is refused
+    assert_rows_are_calculate(ia.sweep(**grid), **grid)
 
 
 def test_formats_without_a_flop_rate_and_devices_without_a_link_are_rows():
@@ -125,10 +133,9 @@ def test_the_table_converts_to_a_dataframe_by_its_column_names():
 @pytest.mark.slow
 def test_prefix_hit_rates_and_speculation_are_rows_as_calculate_answers_them():
     grid = dict(model=["llama-3.1-8b"], gpu=["h100-sxm"], batch=[1, 16],
-                prefix_hit_rate=[0.25, 0.9, 1.5], speculative=["ngram", "eagle3"])  # fmt: skip
+                prefix_hit_rate=[0.25, 0.9], speculative=["ngram", "eagle3"])  # fmt: skip
     table = ia.sweep(**grid)
-    assert table["fits"].tolist() == [True, True, False] * 4
-    assert "prefix_hit_rate must be a number from 0 to 1, got 1.5" in table["reason"][2]
+    assert table["fits"].all() and len(table) == 8
     assert set(table["speculative"]) == {"ngram", "eagle3"}
     for row in table[table["fits"]]:
         options = {k: row[k].item() for k in ("batch", "prefix_hit_rate")}
@@ -138,3 +145,22 @@ def test_prefix_hit_rates_and_speculation_are_rows_as_calculate_answers_them():
         for key in ("ttft", "tpot", "cost.input"):
             got = want["cost"]["input"] if key == "cost.input" else want[key]
             assert row[key] == pytest.approx(got, rel=1e-12), (options, key)
+
+
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        (dict(batch=[1, -2]), "batch must be a whole number from 1 up, got -2"),
+        (
+            dict(prefix_hit_rate=[0.25, 1.5]),
+            "prefix_hit_rate must be a number from 0 to 1, got 1.5",
+        ),
+        (dict(n_gpus=[1, 2.5]), "n_gpus must be a whole number"),
+    ],
+)
+def test_a_value_no_scenario_takes_is_refused_at_once_not_as_a_row(bad, message):
+    # A row of it would read as a capacity answer ("does not fit"): it is a mistake in the input.
+    with pytest.raises(ia.ArgumentError, match=message):
+        ia.sweep("llama-3.1-8b", "h100-sxm", **bad)
+    with pytest.raises(ia.ArgumentError, match=message):  # as calculate refuses it
+        ia.calculate("llama-3.1-8b", "h100-sxm", **{k: v[-1] for k, v in bad.items()})

@@ -14,13 +14,14 @@ True
 Every argument of ``calculate`` may be a list: the table has a row for each combination, the
 arguments taken in the order of ``calculate``'s signature (then the deployment's keywords as
 given), the last varying fastest. A row that ``calculate`` would
-refuse has ``fits`` False, the refusal's message as its ``reason`` and NaN for its numbers: an
-input out of range, a format the GPU has no FLOP rate for, heads that do not split, a request
-past the context window, memory past the budget. A name that is no model, GPU, engine or format
-is refused at once, as a typo, not as a row. ``parallel`` ("tensor", "pipeline", "expert"
-or "expert-dp", as ``calculate`` takes it) is a name too. The rows of one model, GPU,
-parallelism, format, engine and step are evaluated together, as arrays, by the formulas
-``calculate`` evaluates one at a time.
+refuse has ``fits`` False, the refusal's message as its ``reason`` and NaN for its numbers: a
+format the GPU has no FLOP rate for, heads that do not split, a request past the context window,
+memory past the budget. A mistake in the input is refused at once, not as a row that would read
+as an answer: a name that is no model, GPU, engine or format, and a value no scenario takes
+(a batch of -2, a hit rate of 1.5), with ``calculate``'s message. ``parallel`` ("tensor",
+"pipeline", "expert" or "expert-dp", as ``calculate`` takes it) is a name too. The rows of one
+model, GPU, parallelism, format, engine and step are evaluated together, as arrays, by the
+formulas ``calculate`` evaluates one at a time.
 """
 
 from __future__ import annotations
@@ -221,18 +222,22 @@ def sweep(
     grid = np.meshgrid(*(np.arange(len(axes[k])) for k in numbers), indexing="ij")
     index = {k: g.ravel() for k, g in zip(numbers, grid, strict=True)}
     flat = {k: numbers[k][i] for k, i in index.items()}
+    # A value no scenario takes (a batch of -2, a hit rate of 1.5) is a mistake in the input, not
+    # a row: refused at once, as calculate refuses it, the first in calculate's order. The rows
+    # refuse only what a deployment cannot do (the model does not fit, its heads do not split).
+    for name in sorted(flat, key=CHECKED.index):
+        refused = [reason for reason in _refusals(name, axes[name]) if reason]
+        if refused:
+            raise ArgumentError(refused[0])
     reasons = np.full(next(iter(flat.values())).size, "", dtype=object)
-    for name in sorted(flat, key=CHECKED.index):  # the first refusal, as calculate's
-        reasons = np.where(reasons == "", _refusals(name, axes[name])[index[name]], reasons)
-    safe = {k: np.where(reasons == "", v, 1.0) for k, v in flat.items()}  # refused: any valid
     parts = [
-        _group(dict(zip(names, combo, strict=True)), flat, safe, reasons.copy())
+        _group(dict(zip(names, combo, strict=True)), flat, reasons.copy())
         for combo in itertools.product(*names.values())
     ]
     return _table(parts, list(flat))
 
 
-def _group(chosen: dict, flat: dict, safe: dict, reasons: np.ndarray) -> dict:
+def _group(chosen: dict, flat: dict, reasons: np.ndarray) -> dict:
     """The columns of the rows of one combination of names."""
     arch, device = registry_model(chosen["model"]), registry_gpu(chosen["gpu"])
     engine = registry_engine(chosen["engine"]) if chosen.get("engine") else None
@@ -242,7 +247,7 @@ def _group(chosen: dict, flat: dict, safe: dict, reasons: np.ndarray) -> dict:
         if k not in ("model", "gpu") and v is not None
     }
     # Rows with a prefix cache take its formula, which gives every row its own hit rate.
-    hits = safe.get("prefix_hit_rate")
+    hits = flat.get("prefix_hit_rate")
     if hits is not None and np.any(hits > 0):
         settings["prefix_hit_rate"] = float(np.max(hits))
     if engine is not None:
@@ -269,9 +274,9 @@ def _group(chosen: dict, flat: dict, safe: dict, reasons: np.ndarray) -> dict:
     columns["speculative"] = _speculation_name(s.speculative)
     columns["engine"] = s.engine.name
     values = s.values()
-    values.update({_SYMBOL.get(k, k): v for k, v in safe.items() if k != "price_per_hour"})
+    values.update({_SYMBOL.get(k, k): v for k, v in flat.items() if k != "price_per_hour"})
     reasons = _rows_refused(s, values, flat, reasons)
-    price = safe.get("price_per_hour", s.gpu.price_per_hour or 1.0)
+    price = flat.get("price_per_hour", s.gpu.price_per_hour or 1.0)
     r = compiled_report(arch, s.step, s.parallel, **s.formula_options)
     r = r.over({**values, "price_per_hour": price})
     r = {k: np.broadcast_to(v, (size,)) for k, v in r.items()}
