@@ -127,3 +127,25 @@ def test_w4a4_is_refused_where_the_gpu_has_no_fp4_rate():
     assert "no peak FLOP rate for fp4" in message and "compute_dtype='bf16'" in message
     # The W4A16 path it names works.
     assert ia.calculate("llama-3.1-8b", "h100-sxm", dtype="nvfp4", compute_dtype="bf16")
+
+
+@pytest.mark.parametrize("dtype", ["q4_k_m", "q5_k_m", "q6_k", "int4-g128", "fp8-block"])
+def test_a_kv_cache_in_a_weights_only_format_is_refused_by_name(dtype):
+    # A whole-model GGUF mix's bits are measured over weights (4.84 for q4_k_m): a cache in it
+    # would be fractional bytes no engine stores.
+    arch = ia.model("llama-3.1-8b")
+    with pytest.raises(ia.ArgumentError, match=f"dtype {dtype!r} is a format of weights only"):
+        ia.kv_cache_bytes(arch, 1, 1024, dtype=dtype)
+    with pytest.raises(ia.ArgumentError, match=f"cache_dtype {dtype!r} is a format of weights"):
+        ia.calculate(arch, "h100-sxm", cache_dtype=dtype)
+    assert ia.calculate(arch, "h100-sxm", dtype=dtype)["tpot"] > 0  # weights in it: as before
+
+
+def test_llama_cpps_cache_types_are_cache_formats():
+    from inference_arithmetic.core.dtypes import CACHE_FORMATS
+
+    assert {"q8_0", "q4_0", "fp8", "bf16", "nvfp4"} <= set(CACHE_FORMATS)
+    arch = ia.model("llama-3.1-8b")
+    assert (
+        ia.kv_cache_bytes(arch, 1, 1024, dtype="q8_0") == ia.kv_cache_bytes(arch, 1, 1024) * 17 / 32
+    )

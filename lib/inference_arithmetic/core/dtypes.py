@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from inference_arithmetic.core.numeric import UnknownName
+from inference_arithmetic.core.numeric import ArgumentError, UnknownName
 
 __all__ = [
     "Format",
@@ -29,7 +29,9 @@ __all__ = [
     "DTYPE_BYTES",
     "ALIASES",
     "COMPUTE_FORMATS",
+    "CACHE_FORMATS",
     "dtype_name",
+    "cache_format",
     "bytes_per_number",
     "compute_format",
     "compute_path",
@@ -42,7 +44,8 @@ class Format:
     """A stored number format: ``value_bits`` per number and, where a ``block`` of numbers
     shares a scale, ``scale_bits`` for each block; ``compute`` is the format its matrix
     products run in when the activations are quantized to match (a FLOP-rate name of
-    ``COMPUTE_FORMATS``); ``bits`` is a number's share of the storage, scales included."""
+    ``COMPUTE_FORMATS``); ``bits`` is a number's share of the storage, scales included;
+    ``cache`` False for a layout of weights only, which no engine stores a KV cache in."""
 
     name: str
     value_bits: float
@@ -50,6 +53,7 @@ class Format:
     source: str
     block: int = 1
     scale_bits: float = 0
+    cache: bool = True  # a KV cache may be stored in it (not a weights-only layout)
 
     @property
     def bits(self) -> float:
@@ -77,6 +81,7 @@ FORMATS = {
             "scale per 128 x 128 block (config: weight_block_size [128, 128])",
             block=128 * 128,
             scale_bits=32,
+            cache=False,
         ),
         Format(
             "mxfp4",
@@ -105,12 +110,13 @@ FORMATS = {
             "scale and a 4-bit zero point; multiplied in 16-bit after unpacking (W4A16)",
             block=128,
             scale_bits=16 + 4,
+            cache=False,
         ),
         Format("q8_0", 8, "bf16", _GGML.format("block_q8_0", 8), block=32, scale_bits=16),
         Format("q4_0", 4, "bf16", _GGML.format("block_q4_0", 4), block=32, scale_bits=16),
-        Format("q4_k_m", 4.84, "bf16", _GGUF),
-        Format("q5_k_m", 5.68, "bf16", _GGUF),
-        Format("q6_k", 6.56, "bf16", _GGUF),
+        Format("q4_k_m", 4.84, "bf16", _GGUF, cache=False),
+        Format("q5_k_m", 5.68, "bf16", _GGUF, cache=False),
+        Format("q6_k", 6.56, "bf16", _GGUF, cache=False),
     )
 }
 """Every format the library knows, by name, each with its source. The GGUF types (q8_0, q4_0,
@@ -118,6 +124,11 @@ q4_k_m, ...) compute at the 16-bit rate by default: llama.cpp unpacks them in it
 
 DTYPE_BYTES = {name: f.bits / 8 if f.bits % 8 else int(f.bits) // 8 for name, f in FORMATS.items()}
 """Bytes per stored number of each format, its share of the block scales included."""
+
+CACHE_FORMATS = tuple(name for name, f in FORMATS.items() if f.cache)
+"""The formats a KV cache may be stored in: the float and integer formats and llama.cpp's q8_0
+and q4_0 cache types; not the whole-model GGUF mixes (q4_k_m, ...: bits measured over a
+model's weights) nor the weight layouts int4-g128 (AWQ, GPTQ) and fp8-block (DeepSeek-V3)."""
 
 COMPUTE_FORMATS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
 """The formats a GPU may have a peak FLOP rate for: a product's inputs, not storage."""
@@ -147,6 +158,19 @@ def dtype_name(dtype: str, argument: str = "dtype") -> str:
         f"{argument} must be one of {', '.join(map(repr, FORMATS))} (or "
         f"{', '.join(map(repr, ALIASES))}), got {dtype!r}"
     )
+
+
+def cache_format(dtype: str, argument: str = "cache_dtype") -> str:
+    """The library's name of a format a KV cache may be stored in (``CACHE_FORMATS``), else
+    ``ArgumentError`` naming ``argument``: a weights-only format would give a cache of
+    fractional bytes that no engine stores."""
+    name = dtype_name(dtype, argument)
+    if name not in CACHE_FORMATS:
+        raise ArgumentError(
+            f"{argument} {dtype!r} is a format of weights only, which no engine stores a KV "
+            f"cache in: one of {', '.join(map(repr, CACHE_FORMATS))}"
+        )
+    return name
 
 
 def bytes_per_number(dtype: str) -> float:

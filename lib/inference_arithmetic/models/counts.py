@@ -18,7 +18,7 @@ from __future__ import annotations
 import functools
 
 from inference_arithmetic.core.checks import count, renamed
-from inference_arithmetic.core.dtypes import bytes_per_number
+from inference_arithmetic.core.dtypes import bytes_per_number, cache_format
 from inference_arithmetic.core.numeric import ArgumentError, evaluate
 from inference_arithmetic.formulas import kv_cache, transformer
 from inference_arithmetic.models.config import ModelConfig
@@ -79,7 +79,9 @@ def kv_cache_bytes(
             f"may be at most {window:,}, got {values['context_len']:,}"
         )
     expr = _formula(kv_cache.kv_cache_bytes, model, form)
-    return _at(model, expr, **values, bytes_per_number=bytes_per_number(dtype))
+    return _at(
+        model, expr, **values, bytes_per_number=bytes_per_number(cache_format(dtype, "dtype"))
+    )
 
 
 def forward_flops(

@@ -19,7 +19,7 @@ import math
 import numbers
 
 from inference_arithmetic.core import checks
-from inference_arithmetic.core.dtypes import COMPUTE_FORMATS, DTYPE_BYTES
+from inference_arithmetic.core.dtypes import CACHE_FORMATS, COMPUTE_FORMATS, DTYPE_BYTES
 from inference_arithmetic.core.numeric import ArgumentError
 from inference_arithmetic.formulas import latency
 from inference_arithmetic.hardware.gpus import gpu_names
@@ -204,7 +204,7 @@ def choices() -> dict[str, list[str]]:
         "step": list(scenario.STEPS),
         "dtype": [AUTO, *DTYPE_BYTES],
         "compute_dtype": [SAME, *COMPUTES],
-        "cache_dtype": [COMPUTED, *DTYPE_BYTES],
+        "cache_dtype": [COMPUTED, *CACHE_FORMATS],  # none of weights only
         "speculative": [NO_SPECULATION, *speculative.METHODS],
     }
 

@@ -30,6 +30,7 @@ from inference_arithmetic.core import format as fmt
 from inference_arithmetic.core.dtypes import (
     activation_bytes,
     bytes_per_number,
+    cache_format,
     compute_format,
     dtype_name,
 )
@@ -399,7 +400,7 @@ class Scenario:
         compute = self.compute_dtype or formats["layers"]
         normal["compute_dtype"] = compute_format(compute, "compute_dtype")
         cache = self.cache_dtype or normal["compute_dtype"]
-        normal["cache_dtype"] = dtype_name(cache, "cache_dtype")
+        normal["cache_dtype"] = cache_format(cache, "cache_dtype")
         if not isinstance(self.in_waves, bool):
             raise ArgumentError(f"in_waves must be True or False, got {self.in_waves!r}")
         budget = self.token_budget
