@@ -1,7 +1,7 @@
 """Chapter 02 (a two-layer network): parameters, FLOPs and memory of d_1 -> d_2 -> d_3.
 
 The inputs are the chapter's example network (1024 -> 4096 -> 1024, at batch 32 for memory)
-and the digits network of exercise 1 (a 28 x 28 image -> 512 -> 10 classes, with biases).
+and the digits network of ex-mlp-mnist (a 28 x 28 image -> 512 -> 10 classes, with biases).
 Counts of parameters and FLOPs are exact: a near miss there is a missing term, not rounding.
 """
 
@@ -13,7 +13,7 @@ from inference_arithmetic.exercises import Part, register
 from inference_arithmetic.formulas import mlp
 
 EXAMPLE = dict(d_1=1024, d_2=4096, d_3=1024)  # the chapter's running example
-DIGITS = dict(d_1=28 * 28, d_2=512, d_3=10)  # exercise 1's network
+DIGITS = dict(d_1=28 * 28, d_2=512, d_3=10)  # ex-mlp-mnist's network
 BATCH = 32  # the chapter's batch for memory
 # An exact count, to 0.05%: that forgives rounding to 3 digits (813,000 FLOPs is 0.007% off) but
 # not a missing or an extra bias term (0.06% to 0.13% off in the digits network).

@@ -71,7 +71,7 @@ def input_gradient_flops():
     """FLOPs of the gradients with respect to each layer's input: one matmul per layer.
 
     The first layer's input gradient is not needed when the inputs are data; the book keeps
-    it, as the rule "backward = 2 x forward" does (chapter 02, exercise 3).
+    it, as the rule "backward = 2 x forward" does (chapter 02, exercise ex-mlp-first-layer).
     """
     return forward_flops()
 
