@@ -152,7 +152,6 @@ def test_the_colour_check_can_fail():
 
 
 # Tags under which the book shows a cell's code to nobody, or only behind a click.
-HIDDEN = {"remove-cell", "remove-input", "hide-input", "hide-cell"}
 SOLUTION_MARK = re.compile(r":::\{solution-(start|end)\}[ \t]*(\S*)")
 CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```$", re.S | re.M)
 # Names an IPython kernel holds before the first cell runs.
@@ -210,40 +209,144 @@ def _statements(source, where):
         yield (reads if isinstance(node, SIMPLE) else reads - binds), binds, node
 
 
-def _hidden_names_in_solutions(text):
-    """Names a visible cell of a solution reads that no visible cell before it binds (nor an
-    import, even a hidden one, nor the kernel): what a reader who runs the solution cannot
-    have defined."""
-    seen, problems = set(KERNEL_NAMES), []
-    for n, (code, tags, solution) in enumerate(_cells_in_order(text)):
-        visible = not tags & HIDDEN
+MUTATING = {"append", "extend", "insert", "update", "setdefault", "pop", "popitem", "clear"}
+MUTATING |= {"remove", "add", "discard", "sort", "reverse", "__setitem__", "__delitem__"}
+
+
+def _mutations(source, own):
+    """What a cell changes in place of names it did not bind (``own``): items or attributes
+    assigned or deleted, mutating methods called; a function's own local names aside."""
+
+    def base(node):
+        while isinstance(node, ast.Attribute | ast.Subscript | ast.Call):
+            node = node.func if isinstance(node, ast.Call) else node.value
+        return node.id if isinstance(node, ast.Name) else None
+
+    tree = ast.parse(source)
+    local = {}  # a node inside functions: the names local to them (arguments, assignments)
+    for function in ast.walk(tree):
+        if isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            arguments = function.args
+            names = {
+                a.arg for a in [*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs]
+            }
+            names |= {a.arg for a in (arguments.vararg, arguments.kwarg) if a}
+            names |= {
+                n.id
+                for n in ast.walk(function)
+                if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)
+            }
+            for node in ast.walk(function):
+                local[node] = local.get(node, set()) | names
+    found = []
+    for node in ast.walk(tree):
+        targets = getattr(node, "targets", None) or [getattr(node, "target", None)]
+        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
+            found += [t for t in targets if isinstance(t, ast.Attribute | ast.Subscript)]
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+            found += [node] if node.func.attr in MUTATING else []
+    return [
+        ast.unparse(node)
+        for node in found
+        if base(node) not in own | local.get(node, set()) | {None}
+    ]
+
+
+# The tags that take a cell's code off the page; a cell with any other (hide-input: behind a
+# click) shows its code, and a reader may run it.
+REMOVED = {"remove-cell", "remove-input"}
+
+
+def _shown_cell_problems(text):
+    """Why the cells whose code a reader sees would not run alone, in a fresh kernel, from the
+    shown cells above them, as they run in the book: a name a shown cell reads that, in the
+    book, a removed cell bound last (an import too), or that no cell bound before; a removed
+    cell that changes in place what a shown cell bound (its list, a module's settings).
+    Read off the code, statement by statement (``_statements``), so that checking it runs no
+    chapter a second time; the removed cells only glue, assert or draw."""
+    bound, problems = {}, []  # a name: (shown?, the statement that bound it last)
+    for n, (code, tags, _) in enumerate(_cells_in_order(text)):
+        shown, own = not tags & REMOVED, set()
         for reads, binds, node in _statements(code, f"cell {n}"):
-            is_import = isinstance(node, ast.Import | ast.ImportFrom)
-            if visible and solution:
-                problems += [f"{solution}: {name}" for name in sorted(reads - seen)]
-            if visible or is_import:
-                seen |= binds
+            for name in sorted(reads - KERNEL_NAMES if shown else ()):
+                if name not in bound:
+                    problems.append(f"cell {n}: {name} (bound by no cell before it)")
+                elif not bound[name][0]:
+                    problems.append(f"cell {n}: {name} (bound by a removed cell: {bound[name][1]})")
+            bound.update({name: (shown, ast.unparse(node)[:70]) for name in binds})
+            own |= binds
+        if not shown:  # what it changes of its own and the other removed cells' is its own
+            own |= {name for name, (by_shown, _) in bound.items() if not by_shown}
+            problems += [f"cell {n} (removed) changes in place: {m}" for m in _mutations(code, own)]
     return problems
 
 
-@pytest.mark.parametrize("doc", CHAPTERS)
-def test_no_hidden_name_in_a_visible_solution(doc):
-    problems = _hidden_names_in_solutions(_source(doc))
+@pytest.mark.parametrize("doc", [*CHAPTERS, "book/appendix-formulas"])
+def test_the_shown_cells_run_alone(doc):
+    problems = _shown_cell_problems(_source(doc))
     assert not problems, (
-        "a solution reads a name only a hidden cell defines (define or show it):\n"
-        + "\n".join(problems)
+        f"{doc}: a shown cell would fail, or compute something else, without the removed ones "
+        "(show the code it needs, or move it into a shown cell):\n" + "\n".join(problems)
     )
 
 
-def test_the_hidden_name_check_can_fail():
+def test_the_shown_cell_check_can_fail():
     text = (
-        "```{code-cell} ipython3\nimport math\nshown = 2\n```\n"
-        "```{code-cell} ipython3\n:tags: [remove-cell]\nimport json\nsecret = 3\n```\n"
-        ":::{solution-start} ex-a\n:::\n"
-        "```{code-cell} ipython3\n---\ntags: [hide-input]\n---\nalso_secret = 4\n```\n"
-        "```{code-cell} ipython3\nok = [math.pi * shown for _ in range(2)]\n"
-        "def f():\n    return secret + also_secret + ok + json.dumps(ok)\n```\n"
-        ":::{solution-end}\n:::\n"
-        "```{code-cell} ipython3\nprint(secret)\n```\n"
+        "```{code-cell} ipython3\nimport math\nshown = [2]\n```\n"
+        "```{code-cell} ipython3\n:tags: [remove-cell]\nimport json\nsecret = 3\n"
+        "shown.append(1)\nglue('x', shown, display=False)\n```\n"
+        "```{code-cell} ipython3\n---\ntags: [hide-input]\n---\nalso_shown = 4\n```\n"
+        "```{code-cell} ipython3\nok = [math.pi * also_shown for _ in range(2)]\n"
+        "def f():\n    return secret + ok + json.dumps(ok) + later\n```\n"
+        "```{code-cell} ipython3\n:tags: [remove-input]\nok = 5\n"
+        "def mine():\n    kept = {}\n    kept.setdefault(1, []).append(2)\n    return kept\n```\n"
+        "```{code-cell} ipython3\nlater = ok\n```\n"
     )
-    assert _hidden_names_in_solutions(text) == ["ex-a: also_secret", "ex-a: secret"]
+    assert _shown_cell_problems(text) == [
+        "cell 1 (removed) changes in place: shown.append(1)",
+        "cell 3: json (bound by a removed cell: import json)",
+        "cell 3: later (bound by no cell before it)",
+        "cell 3: secret (bound by a removed cell: secret = 3)",
+        "cell 5: ok (bound by a removed cell: ok = 5)",
+    ]
+
+
+# --- Bold marks a term the glossary defines --------------------------------------------------
+
+BOLD = re.compile(r"\*\*([^*\n]+?)\*\*")
+
+
+def _glossary_terms():
+    """The glossary's terms, lower case: the lines of its glossary directive that start a
+    definition (not indented)."""
+    text = _source("book/appendix-glossary")
+    body = text[text.index(":::{glossary}") :].split("\n:::", 1)[0]
+    return {line.strip().lower() for line in body.splitlines()[1:] if line[:1] not in " :"}
+
+
+def _undefined_bold(text, terms):
+    """The bold phrases of a chapter's prose that are not a glossary term (nor its plural); a
+    bold run-in heading, ending in a period ("**Embedding.**"), is a heading, not a term."""
+    found = []
+    for phrase in BOLD.findall(_prose(text)):
+        words = " ".join(phrase.split()).lower()
+        if words.endswith(".") or any(words in (t, t + "s", t + "es") for t in terms):
+            continue
+        found.append(phrase)
+    return found
+
+
+@pytest.mark.parametrize("doc", CHAPTERS)
+def test_every_bold_term_is_in_the_glossary(doc):
+    undefined = _undefined_bold(_source(doc), _glossary_terms())
+    assert not undefined, (
+        f"{doc} sets in bold what the glossary does not define (define it in "
+        f"book/appendix-glossary.md, or use italics for emphasis): {undefined}"
+    )
+
+
+def test_the_bold_term_check_can_fail():
+    terms = {"kv cache", "all-to-all"}
+    text = "The **KV cache** and two **all-to-alls**; **Embedding.** A **made-up term**."
+    assert _undefined_bold(text, terms) == ["made-up term"]
+    assert "token budget" in _glossary_terms() and "little's law" in _glossary_terms()

@@ -28,7 +28,7 @@ import nbformat
 import pytest
 
 from inference_arithmetic import exercises
-from tests.book.test_chapters import CHAPTERS, KERNEL_NAMES, _statements
+from tests.book.test_chapters import CHAPTERS, KERNEL_NAMES, _mutations, _statements
 
 ROOT = Path(__file__).resolve().parents[2]
 STUDENT = ROOT / "_build" / "notebooks" / "student"
@@ -76,29 +76,6 @@ def _chapter_cells(notebook):
 def _registered():
     exercises._load()
     return exercises.EXERCISES
-
-
-MUTATING = {"append", "extend", "insert", "update", "setdefault", "pop", "popitem", "clear"}
-MUTATING |= {"remove", "add", "discard", "sort", "reverse", "__setitem__", "__delitem__"}
-
-
-def _mutations(source, own):
-    """What a solution's cell changes in place of names it did not bind (``own``): items or
-    attributes assigned or deleted, mutating methods called."""
-
-    def base(node):
-        while isinstance(node, ast.Attribute | ast.Subscript | ast.Call):
-            node = node.func if isinstance(node, ast.Call) else node.value
-        return node.id if isinstance(node, ast.Name) else None
-
-    found = []
-    for node in ast.walk(ast.parse(source)):
-        targets = getattr(node, "targets", None) or [getattr(node, "target", None)]
-        if isinstance(node, ast.Assign | ast.AugAssign | ast.AnnAssign | ast.Delete):
-            found += [t for t in targets if isinstance(t, ast.Attribute | ast.Subscript)]
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
-            found += [node] if node.func.attr in MUTATING else []
-    return [ast.unparse(node) for node in found if base(node) not in own | {None}]
 
 
 def _where_bound(cells):
