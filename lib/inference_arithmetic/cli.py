@@ -26,7 +26,6 @@ import json
 import math
 import os
 import sys
-from pathlib import Path
 
 import inference_arithmetic as ia
 from inference_arithmetic.core import format as fmt
@@ -140,29 +139,12 @@ KERNELS = (
 
 
 def _model(text: str):
-    """A registry model, or a config read from a path, a folder or JSON text."""
-    if text in ia.model_names():
-        return ia.model(text)
-    path = Path(text)
-    if text.lstrip().startswith("{") or path.exists():
-        return ia.ModelConfig.from_hf_config(text if not path.exists() else path)
-    return ia.model(text)  # unknown: the registry's message names close matches
+    """A registry model, or a config read from a path, a folder or JSON text (``ia.model``)."""
+    return ia.model(text)
 
 
 def _gpu(text: str):
-    """A registry GPU, or a device from a JSON file or text of its figures."""
-    path = Path(text)
-    if text.lstrip().startswith("{") or (path.suffix == ".json" and path.exists()):
-        try:
-            figures = json.loads(path.read_text() if path.exists() else text)
-        except json.JSONDecodeError as error:
-            raise ia.ArgumentError(f"gpu: not valid JSON ({error})") from None
-        if not isinstance(figures, dict):
-            raise ia.ArgumentError("gpu: the JSON must be an object of the device's figures")
-        try:
-            return ia.GPU(**figures)
-        except TypeError as error:  # an unknown or missing figure
-            raise ia.ArgumentError(f"gpu: {error}") from None
+    """A registry GPU, or a device from a JSON file or text of its figures (``ia.gpu``)."""
     return ia.gpu(text)
 
 

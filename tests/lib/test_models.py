@@ -420,3 +420,43 @@ def test_weight_formats_are_checked_where_they_enter():
         dataclasses.replace(ia.model("llama-3.1-8b"), weight_formats={"experts": "mxfp4"})
     with pytest.raises(ia.UnknownName, match=r"weight_formats\['layers'\]"):
         dataclasses.replace(ia.model("llama-3.1-8b"), weight_formats={"layers": "fp5"})
+
+
+def test_a_model_is_taken_as_the_command_line_takes_it(tmp_path):
+    # A name, or a config.json as a dict, its JSON text, its path or its folder: the same model,
+    # and every entry point takes it (calculate reads it through ia.model).
+    folder = tmp_path / "my-llama"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(LLAMA))
+    read = ModelConfig.from_hf_config(LLAMA, name="my-llama")
+    for given in (LLAMA, json.dumps(LLAMA), folder / "config.json", folder, str(folder)):
+        got = model(given)
+        assert got.sizes() == read.sizes(), type(given)
+    assert model(folder).name == "my-llama"
+    short = dict(batch=8, prompt_len=1024, output_len=256)  # within its 2,048-token window
+    by_path = ia.calculate(str(folder), "h100-sxm", **short)["tpot"]
+    assert by_path == ia.calculate(read, "h100-sxm", **short)["tpot"]
+    assert model("llama-3.1-8b") is model("llama-3.1-8b")  # a registry name first
+
+
+def test_an_unknown_model_or_gpu_says_how_to_pass_ones_own():
+    with pytest.raises(KeyError, match=r"close matches: llama-3\.1-8b.*config\.json"):
+        model("llama-3-8b")
+    with pytest.raises(KeyError, match=r"'zzzz'; ia\.model_names\(\) lists them all; a model of"):
+        model("zzzz")  # no close match: not the whole registry
+    with pytest.raises(KeyError, match=r"'zzzz'; ia\.gpu_names\(\) lists them all; .*ia\.GPU\("):
+        ia.gpu("zzzz")
+
+
+def test_a_gpu_is_taken_as_the_command_line_takes_it(tmp_path):
+    figures = dict(name="mine", peak_flop_rate={"bf16": 155e12}, memory_bandwidth=768e9,
+                   memory_bytes=48e9)  # fmt: skip
+    (tmp_path / "mine.json").write_text(json.dumps(figures))
+    made = ia.GPU(**figures)
+    for given in (figures, json.dumps(figures), str(tmp_path / "mine.json")):
+        assert ia.gpu(given) == made
+    assert ia.calculate("llama-3.1-8b", figures, batch=8)["tpot"] > 0
+    with pytest.raises(ia.ArgumentError, match="gpu: .*missing .*'memory_bytes'"):
+        ia.gpu({k: v for k, v in figures.items() if k != "memory_bytes"})
+    with pytest.raises(ia.ArgumentError, match="gpu: not valid JSON"):
+        ia.gpu("{not json")

@@ -55,14 +55,17 @@ class Registry(Mapping):
         return name in self._paths
 
 
-def lookup(what: str, name, registry: Mapping, listing: str):
+def lookup(what: str, name, registry: Mapping, listing: str, own: str = ""):
     """``registry[name]``, or a ``KeyError`` naming close matches (``ArgumentError`` for
-    something that is not a name): the one way the model and GPU registries answer."""
+    something that is not a name): the one way the model and GPU registries answer. ``own``
+    says how to pass one of one's own; both messages end with it."""
     if not isinstance(name, str):
         message = f"a {what} is a name from {listing} or an ia.{what}(name), got {name!r}"
-        raise ArgumentError(message)
+        raise ArgumentError(message + (f"; {own}" if own else ""))
     try:
         return registry[name]
     except KeyError:
-        close = difflib.get_close_matches(name, registry, n=3, cutoff=0.5) or list(registry)
-        raise UnknownName(f"unknown {what} {name!r}; close matches: {', '.join(close)}") from None
+        close = difflib.get_close_matches(name, registry, n=3, cutoff=0.5)
+        found = f"close matches: {', '.join(close)}" if close else f"{listing} lists them all"
+        own = f"; {own}" if own else ""
+        raise UnknownName(f"unknown {what} {name!r}; {found}{own}") from None

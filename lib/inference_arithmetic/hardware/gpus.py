@@ -50,9 +50,11 @@ from __future__ import annotations
 
 import datetime
 import functools
+import json
 import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType
 
 from inference_arithmetic.core import checks
@@ -427,9 +429,32 @@ def gpu_names() -> list[str]:
     return list(_registry())
 
 
-def gpu(name: str | GPU) -> GPU:
-    """A registry accelerator by name (a ``GPU`` is returned as it is); ``KeyError`` listing
-    close matches for an unknown name, ``ArgumentError`` for something that is not a name."""
+OWN_GPU = (
+    "a device of your own is ia.GPU(name, peak_flop_rate, memory_bandwidth, memory_bytes, ...), "
+    "or a dict, JSON text or .json file of those figures"
+)
+"""How to pass a device the registry does not hold: the end of an unknown name's message."""
+
+
+def gpu(name) -> GPU:
+    """An accelerator: a registry name, or a device's figures (``GPU``'s arguments) as a dict,
+    JSON text or a ``.json`` file, as the command line takes them; a ``GPU`` is returned as it
+    is. ``KeyError`` with close matches for an unknown name, ``ArgumentError`` for anything
+    else (an unknown or missing figure named)."""
     if isinstance(name, GPU):
         return name
-    return lookup("gpu", name, _registry(), "ia.gpu_names()")
+    if isinstance(name, str) and name not in _registry():
+        path = Path(name)
+        if name.lstrip().startswith("{") or (path.suffix == ".json" and path.is_file()):
+            try:
+                name = json.loads(path.read_text() if path.suffix == ".json" else name)
+            except json.JSONDecodeError as error:
+                raise ArgumentError(f"gpu: not valid JSON ({error})") from None
+            if not isinstance(name, Mapping):
+                raise ArgumentError("gpu: the JSON must be an object of the device's figures")
+    if isinstance(name, Mapping):
+        try:
+            return GPU(**name)
+        except TypeError as error:  # an unknown or missing figure
+            raise ArgumentError(f"gpu: {error}; {OWN_GPU}") from None
+    return lookup("gpu", name, _registry(), "ia.gpu_names()", OWN_GPU)

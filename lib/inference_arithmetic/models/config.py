@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import functools
 import json
+import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from importlib import resources
+from pathlib import Path
 
 import numpy as np
 
@@ -308,9 +311,28 @@ def measured(name: str | None = None) -> dict:
     return data["models"][name]
 
 
-def model(name: str | ModelConfig) -> ModelConfig:
-    """A registry model by name (a ``ModelConfig`` is returned as it is); ``KeyError`` listing
-    close matches for an unknown name, ``ArgumentError`` for something that is not a name."""
+OWN_MODEL = (
+    "a model of your own is a Hugging Face config.json: its path, its folder, its JSON text or "
+    "a dict of it (ModelConfig.from_hf_config)"
+)
+"""How to pass a model the registry does not hold: the end of an unknown name's message."""
+
+
+def model(name) -> ModelConfig:
+    """A model: a registry name, or a Hugging Face ``config.json`` given as a dict, its JSON
+    text, a path to it or to the folder that holds it (``ModelConfig.from_hf_config``), as
+    the command line takes it; a ``ModelConfig`` is returned as it is. A registry name wins
+    over a file of the same name. ``KeyError`` with close matches for an unknown name,
+    ``ArgumentError`` for anything else."""
     if isinstance(name, ModelConfig):
         return name
-    return lookup("model", name, _registry(), "ia.model_names()")
+    if isinstance(name, Mapping):
+        return ModelConfig.from_hf_config(dict(name))
+    if isinstance(name, os.PathLike):
+        return ModelConfig.from_hf_config(Path(name))
+    if isinstance(name, str) and name not in _registry():
+        if name.lstrip().startswith("{"):
+            return ModelConfig.from_hf_config(name)
+        if Path(name).exists():
+            return ModelConfig.from_hf_config(Path(name))
+    return lookup("model", name, _registry(), "ia.model_names()", OWN_MODEL)
