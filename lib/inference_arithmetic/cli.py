@@ -496,15 +496,32 @@ def render(result, table, output: str | None) -> str:
     return "\n".join(lines)
 
 
+# The library's arguments that the command line spells otherwise; every other option is the
+# argument's name with dashes (--prompt-len for prompt_len).
+FLAGS = {"requests_per_s": "--rate", "ttft_target": "--ttft", "tpot_target": "--tpot"}
+
+
+def flagged(message: str, typed: list[str]) -> str:
+    """A library refusal as the command line says it: one that starts with an argument's name
+    starts with the flag instead, where that flag was typed (``--rate 0``: "--rate must be a
+    positive number...", not "requests_per_s must be...")."""
+    name = message.split(" ", 1)[0]
+    flag = FLAGS.get(name, "--" + name.replace("_", "-"))
+    if any(word == flag or word.startswith(flag + "=") for word in typed):
+        return flag + message[len(name) :]
+    return message
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the command line with ``argv`` (default: the process's); the exit status."""
     p = parser()
-    args = p.parse_args(argv)
+    typed = sys.argv[1:] if argv is None else list(argv)
+    args = p.parse_args(typed)
     try:
         result = args.function(args)
     except (ValueError, KeyError, OSError) as error:  # the library's refusals name the input
         message = str(error) if not isinstance(error, KeyError) else error.args[0]
-        p.exit(2, f"ia {args.command}: error: {message}\n")
+        p.exit(2, f"ia {args.command}: error: {flagged(message, typed)}\n")
     try:
         print(render(result, args.table, args.output))
         sys.stdout.flush()

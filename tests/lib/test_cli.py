@@ -139,7 +139,14 @@ def test_your_own_gpu_as_json(capsys, tmp_path):
     "argv, message",
     [
         (("calculate", "llama-3.1-8b", "h100"), "unknown gpu 'h100'; close matches: .*h100-sxm"),
-        (("calculate", "llama-3.1-8b", "h100-sxm", "--batch", "0"), "batch must be a whole"),
+        (("calculate", "llama-3.1-8b", "h100-sxm", "--batch", "0"), "--batch must be a whole"),
+        # The flag typed, not the library's name of the argument.
+        (("steady", "llama-3.1-8b", "h100-sxm", "--rate", "0"), "error: --rate must be a positive"),
+        (
+            ("plan", "llama-3.1-8b", "h100-sxm", "--rate", "1", "--ttft", "500", "--tpot", "0.05"),
+            "error: --ttft must be a positive number of seconds up to 60, got 500",
+        ),
+        (("calc", "llama-3.1-8b", "h100-sxm", "--prompt-len=0"), "error: --prompt-len must be"),
         (("calculate", "llama-3.1-8b", "h100-sxm", "--batch", "x"), "argument --batch: invalid"),
         (("calculate", "llama-3.1-405b", "h100-sxm"), "does not fit: needs"),
         (("calculate", "llama-3.1-8b", "h100-sxm", "--dtype", "bf17"), "dtype must be one of"),
@@ -185,7 +192,7 @@ def test_drafting_options_without_speculation_are_refused(capsys):
                   "--draft-len", "3")  # fmt: skip
     assert "--draft-len describe speculative decoding: give --speculative too" in err
     err = refused(capsys, "calculate", "llama-3.1-8b", "h100-sxm", "--prefix-hit-rate", "2")
-    assert "prefix_hit_rate must be a number from 0 to 1, got 2.0" in err
+    assert "error: --prefix-hit-rate must be a number from 0 to 1, got 2.0" in err
 
 
 def test_expert_parallelism_and_its_imbalance(capsys):
