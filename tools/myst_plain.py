@@ -139,8 +139,11 @@ class Book:
             return self._paste(name, content, doc)
         explicit = EXPLICIT.match(content)
         text, label = (explicit["text"], explicit["target"]) if explicit else (None, content)
-        if name == "ref":
-            return text if text is not None else self.target(label, doc).title
+        if name == "ref":  # an exercise's reads as sphinx-exercise prints it: "Exercise 6.2"
+            if text is not None:
+                return text
+            target = self.target(label, doc)
+            return self.exercise(label, doc) if target.kind == "exercise" else target.title
         if name == "numref":
             target = self.target(label, doc)
             shape = text if text is not None else NUMFIG[target.kind]

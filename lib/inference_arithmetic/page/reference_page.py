@@ -9,8 +9,8 @@ A function added to a formulas module's ``__all__`` appears on the page with no 
 >>> entry = {e.name: e for e in reference_page.entries(["basics"])}["weight_bytes"]
 >>> entry.call, entry.latex, entry.chapters
 ('formulas.basics.weight_bytes()', 'b N', ('ch-intro', 'ch-quantities'))
->>> print(reference_page.markdown(["basics"]).splitlines()[2])
-## `formulas.basics`
+>>> print(*(line for line in reference_page.markdown(["basics"]).splitlines() if "#" in line))
+## Introduction: Inference Arithmetic ### `formulas.basics`
 
 Each formulas module names the chapters that derive it in its docstring ("Derived in chapter
 06."); the page links them. A module whose docstring names no chapter, or a chapter the book
