@@ -124,9 +124,22 @@ def test_w4a4_is_refused_where_the_gpu_has_no_fp4_rate():
     with pytest.raises(ia.UnknownName) as info:
         ia.calculate("llama-3.1-8b", "h100-sxm", dtype="nvfp4")
     message = str(info.value)
-    assert "no peak FLOP rate for fp4" in message and "compute_dtype='bf16'" in message
+    assert "no peak FLOP rate for fp4" in message and "Give compute_dtype, one of those" in message
+    assert "it has: " in message and "bf16" in message.split("it has: ")[1]
     # The W4A16 path it names works.
     assert ia.calculate("llama-3.1-8b", "h100-sxm", dtype="nvfp4", compute_dtype="bf16")
+
+
+def test_the_refusal_of_a_compute_format_names_only_the_gpus_own():
+    # A GGUF type computes at bf16 by default; an Apple GPU has fp16 and fp32 only, and the
+    # message offers those, not bf16 (which it said before).
+    with pytest.raises(ia.UnknownName) as info:
+        ia.calculate("qwen3-8b", "apple-m3-max", dtype="q4_k_m")
+    rates = str(info.value).split("it has: ")[1].split(".")[0]
+    assert set(rates.split(", ")) == set(ia.gpu("apple-m3-max").peak_flop_rate)
+    assert "bf16" not in rates and "compute_dtype='bf16'" not in str(info.value)
+    given = dict(dtype="q4_k_m", compute_dtype=rates.split(", ")[-1])
+    assert ia.calculate("qwen3-8b", "apple-m3-max", **given)["tpot"] > 0
 
 
 @pytest.mark.parametrize("dtype", ["q4_k_m", "q5_k_m", "q6_k", "int4-g128", "fp8-block"])

@@ -120,9 +120,9 @@ MAX_TOKENS = 1 << 22
 step-by-step timing evaluates every step, so the library needs some bound."""
 
 NO_RATE = (
-    "{gpu} has no peak FLOP rate for {compute_dtype}; it has: {rates}. Choose one of those, or "
-    "for weights stored in {compute_dtype} but computed in another format (weight-only "
-    "quantization) give compute_dtype, e.g. compute_dtype='bf16'"
+    "{gpu} has no peak FLOP rate for {compute_dtype}, the format the weights would be "
+    "multiplied in; it has: {rates}. Give compute_dtype, one of those (weights stored in one "
+    "format may be multiplied in another: weight-only quantization)"
 )
 """The message for a compute format the GPU has no FLOP rate for (a ``KeyError``)."""
 NO_LINK = (
