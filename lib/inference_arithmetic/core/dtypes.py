@@ -30,6 +30,7 @@ __all__ = [
     "ALIASES",
     "COMPUTE_FORMATS",
     "CACHE_FORMATS",
+    "CACHE_BYTES",
     "dtype_name",
     "cache_format",
     "bytes_per_number",
@@ -129,6 +130,9 @@ CACHE_FORMATS = tuple(name for name, f in FORMATS.items() if f.cache)
 """The formats a KV cache may be stored in: the float and integer formats and llama.cpp's q8_0
 and q4_0 cache types; not the whole-model GGUF mixes (q4_k_m, ...: bits measured over a
 model's weights) nor the weight layouts int4-g128 (AWQ, GPTQ) and fp8-block (DeepSeek-V3)."""
+
+CACHE_BYTES = {name: DTYPE_BYTES[name] for name in CACHE_FORMATS}
+"""Bytes per stored number of each cache format: the choices a cache's format offers."""
 
 COMPUTE_FORMATS = ("fp32", "tf32", "bf16", "fp16", "fp8", "int8", "int4", "fp4")
 """The formats a GPU may have a peak FLOP rate for: a product's inputs, not storage."""

@@ -90,10 +90,7 @@ def ranges() -> dict[str, tuple[int, int]]:
 
 AMOUNTS = {
     "requests_per_s": functools.partial(checks.amount, unit="requests per second", positive=True),
-    **{  # the targets' own bounds (targets.check_targets)
-        name: functools.partial(checks.amount, unit="seconds", positive=True, high=most)
-        for name, most in targets.MOST_SECONDS.items()
-    },
+    **targets.TARGET_CHECKS,  # the targets' own checks, bounds included
     "compute_efficiency": checks.fraction,
     "bandwidth_efficiency": checks.fraction,
     "memory_utilization": checks.fraction,

@@ -26,7 +26,7 @@ from inference_arithmetic.serving.engine import stream_scenario
 from inference_arithmetic.serving.queueing import PERCENTILES
 from inference_arithmetic.serving.scenario import Scenario, deployment_keywords
 
-__all__ = ["goodput", "highest_rate", "goodput_of", "MOST_SECONDS"]
+__all__ = ["goodput", "highest_rate", "goodput_of", "MOST_SECONDS", "TARGET_CHECKS"]
 
 
 @deployment_keywords
@@ -192,7 +192,14 @@ def check_targets(ttft_target, tpot_target) -> None:
     target, where a caller allows it: ``highest_rate`` judges the TPOT alone)."""
     for name, target in (("ttft_target", ttft_target), ("tpot_target", tpot_target)):
         if target is not None:
-            checks.amount(name, target, "seconds", positive=True, high=MOST_SECONDS[name])
+            TARGET_CHECKS[name](name, target)
+
+
+TARGET_CHECKS = {
+    name: functools.partial(checks.amount, unit="seconds", positive=True, high=most)
+    for name, most in MOST_SECONDS.items()
+}
+"""Each target's check, ``check(name, value)``: the one the calculator's form makes too."""
 
 
 def check_percentile(percentile) -> int | None:
