@@ -198,7 +198,7 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     for (var k in r) if (/^cost_/.test(k) && cost === null) r[k] = null;
     return {rows: spec.rows, values: r, note: note(g, mode, r.exact)};
   }
-  function engine(m, v, serving) {  // ia.serving.engine.Engine of these values, its saturation kept
+  function engine(m, v, serving) {  // ia.serving.engine.Engine of these values
     // Each prompt's tokens to compute (a prefix cache holds the rest), each decode's rows in
     // the step and the tokens a step yields it (speculating): the library's formulas. A
     // pipeline has n_gpus micro-batches in flight (its capacity is of each).
@@ -211,9 +211,13 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
       tokens_per_step: serving.speculating ? call(spec.serving.expected, v) : 1,
       prefilled: serving.prefix ? Math.round(call(spec.serving.prefilled, v)) : v.seq_len},
       call, v);
+    // Its saturation rate, worked out when first asked (a bisection over steady states:
+    // the plan never asks) and kept for these values.
     var key = JSON.stringify([state.model, state.gpu, state.step, serving.key, parallel, v]);
-    if (!(key in saturations)) saturations[key] = e.saturation();
-    e.replica_saturation = saturations[key];
+    e.replicaSaturation = function () {
+      if (!(key in saturations)) saturations[key] = e.saturation();
+      return saturations[key];
+    };
     e.stages = stages;
     return e;
   }
@@ -225,7 +229,7 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     if (error) return {error: error};
     var e = engine(m, Object.assign({}, v, {replicas: 1, price_per_hour: 1}), serving);
     // The replicas share the requests: each is one engine at its share (continuous.REPLICAS).
-    var one = {requests_per_s: rate, replicas: v.replicas, replica_saturation: e.replica_saturation};
+    var one = {requests_per_s: rate, replicas: v.replicas, replica_saturation: e.replicaSaturation()};
     var share = call(spec.replicas.share, one);
     var s = share <= one.replica_saturation ? e.state(share, null) : null;
     if (s === null || !s.ok) {

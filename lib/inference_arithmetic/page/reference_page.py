@@ -312,12 +312,20 @@ def _modules(names):
 
 def entries(modules: list[str] | None = None) -> list[Entry]:
     """One ``Entry`` per public function of the given formulas modules (default: all)."""
+    return list(_entries(tuple(_modules(modules))))
+
+
+@functools.cache
+def _entries(modules: tuple[tuple[str, object], ...]) -> tuple[Entry, ...]:
+    # Built once in a process for the same modules, by name and object (frozen entries, a
+    # tuple): ``markdown`` and whoever reads the entries beside it (the appendix's tests)
+    # share them, each the LaTeX of every registry model's form of every formula.
     labels = chapter_labels()
-    return [
+    return tuple(
         _entry(module, name, _chapters(module, labels))
-        for _, module in _modules(modules)
+        for _, module in modules
         for name in _public_functions(module)
-    ]
+    )
 
 
 def _math(tex):
