@@ -6,9 +6,10 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# The pages with code: the chapters and the generated formula reference (not the glossary,
-# the API reference or the bibliography, which are plain MyST).
-CHAPTERS := $(wildcard book/[0-9][0-9]-*.md) book/appendix-formulas.md
+# The pages with code, each page of book/ with a code cell: the chapters, the generated formula
+# reference and the reference tables (not the glossary, the API reference or the bibliography,
+# which are plain MyST).
+CHAPTERS := $(shell grep -l '{code-cell}' book/*.md)
 EXERCISES := $(wildcard lib/inference_arithmetic/exercises/*.py)
 JOBS ?= 2
 # Strict: warnings are errors, broken references are reported, all problems in one run.

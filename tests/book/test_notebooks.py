@@ -15,13 +15,12 @@ import nbformat
 import pytest
 
 from inference_arithmetic import exercises
-from tests.book.test_chapters import CHAPTERS
+from tests.book.test_chapters import CHAPTERS, CODE_PAGES
 from tests.book.test_student_notebooks import _book_names
 
 ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOKS = ROOT / "_build" / "notebooks"
-# The pages with code: every chapter and the generated formula reference (the Makefile's list).
-PAGES = [*CHAPTERS, "book/appendix-formulas"]
+PAGES = CODE_PAGES  # the pages with code (the Makefile's list)
 SOLUTION = re.compile(r":::\{solution-start\} (\S+).*?:::\{solution-end\}", re.S)
 WORDS = re.compile(r"\*Your answer to Exercise \d+\.\d+:\* \(write it here\)")
 
