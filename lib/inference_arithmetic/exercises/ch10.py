@@ -1,43 +1,43 @@
 """Chapter 10 (parallelism): a decode step of Llama 3.1 70B split over H100 SXM GPUs.
 
 The inputs are the chapter's: Llama 3.1 70B in bf16 on H100 SXM GPUs with 2,048 tokens of
-context, timed on the ideal roofline (``ia.timing.IDEAL``, as the whole chapter) with the
-library's message latency ``ia.timing.DEFAULT_LINK_LATENCY``, over NVLink unless an exercise
-puts the GPUs on PCIe (the GPU's ``pcie_bandwidth``). Each exercise sets the GPUs, the batch and
-the parallelism it asks about. Hints whose ratios depend on the model and the GPU are functions,
-which the library calls when a check first needs them. The expert-parallel exercise is
-DeepSeek-V3's, timed kernel by kernel as the chapter's section on it is (the library's default).
+context, each step timed as the library does by default (kernel by kernel, with the default
+engine: ``ia.decode_step_time``, ``ia.kernels``), over NVLink unless an exercise puts the GPUs
+on PCIe (the GPU's ``pcie_bandwidth``, one GPU to a link domain, as the registry's PCIe cards).
+Each exercise sets the GPUs, the batch and the parallelism it asks about. Hints whose ratios
+depend on the model and the GPU are functions, which the library calls when a check first needs
+them. The expert-parallel exercise is DeepSeek-V3's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 
-import sympy
-
 import inference_arithmetic as ia
-from inference_arithmetic.core.symbols import B, alpha
+from inference_arithmetic.core.symbols import B
 from inference_arithmetic.exercises import Part, register
 from inference_arithmetic.formulas import latency
 
 MODEL, GPU, CONTEXT = "llama-3.1-70b", "h100-sxm", 2048
-IDEAL = ia.timing.IDEAL
-DEFAULTS = {
-    "compute_efficiency": ia.timing.DEFAULT_COMPUTE_EFFICIENCY,
-    "bandwidth_efficiency": ia.timing.DEFAULT_BANDWIDTH_EFFICIENCY,
-}
-DEFAULT_EFFICIENCIES = (
-    "did you use the library's default efficiencies? The chapter times the ideal roofline "
-    "(**ia.timing.IDEAL)"
+ROOFLINE = (
+    "did you time the step with chapter 08's single roofline (step='roofline')? The chapter "
+    "times it kernel by kernel, the library's default"
 )
 
 
-def _scenario(batch: int, n_gpus: int, **options) -> ia.Scenario:
-    """A decode step of ``batch`` requests at the chapter's context, on the ideal roofline."""
-    options = {**IDEAL, **options}
-    return ia.Scenario(
-        MODEL, GPU, n_gpus=n_gpus, batch=batch, prompt_len=CONTEXT, output_len=1, **options
-    )
+def _pcie_gpu() -> ia.GPU:
+    """The H100 without NVLink: its link is PCIe, and each GPU is a link domain of its own."""
+    g = ia.gpu(GPU)
+    return dataclasses.replace(g, interconnect_bandwidth=g.pcie_bandwidth, link_domain=1)
+
+
+def _talk(batch: int, n_gpus: int, gpu=GPU, **options) -> tuple[float, float, int]:
+    """A tensor-parallel decode step's all-reduces (seconds), the whole step, and how many."""
+    rows = ia.kernels(MODEL, gpu, batch, CONTEXT, n_gpus=n_gpus, **options)
+    reduces = [row for row in rows if row["kind"] == "collective"]
+    talk = sum(row["time"] for row in reduces)
+    return talk, sum(row["time"] for row in rows), sum(row["count"] for row in reduces)
 
 
 # --- ex-par-pcie: eight H100 over PCIe, batch 1 and 64 ---------------------------------------
@@ -45,14 +45,21 @@ def _scenario(batch: int, n_gpus: int, **options) -> ia.Scenario:
 PCIE_GPUS = 8
 
 
-def _communication_share(batch: int, link: str = "pcie", **options) -> float:
+def _communication_share(batch: int, link: str = "pcie", latency: bool = True, **opts) -> float:
     """The share of a tensor-parallel decode step that is messages between the GPUs."""
-    s = _scenario(batch, PCIE_GPUS, **options)
-    at = {"context_len": CONTEXT}
-    if link == "pcie":
-        at["link_bandwidth"] = s.gpu.pcie_bandwidth
-    talk = s.evaluate(latency.communication_time(s.model, B), **at)
-    return talk / s.evaluate(latency.decode_step_time(s.model), **at)
+    gpu = _pcie_gpu() if link == "pcie" else GPU
+    talk, total, count = _talk(batch, PCIE_GPUS, gpu, **opts)
+    if not latency:  # the bytes alone: without NCCL's latency, once an all-reduce
+        waited = count * ia.Scenario(MODEL, gpu, n_gpus=PCIE_GPUS).figure("ring_latency")
+        talk, total = talk - waited, total - waited
+    return talk / total
+
+
+def _roofline_share(batch: int) -> float:
+    """The same share with chapter 08's single roofline: the ring at the library's alpha."""
+    s = ia.Scenario(MODEL, _pcie_gpu(), n_gpus=PCIE_GPUS, batch=batch, step="roofline")
+    talk = s.evaluate(latency.communication_time(s.model, B), context_len=CONTEXT)
+    return talk / s.evaluate(latency.decode_step_time(s.model), context_len=CONTEXT)
 
 
 def _pcie_hints(batch: int):
@@ -60,13 +67,13 @@ def _pcie_hints(batch: int):
         right = _communication_share(batch)
         return {
             _communication_share(batch, link="nvlink") / right: (
-                "did you use NVLink's bandwidth? Here the GPUs talk over PCIe (pcie_bandwidth)"
+                "did you keep NVLink? Here the GPUs talk over PCIe (pcie_bandwidth), one to a "
+                "link domain, so the engine falls back on NCCL's ring"
             ),
-            _communication_share(batch, link_latency=0.0) / right: (
-                "did you count only the bytes? Each of the 4L(n - 1) messages of a step also "
-                "waits the latency alpha"
+            _communication_share(batch, latency=False) / right: (
+                "did you count only the bytes? Each all-reduce also waits NCCL's latency"
             ),
-            _communication_share(batch, **DEFAULTS) / right: DEFAULT_EFFICIENCIES,
+            _roofline_share(batch) / right: ROOFLINE,
         }
 
     return build
@@ -86,31 +93,34 @@ register(
     ),
 )
 
-# --- ex-par-alpha: the message latency at which talking takes as long as the roofline ---------
+# --- ex-par-alpha: the all-reduce latency at which talking takes as long as the rest ----------
 
 ALPHA_GPUS, ALPHA_BATCH = 4, 1
 
 
-def _even_latency(**options) -> float:
-    """alpha where the step's communication (linear in alpha) equals its roofline time."""
-    s = _scenario(ALPHA_BATCH, ALPHA_GPUS, **options)
-    talk = latency.communication_time(s.model, B)
-    roof = s.evaluate(latency.decode_step_time(s.model) - talk, context_len=CONTEXT)
-    per_second_of_alpha = s.evaluate(sympy.diff(talk, alpha))  # the messages of a step
-    return (roof - s.evaluate(talk, link_latency=0.0)) / per_second_of_alpha
+def _even_latency(messages: int = 1) -> float:
+    """alpha_ar where the step's one-shot all-reduces (linear in it, ``messages`` latencies
+    each) take as long as the rest of the step."""
+    s = ia.Scenario(MODEL, GPU, n_gpus=ALPHA_GPUS, batch=ALPHA_BATCH, prompt_len=CONTEXT)
+    talk, total, count = _talk(ALPHA_BATCH, ALPHA_GPUS)  # at batch 1, the one-shot kernel's
+    rest, moving = total - talk, talk - count * s.figure("allreduce_latency")
+    return (rest - moving) / (count * messages)
 
 
 register(
     "10-parallelism",
     "ex-par-alpha",
     Part(
-        "link_latency",
+        "allreduce_latency",
         _even_latency,
         unit="seconds",
         hints=(
             lambda: {
-                2: "did you count both all-reduces of a layer, and 2(n - 1) messages in each?",
-                _even_latency(**DEFAULTS) / _even_latency(): DEFAULT_EFFICIENCIES,
+                2: "did you count both all-reduces of a layer?",
+                _even_latency(2 * (ALPHA_GPUS - 1)) / _even_latency(): (
+                    "did you count the ring's 2(n - 1) messages? The one-shot kernel waits its "
+                    "latency once an all-reduce"
+                ),
             }
         ),
     ),
@@ -126,26 +136,35 @@ def _batch(parallel: str) -> int:
     return PIPELINE_BATCH // (PIPELINE_GPUS if parallel == "pipeline" else 1)
 
 
-def _step(parallel: str) -> float:
+def _step(parallel: str, **options) -> float:
     m, g = ia.model(MODEL), ia.gpu(GPU)
+    batch = _batch(parallel)
     return ia.decode_step_time(
-        m, g, _batch(parallel), CONTEXT, n_gpus=PIPELINE_GPUS, parallel=parallel, **IDEAL
+        m, g, batch, CONTEXT, n_gpus=PIPELINE_GPUS, parallel=parallel, **options
     )
 
 
 def _tokens_per_second(parallel: str) -> float:
     """Output tokens per second: a token for each request of each batch in flight, per step."""
-    s = _scenario(_batch(parallel), PIPELINE_GPUS, parallel=parallel)
-    in_flight = s.evaluate(latency.batches_in_flight(parallel))
-    return in_flight * _batch(parallel) / _step(parallel)
+    return PIPELINE_BATCH / _step(parallel)
 
 
 PER_REQUEST = "did you count a token for each of the 32 requests of a step?"
 register(
     "10-parallelism",
     "ex-par-pipeline",
-    Part("tensor_time_per_token", lambda: _step("tensor"), unit="seconds"),
-    Part("pipeline_time_per_token", lambda: _step("pipeline"), unit="seconds"),
+    Part(
+        "tensor_time_per_token",
+        lambda: _step("tensor"),
+        unit="seconds",
+        hints=lambda: {_step("tensor", step="roofline") / _step("tensor"): ROOFLINE},
+    ),
+    Part(
+        "pipeline_time_per_token",
+        lambda: _step("pipeline"),
+        unit="seconds",
+        hints=lambda: {_step("pipeline", step="roofline") / _step("pipeline"): ROOFLINE},
+    ),
     Part(
         "tensor_tokens_per_second",
         lambda: _tokens_per_second("tensor"),

@@ -25,7 +25,7 @@ from inference_arithmetic.core import checks
 from inference_arithmetic.core.numeric import ArgumentError
 from inference_arithmetic.hardware.gpus import gpu as registry_gpu
 from inference_arithmetic.models.config import AUTO
-from inference_arithmetic.page import own_config
+from inference_arithmetic.page import named, own_config
 from inference_arithmetic.page.calculator_data import page_data, step_key, warm
 from inference_arithmetic.page.calculator_form import (
     AMOUNTS,
@@ -93,17 +93,18 @@ class Calculator:
     def __init__(self, **state):
         self.state = {
             "mode": STATIC,
-            "model": "llama-3.1-8b",
-            "gpu": "h100-sxm",
-            "n_gpus": 1,
+            # The book's running example (``named.EXAMPLES``), its workload below.
+            "model": named.EXAMPLES["small"]["model"],
+            "gpu": named.EXAMPLES["small"]["gpu"],
+            "n_gpus": named.EXAMPLES["small"]["n_gpus"],
             "replicas": 1,
             "parallel": "tensor",
             "dtype": AUTO,
             "compute_dtype": SAME,
             "cache_dtype": COMPUTED,
             "batch": 1,
-            "prompt_len": 2048,
-            "output_len": 256,
+            "prompt_len": named.EXAMPLES["small"]["prompt_len"],
+            "output_len": named.EXAMPLES["small"]["output_len"],
             "requests_per_s": 1.0,
             "ttft_target": 0.5,
             "tpot_target": 0.05,
