@@ -319,9 +319,6 @@ MOST_WORDS = 4_500
 STILL_OVER = {
     "08-prefill-decode": 5_587,
     "09-batching": 7_967,
-    "10-parallelism": 4_634,
-    "11-reality-check": 6_302,
-    "13-beyond": 5_214,
 }
 
 
