@@ -311,10 +311,32 @@ def model_preset(value: str, names: Sequence[str] | None = None) -> Preset:
     return Preset({n: model(n).sizes() for n in names or model_names()}, value)
 
 
-def gpu_preset(value: str = "h100-sxm", names: Sequence[str] | None = None, dtype="bf16") -> Preset:
+def gpu_preset(
+    value: str = "h100-sxm",
+    names: Sequence[str] | None = None,
+    dtype="bf16",
+    arch=None,
+    used: set[str] | None = None,
+) -> Preset:
     """A preset per registry GPU (``names``, default every GPU with a FLOP rate in ``dtype``),
-    setting its figures (``GPU.figures``): the one GPU control of the chapters' widgets."""
+    setting its figures (``GPU.figures``): the one GPU control of the chapters' widgets.
+
+    For a widget over the library's default step of a model ``arch``, each option is what that
+    step takes of the GPU (``Scenario(arch, gpu).values()``: its peaks, its measured kernels,
+    the engine's fixed costs, its links), and its dated ``price_per_hour``; ``used`` keeps only
+    those names (the widget's symbols less its sliders, so that no option moves a slider's
+    value). ``arch``'s own sizes are never set: a model control sets them."""
     from inference_arithmetic.hardware.gpus import gpu, gpu_names
 
     names = names or [n for n in gpu_names() if dtype in gpu(n).peak_flop_rate]
-    return Preset({n: gpu(n).figures(dtype) for n in names}, value)
+    if arch is None:
+        return Preset({n: gpu(n).figures(dtype) for n in names}, value)
+    from inference_arithmetic.serving.scenario import Scenario
+
+    keep = set(used) - set(arch.sizes()) if used is not None else None
+
+    def step_values(name):
+        values = {**Scenario(arch, name).values(), "price_per_hour": gpu(name).price_per_hour}
+        return {k: v for k, v in values.items() if keep is None or k in keep}
+
+    return Preset({n: step_values(n) for n in names}, value)
