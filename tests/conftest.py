@@ -1,9 +1,11 @@
 """Shared test settings: a headless matplotlib backend, a fast hypothesis profile, a cache of
 compiled formulas of the tests' own, the longest test files first, and the ``slow`` mark."""
 
+import json
 import os
 import shutil
 import tempfile
+from pathlib import Path
 
 os.environ.setdefault("MPLBACKEND", "Agg")  # before anything imports matplotlib
 # Hypothesis caches under ./.hypothesis by default; keep the repository root clean (and spare
@@ -43,9 +45,11 @@ settings.load_profile("library")
 # pytest-xdist runs all of a file's tests on one worker (`--dist loadfile`: they share what they
 # compute), in the order the files come (with --no-loadscope-reorder); a long file that starts
 # last leaves the other workers idle at the end. So the files run longest first: by the seconds
-# each took in the last run here (kept in pytest's cache), a file not timed yet before them all,
-# the largest first.
+# each took in the last run here (kept in pytest's cache), else, in a fresh clone, by the CPU
+# seconds each took in one (FRESH_SECONDS, `make test` on 2 cores: a file's formulas compiled
+# there, not read back), a file timed in neither before them all, the largest first.
 SECONDS = "inference-arithmetic/seconds-per-file"
+FRESH_SECONDS = Path(__file__).with_name("file_seconds.json")
 _seconds: dict[str, float] = {}
 
 
@@ -71,7 +75,8 @@ def pytest_configure(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    timed = config.cache.get(SECONDS, {}) if getattr(config, "cache", None) else {}
+    timed = json.loads(FRESH_SECONDS.read_text())
+    timed |= config.cache.get(SECONDS, {}) if getattr(config, "cache", None) else {}
 
     def longest_first(item):
         path = _file(item.nodeid)
