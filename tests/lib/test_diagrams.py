@@ -41,7 +41,7 @@ CHAPTERS = {
     "memory_hierarchy": "07-hardware.md",
     "prefill_decode_timeline": "08-prefill-decode.md",
     "batching_timeline": "09-batching.md",
-    "parallelism": "10-parallelism.md",
+    "parallelism": "12-parallelism.md",
     "attention_shapes": "04-flops.md",
     "gqa_grouping": "06-kv-cache.md",
     "mla_compress": "06-kv-cache.md",

@@ -26,7 +26,7 @@ requests a second, with steps of mean length tau (chapter 09 derives each part):
   time-weighted B_d (``Engine.ttft``; ``Engine.waits`` its distribution).
 
 A pipeline of n stages is n such chains, one a micro-batch in flight at lambda / n, each step
-lasting its round's: the slowest of the n micro-batches' steps (``Engine.period``, chapter 10).
+lasting its round's: the slowest of the n micro-batches' steps (``Engine.period``, chapter 12).
 The steady state of expert parallelism is one engine whose ranks step together, each step the
 kernels' step of the busiest GPU.
 """
