@@ -34,7 +34,7 @@ def test_the_pages_that_print_a_named_result_print_one_value():
 
 def test_two_pages_printing_different_values_for_one_name_are_caught():
     glued = {
-        "book/09-batching": {"named_small_saturation": "8.121576361759198"},
+        "book/11-planning": {"named_small_saturation": "8.121576361759198"},
         "book/14-economics": {"named_small_saturation": "11.0", "other": "1"},
         "book/16-calculator": {"named_small_saturation": "8.121576361759198"},
     }

@@ -40,7 +40,7 @@ CHAPTERS = {
     "kv_cache_steps": "06-kv-cache.md",
     "memory_hierarchy": "07-hardware.md",
     "prefill_decode_timeline": "08-prefill-decode.md",
-    "batching_timeline": "09-batching.md",
+    "batching_timeline": "10-streams.md",
     "parallelism": "12-parallelism.md",
     "attention_shapes": "04-flops.md",
     "gqa_grouping": "06-kv-cache.md",

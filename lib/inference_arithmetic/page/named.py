@@ -34,7 +34,8 @@ EXAMPLES = {
     },
 }
 """The book's running deployments and workloads, by name: ``small`` is the calculator's
-default form (``page.calculator.Calculator``), and the set-up chapters 09 and 14 run through."""
+default form (``page.calculator.Calculator``), and the set-up chapters 09 to 11 and 14 run
+through."""
 
 PREFIX = "named_"
 """The glue names of the named results: ``PREFIX`` + the result's name."""
