@@ -491,7 +491,7 @@ def render(result, table, output: str | None) -> str:
     width = max(len(label) for label, _ in shown)
     lines = [f"{label.ljust(width)}  {value}" for label, value in shown]
     if result.get("band"):
-        lines.append("(in brackets: where 8 of 10 held-out measurements fell, chapter 11)")
+        lines.append("(in brackets: where 8 of 10 held-out measurements fell, chapter 13)")
     lines += [f"note: {note}" for note in result.get("notes", ())]
     return "\n".join(lines)
 

@@ -30,7 +30,7 @@ ARGS = [
     "--disable-sync",
     "--host-resolver-rules=MAP * ~NOTFOUND",  # no network: the page must need none
 ]
-CALCULATOR = "book/14-calculator"  # chapter 14's calculator: one form over the whole library
+CALCULATOR = "book/16-calculator"  # chapter 16's calculator: one form over the whole library
 SYMBOLS = {name: row.symbol for name, row in ia.symbols.NOTATION.items()}
 
 
@@ -485,7 +485,7 @@ def test_the_built_book_is_there():
     assert (HTML / "index.html").exists(), "build the book first (make book)"
 
 
-# --- Chapter 14's calculator: one form over the whole library ----------------------------------
+# --- Chapter 16's calculator: one form over the whole library ----------------------------------
 
 
 def _calculator_agrees(page, root):

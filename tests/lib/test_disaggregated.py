@@ -221,7 +221,7 @@ def _meets(state, ttft_target, tpot_target):
 
 
 LONG_TIGHT = ("llama-3.1-70b", 2048, 256, 1.0, 0.025)
-SHORT_LOOSE = ("llama-3.1-70b", 512, 512, 1.0, 0.1)  # chapter 09's cases
+SHORT_LOOSE = ("llama-3.1-70b", 512, 512, 1.0, 0.1)  # chapter 11's cases
 
 
 @pytest.mark.slow

@@ -52,7 +52,7 @@ def test_token_costs_worked_by_hand():
 
 
 def test_numeric_costs_equal_the_symbolic_formula():
-    # The formulas of chapter 12 price chapter 08's single roofline.
+    # The formulas of chapter 14 price chapter 08's single roofline.
     kw = dict(batch=8, prompt_len=1024, output_len=2, step="roofline")
     costs = economics.token_costs(SMALL, H100, **kw)
     values = ia.Scenario(SMALL, H100, **kw).values()

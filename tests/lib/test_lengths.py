@@ -21,15 +21,15 @@ def _log_normal(mean, sigma, low, seed):
 # Chapter 09's spread (log-normal, sigma 0.8, about its prompt and answer), and a chat-like one
 # (ShareGPT's shape: short prompts, longer answers, both long-tailed; chosen, not fitted).
 SPREADS = {
-    "chapter 09": ((1024, 0.8), (128, 0.8)),
+    "chapter 10": ((1024, 0.8), (128, 0.8)),
     "chat": ((256, 1.0), (320, 0.9)),
 }
 MODELS = {"dense": ("llama-3.1-8b", 1), "moe": ("mixtral-8x7b", 2)}
 LOADS = (0.3, 0.6, 0.85)
-# The chat spread at every load; chapter 09's up to 0.6 (at 0.85 its closed form alone takes
+# The chat spread at every load; chapter 10's up to 0.6 (at 0.85 its closed form alone takes
 # half a minute, and the chat spread's longer tail is the harder case there).
 CASES = [(m, "chat", load) for m in MODELS for load in LOADS]
-CASES += [(m, "chapter 09", load) for m in MODELS for load in LOADS[:2]]
+CASES += [(m, "chapter 10", load) for m in MODELS for load in LOADS[:2]]
 REQUESTS = {0.3: 2_000, 0.6: 4_000, 0.85: 10_000}
 
 
@@ -79,10 +79,10 @@ def test_without_the_distribution_the_steady_state_misses_the_tail():
     # The companion of the 15%: the steady state of the mean lengths (the closed form before
     # it took a distribution) puts the first token's p99 far short of the simulation's.
     name, n = MODELS["dense"]
-    closed, runs = _case("dense", "chapter 09", 0.6)
+    closed, runs = _case("dense", "chapter 10", 0.6)
     rate = 0.6 * continuous.saturation_rate(
         ia.Scenario(name, "h100-sxm", n_gpus=n, in_waves=True, prompt_len=1024, output_len=128),
-        Lengths.of(*_workload("chapter 09")),
+        Lengths.of(*_workload("chapter 10")),
     )
     means = ia.steady_state(name, "h100-sxm", rate, 1024, 128, n_gpus=n)["percentiles"]
     simulated = np.mean([run["percentiles"]["ttft"]["p99"] for run in runs])
@@ -136,7 +136,7 @@ def test_the_distribution_enters_where_the_means_do_not_suffice():
     # time per token (short answers average fewer steps).
     args = ("llama-3.1-8b", "h100-sxm", 4.0)
     one = ia.steady_state(*args, 1024, 128)["percentiles"]
-    spread = ia.steady_state(*args, *_workload("chapter 09"))["percentiles"]
+    spread = ia.steady_state(*args, *_workload("chapter 10"))["percentiles"]
     assert spread["ttft"]["p99"] > 1.3 * one["ttft"]["p99"]
     assert spread["tpot"]["p99"] - spread["tpot"]["p50"] > one["tpot"]["p99"] - one["tpot"]["p50"]
 

@@ -1,4 +1,4 @@
-"""The published serving runs, and the library's predictions held against them (chapter 11)."""
+"""The published serving runs, and the library's predictions held against them (chapter 13)."""
 
 import dataclasses
 import statistics

@@ -1,4 +1,4 @@
-"""Speculative decoding, prefix caching, FlashAttention and quantized decode (chapter 13)."""
+"""Speculative decoding, prefix caching, FlashAttention and quantized decode (chapter 15)."""
 
 import pytest
 import sympy

@@ -14,7 +14,7 @@ rate a product in each runs at.
 >>> dtype_name("bfloat16")  # Hugging Face's and PyTorch's spelling
 'bf16'
 
-Chapter 01 explains the plain formats, chapter 13 the block-scaled ones.
+Chapter 01 explains the plain formats, chapter 15 the block-scaled ones.
 """
 
 from __future__ import annotations

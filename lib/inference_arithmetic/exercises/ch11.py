@@ -1,143 +1,156 @@
-"""Chapter 11 (reality check): the library's predictions against measured serving runs.
+"""Chapter 11 (planning): the token budget under a promise on the first token, goodput under
+percentile targets, and a disaggregated deployment against a colocated one.
 
-The inputs are the chapter's: the 20 measured vLLM runs of ``ia.measurements.serving_runs()``
-(Llama 3.1 8B on one H100 SXM, Llama 3.3 70B on four), each predicted by
-``ia.measurements.predict`` at the library's defaults unless an exercise changes one, and the
-model of Chen's *Transformer Inference Arithmetic* (``CHEN_13B``, as the chapter builds it) on
-two A100 40GB in fp16 at batch 1 and 512 tokens of context. A fit minimises the root-mean-square
-of log(predicted / measured) over all the runs, as the chapter's calibration does.
+The inputs are the chapter's: Llama 3.1 70B on four H100 SXM with tensor parallelism, prompts of
+2,048 tokens and answers of 256 in bf16, every step timed by the library's default (kernel by
+kernel, the default engine's profile); its continuously batching engine at 2 requests a second with
+a promise of 300 ms to the first token, its token budget doubling from 256 to 8,192 (exercise 1);
+the same engine's goodput under p90 targets of 1 s to the first token and 50 ms per output token
+(exercise 2); prompts of 8,192 tokens within 2 s to the first token and 25 ms a token after it on
+up to 24 H100s, disaggregated or colocated (exercise 3).
 """
 
-from __future__ import annotations
-
 import functools
-import math
-
-import numpy as np
 
 import inference_arithmetic as ia
-from inference_arithmetic.core.symbols import B
-from inference_arithmetic.exercises import Part, register
-from inference_arithmetic.formulas import latency
+from inference_arithmetic.exercises import EXACT, Part, register
 
-# --- ex-reality-bandwidth-only: eta_m fitted alone, with eta_c = 1 and the default alpha ------
-
-
-def _rms_log_error(bandwidth_efficiency: float) -> float:
-    runs = ia.measurements.serving_runs()
-    options = dict(compute_efficiency=1.0, bandwidth_efficiency=bandwidth_efficiency)
-    options |= ia.timing.ROOFLINE  # the chapter's single roofline
-    logs = [
-        math.log(ia.measurements.predict(run, **options)["throughput"] / run.output_tokens_per_s)
-        for run in runs
-    ]
-    return math.sqrt(np.mean(np.square(logs)))
+LARGE = "llama-3.1-70b"
+GPU = "h100-sxm"
+N_GPUS = 4  # the 70B model's
+PROMPT, OUTPUT = 2048, 256  # tokens of every request
+BUDGET_RATE = 2.0  # requests per second, exercise 1's
+TARGET_TTFT = 0.3  # seconds to the first token, exercise 1's promise
+BUDGETS = tuple(256 * 2**k for k in range(6))  # exercise 1's token budgets, 256 to 8,192
+GOODPUT_TARGETS = {"ttft_target": 1.0, "tpot_target": 0.05}  # seconds, exercise 2's, on p90
+LONG_PROMPT, SPLIT_TTFT, SPLIT_TPOT, SPLIT_GPUS = 8192, 2.0, 0.025, 24  # exercise 3
 
 
 @functools.cache
-def _bandwidth_alone() -> float:
-    """The best bandwidth efficiency, on a grid of 0.01 and then of 0.001 around its best."""
-    coarse = np.round(np.arange(0.30, 0.951, 0.01), 2)
-    best = coarse[np.argmin([_rms_log_error(e) for e in coarse])]
-    fine = np.round(np.arange(best - 0.01, best + 0.0101, 0.001), 3)
-    return float(fine[np.argmin([_rms_log_error(e) for e in fine])])
+def _budget_state(budget):
+    """The 70B set-up's steady state at exercise 1's rate under a token budget."""
+    workload = {"prompt_len": PROMPT, "output_len": OUTPUT, "n_gpus": N_GPUS}
+    return ia.steady_state(LARGE, GPU, BUDGET_RATE, **workload, token_budget=budget)
 
 
-register(
-    "11-reality-check",
-    "ex-reality-bandwidth-only",
-    Part(
-        "bandwidth_efficiency",
-        _bandwidth_alone,
-        unit="fraction of the peak bandwidth",
-        # A fit on a grid: the chapter's grid (steps of 0.05) lands on 0.50, a finer one on
-        # 0.48; the error of the fit barely differs between the two.
-        tolerance=0.05,
-        hints=(
-            lambda: {
-                ia.timing.DEFAULT_BANDWIDTH_EFFICIENCY / _bandwidth_alone(): (
-                    "that is the library's default, fitted together with the compute "
-                    "efficiency; fit the bandwidth efficiency alone, with compute_efficiency=1"
-                ),
-            }
-        ),
-    ),
-    written=("which runs does it miss worst? Why those?",),
-)
-
-# --- ex-reality-memory: the 8B model's largest batch with mu = 0.95 ----------------------------
-
-SMALL, MEMORY_UTILIZATION = "llama-3.1-8b", 0.95
+def _smallest_budget():
+    """The smallest of the budgets whose time to first token keeps the promise: a larger one
+    only lengthens the time per output token."""
+    return min(x for x in BUDGETS if _budget_state(x)["ttft"] <= TARGET_TTFT)
 
 
-@functools.cache
-def _memory_runs() -> tuple[dict, dict]:
-    """The predictions of the 8B model's largest measured batch: default mu, then 0.95."""
-    run = max(
-        (r for r in ia.measurements.serving_runs() if r.model == SMALL), key=lambda r: r.batch
+def _hints(right, wrong):
+    """A part's hints, computed when a wrong answer first needs them: each wrong answer of
+    ``wrong()`` (a mapping to what it says) as its ratio to ``right()``, but one that equals
+    the right answer (at these inputs the mistake makes no difference)."""
+
+    def hints():
+        answer = right()
+        return {value / answer: hint for value, hint in wrong().items() if value != answer}
+
+    return hints
+
+
+def _budget_hints(quantity):
+    """Hints for ``quantity(budget)`` of the smallest budget that keeps the promise."""
+    return _hints(
+        lambda: quantity(_smallest_budget()),
+        lambda: {
+            quantity(BUDGETS[-1]): "that is the largest budget, whole prompts: it keeps the "
+            "promise, but a smaller one keeps it too, with a shorter time per token",
+            quantity(_smallest_budget() // 2): "that budget's time to first token is past the "
+            "promise",
+        },
     )
-    default = ia.measurements.predict(run, **ia.timing.ROOFLINE)
-    mu = MEMORY_UTILIZATION
-    return default, ia.measurements.predict(run, memory_utilization=mu, **ia.timing.ROOFLINE)
 
 
 register(
-    "11-reality-check",
-    "ex-reality-memory",
-    Part("throughput", lambda: _memory_runs()[1]["throughput"], unit="tokens per second"),
-    Part("waves", lambda: _memory_runs()[1]["waves"], unit="waves"),
+    "11-planning",
+    "ex-batching-budget",
     Part(
-        "speedup",
-        lambda: _memory_runs()[1]["throughput"] / _memory_runs()[0]["throughput"],
-        unit="times the throughput at the default memory utilization (1: no faster)",
+        "token_budget",
+        _smallest_budget,
+        unit="tokens",
+        tolerance=EXACT,
+        hints=_budget_hints(lambda x: x),
     ),
+    Part(
+        "tpot",
+        lambda: _budget_state(_smallest_budget())["tpot"],
+        unit="seconds",
+        hints=_budget_hints(lambda x: _budget_state(x)["tpot"]),
+    ),
+    written=("Why not simply take the largest budget?",),
 )
-
-# --- ex-reality-comm: the communication of Chen's 13B model on two A100 -----------------------
-
-# The chapter's model of Chen (2022): 12 L D^2 weights, a GPT-2 vocabulary, tied embeddings.
-CHEN_13B = dict(
-    name="gpt-13b (Chen 2022)",
-    vocab_size=50257,
-    d_model=5120,
-    n_layers=40,
-    n_heads=40,
-    d_ff=4 * 5120,
-    ffn="classic",
-    norm="layer",
-    tied_embeddings=True,
-    qkv_bias=True,
-    out_bias=True,
-    ffn_bias=True,
-)
-CHEN_GPU, CHEN_GPUS, CHEN_DTYPE, CHEN_CONTEXT = "a100-40gb", 2, "fp16", 512
 
 
 @functools.cache
-def _chen_step() -> tuple[float, float]:
-    """Seconds of the communication of a decode step, and of the whole step."""
-    arch = ia.ModelConfig(**CHEN_13B)
-    workload = dict(batch=1, prompt_len=CHEN_CONTEXT, output_len=1)
-    deployment = dict(n_gpus=CHEN_GPUS, dtype=CHEN_DTYPE, **ia.timing.ROOFLINE)
-    s = ia.Scenario(arch, CHEN_GPU, **deployment, **workload)
-    talk = s.evaluate(latency.communication_time(arch, B))
-    step = ia.decode_step_time(arch, CHEN_GPU, 1, CHEN_CONTEXT, **deployment)
-    return talk, step
+def _goodput(percentile=90):
+    """The 70B set-up's goodput under exercise 2's targets, on ``percentile`` (None: means)."""
+    workload = {"prompt_len": PROMPT, "output_len": OUTPUT, "n_gpus": N_GPUS}
+    return ia.goodput(LARGE, GPU, **workload, **GOODPUT_TARGETS, percentile=percentile)
+
+
+_goodput_hints = _hints(
+    lambda: _goodput()["requests_per_s"],
+    lambda: {
+        _goodput(None)["requests_per_s"]: "that is the rate with the targets on the means: "
+        "one request in ten would miss them",
+        _goodput(99)["requests_per_s"]: "that is the rate with the targets on p99, a stricter "
+        "promise than p90",
+    },
+)
+
+
+@functools.cache
+def _compared(prompt_len=LONG_PROMPT):
+    """Exercise 3's comparison (``ia.disaggregated.compare``) for prompts of ``prompt_len``."""
+    return ia.disaggregated.compare(
+        LARGE, GPU, prompt_len, OUTPUT, SPLIT_TTFT, SPLIT_TPOT, most_gpus=SPLIT_GPUS
+    )
+
+
+def _split_hints(side):
+    """Hints for the requests per GPU of ``side`` ("disaggregated" or "colocated")."""
+    return _hints(
+        lambda: _compared()[side]["per_gpu"],
+        lambda: {
+            _compared(PROMPT)[side]["per_gpu"]: "that is the section's prompts of 2,048 "
+            "tokens; these are four times as long",
+            _compared()[side]["goodput"]: "that is the requests a second of the whole "
+            "deployment (or of one replica): divide by its GPUs",
+        },
+    )
 
 
 register(
-    "11-reality-check",
-    "ex-reality-comm",
+    "11-planning",
+    "ex-batching-goodput",
     Part(
-        "communication_time",
-        lambda: _chen_step()[0],
-        unit="seconds",
-        hints={0.5: "did you count both all-reduces of each layer?"},
+        "goodput",
+        lambda: _goodput()["requests_per_s"],
+        unit="requests per second",
+        tolerance=0.01,
+        hints=_goodput_hints,
+    ),
+    written=("Which target binds, and why is the goodput below the saturation rate?",),
+)
+
+
+register(
+    "11-planning",
+    "ex-batching-disaggregated",
+    Part(
+        "disaggregated_per_gpu",
+        lambda: _compared()["disaggregated"]["per_gpu"],
+        unit="requests per second per GPU",
+        hints=_split_hints("disaggregated"),
     ),
     Part(
-        "communication_share",
-        lambda: _chen_step()[0] / _chen_step()[1],
-        unit="fraction of the decode step",
+        "colocated_per_gpu",
+        lambda: _compared()["colocated"]["per_gpu"],
+        unit="requests per second per GPU",
+        hints=_split_hints("colocated"),
     ),
-    written=("Compare with what the post's profile found.",),
+    written=("Why does the best split give most of its GPUs to prefill?",),
 )

@@ -1,176 +1,181 @@
-"""Chapter 14 (calculator): whole deployments through ``ia.calculate``.
+"""Chapter 14 (economics): dollars per million tokens, break-even utilizations and prices.
 
-The inputs are the chapter's: Llama 3.1 70B in bf16 serving a batch of 32 requests of 2,048
-prompt and 256 output tokens, on four H100 SXM or on any registry GPU (``ia.gpu_names()``) at
-its dated price, with the library's default efficiencies and memory budget; and DeepSeek-V3 in
-fp8 on eight H200, batch 64, prompts of 500 tokens and 3,000 output tokens, where the
-calculator's closed form is compared with the step-by-step ``ia.generation``, and, as the
-naive contrast, with the steps had each re-expanded the latent cache (``mla="reexpand"``).
+The inputs are the chapter's: H100 SXM GPUs at their dated rental price (``gpu.price_per_hour``),
+requests of 2,048 prompt and 256 output tokens, every step timed by the library's default
+model (kernel by kernel, for the default engine profile), and the dated API prices of
+``ia.api_prices`` (Together AI's for Llama 3.1 8B, Groq's for Llama 3.3 70B). The set-ups are
+Llama 3.1 8B on one H100 and Llama 3.3 70B on four, with tensor parallelism; the memory
+ceiling is ``ia.max_batch`` at the requests' whole length. A latency promise is kept by the
+continuously batching engine of ``ia.steady_state`` up to some rate.
 """
 
 from __future__ import annotations
 
 import functools
 
-import numpy as np
-
 import inference_arithmetic as ia
-from inference_arithmetic.core.symbols import O, T
 from inference_arithmetic.exercises import Part, register
-from inference_arithmetic.formulas import latency
+from inference_arithmetic.formulas import economics
 
-MODEL, GPU, GPUS = "llama-3.1-70b", "h100-sxm", 4
-WORKLOAD = dict(batch=32, prompt_len=2048, output_len=256)
-
-# --- ex-calculator-cheapest: the registry GPU and count with the cheapest output tokens -------
-
-COUNTS = (1, 2, 4, 8)
+GPU, PROMPT, OUTPUT = "h100-sxm", 2048, 256
+SMALL, BIG, BIG_GPUS = "llama-3.1-8b", "llama-3.3-70b", 4
 
 
-@functools.cache
-def _output_costs() -> dict[tuple[str, int], float]:
-    """Dollars per million output tokens of every registry GPU and count that holds the
-    batch and has a price; a GPU without a bf16 rate (an Apple GPU) cannot run the exercise's
-    bf16 model."""
-    costs = {}
-    for name in ia.gpu_names():
-        if "bf16" not in ia.gpu(name).peak_flop_rate:
-            continue
-        for n in COUNTS:
-            try:
-                cost = ia.calculate(MODEL, name, n, **WORKLOAD)["cost"]["output"]
-            except ValueError:  # does not fit, or cannot be split so
-                continue
-            if cost is not None:
-                costs[name, n] = cost
-    return costs
+def _ceiling(model: str, **deployment) -> int:
+    """The memory ceiling: the most whole requests whose KV cache fits beside the weights."""
+    return ia.max_batch(model, GPU, context_len=PROMPT + OUTPUT, **deployment)
 
 
-def _cheapest() -> tuple[tuple[str, int], float]:
-    return min(_output_costs().items(), key=lambda item: item[1])
+def _api(model: str, provider: str) -> dict:
+    return next(p for p in ia.api_prices(model) if p["provider"] == provider)
 
 
-def _cheapest_on(gpu: str) -> float:
-    return min(cost for (name, _), cost in _output_costs().items() if name == gpu)
+# --- ex-economics-fp8: Llama 3.1 8B in fp8 on one H100, at the memory ceiling -----------------
 
-
-register(
-    "14-calculator",
-    "ex-calculator-cheapest",
-    Part("n_gpus", lambda: _cheapest()[0][1], unit="GPUs"),
-    Part(
-        "output_cost",
-        lambda: _cheapest()[1],
-        unit="dollars per million tokens",
-        hints=(
-            lambda: {
-                _cheapest_on(GPU) / _cheapest()[1]: (
-                    "that is the cheapest on H100 SXM: compare every GPU of ia.gpu_names()"
-                )
-            }
-        ),
-    ),
-)
-
-# --- ex-calculator-fp8-cache: the bf16 model with its KV cache in fp8 -------------------------
-
-CACHES = ("bf16", "fp8")
+FP8 = {"dtype": "fp8"}  # the weights, and so the arithmetic and the KV cache, in fp8
 
 
 @functools.cache
-def _fp8_cache() -> dict:
-    """The batch that fits with each cache dtype, and the output price at the fp8 one's."""
-    context = WORKLOAD["prompt_len"] + WORKLOAD["output_len"]
-    fits = {c: ia.max_batch(MODEL, GPU, context, n_gpus=GPUS, cache_dtype=c) for c in CACHES}
-    workload = {**WORKLOAD, "batch": fits["fp8"]}
-
-    def cost(cache_dtype, **changes):
-        result = ia.calculate(MODEL, GPU, GPUS, cache_dtype=cache_dtype, **{**workload, **changes})
-        return result["cost"]["output"]
-
-    return {
-        "fits": fits,
-        "cost": cost("fp8"),
-        "bf16 batch": cost("fp8", batch=fits["bf16"]),
-        "bf16 cache": cost("bf16", batch=fits["bf16"]),
-    }
-
-
-def _more() -> int:
-    fits = _fp8_cache()["fits"]
-    return fits["fp8"] - fits["bf16"]
+def _fp8() -> dict:
+    batch = _ceiling(SMALL, **FP8)
+    costs = ia.token_costs(SMALL, GPU, batch, PROMPT, OUTPUT, **FP8)
+    together = _api(SMALL, "Together AI")
+    even = ia.break_even_utilization(
+        SMALL,
+        GPU,
+        together["input"],
+        together["output"],
+        batch=batch,
+        prompt_len=PROMPT,
+        output_len=OUTPUT,
+        **FP8,
+    )
+    return {"batch": batch, **costs, "even": even}
 
 
 register(
-    "14-calculator",
-    "ex-calculator-fp8-cache",
+    "14-economics",
+    "ex-economics-fp8",
     Part(
-        "more_requests",
-        _more,
+        "max_batch",
+        lambda: _fp8()["batch"],
         unit="requests",
         tolerance=0,  # a whole number of requests: one fewer is another answer
         hints=(
             lambda: {
-                _fp8_cache()["fits"]["fp8"] / _more(): (
-                    "is that the batch that fits with the fp8 cache? The question asks how many "
-                    "more than with the bf16 cache"
+                _ceiling(SMALL) / _fp8()["batch"]: (
+                    "is that the ceiling in bf16? In fp8 the weights and the cache take half the "
+                    "bytes, so more requests fit"
                 )
             }
         ),
     ),
+    Part("input_cost", lambda: _fp8()["input"], unit="dollars per million tokens"),
+    Part("output_cost", lambda: _fp8()["output"], unit="dollars per million tokens"),
     Part(
-        "output_cost",
-        lambda: _fp8_cache()["cost"],
-        unit="dollars per million tokens",
-        hints=(
-            lambda: {
-                _fp8_cache()["bf16 batch"] / _fp8_cache()["cost"]: (
-                    "did you keep the bf16 cache's batch? Price the larger batch that now fits"
-                ),
-                _fp8_cache()["bf16 cache"] / _fp8_cache()["cost"]: (
-                    "that is the price with the bf16 cache; store the cache in fp8 (cache_dtype)"
-                ),
-            }
-        ),
+        "break_even_utilization",
+        lambda: _fp8()["even"],
+        unit="fraction of the paid time",
     ),
+    written=("What changed, and why do output tokens gain less than input tokens?",),
 )
 
-# --- ex-calculator-exact: DeepSeek-V3 on eight H200, closed form against step by step ----------
+# --- ex-economics-price: the rental price at which the 70B set-up matches Groq ----------------
 
-EXACT = dict(n_gpus=8, dtype="fp8", batch=64, prompt_len=500, output_len=3000)
-
-
-def _closed_over_steps() -> float:
-    """The calculator's time per output token over ia.generation's mean, minus one."""
-    closed = ia.calculate("deepseek-v3", "h200", **EXACT)
-    steps = ia.generation("deepseek-v3", "h200", **EXACT)
-    return closed["tpot"] / steps["tpot"] - 1
+UTILIZATION = 0.5  # half busy
 
 
-def _reexpanded_over_steps(**timing) -> float:
-    """The same closed form over the step-by-step mean, minus one, had every decode step
-    re-expanded the latent cache (the reference implementation's way, not the engines'),
-    each step timed by the library's default (or ``timing``, e.g. ``ia.timing.ROOFLINE``)."""
-    s = ia.Scenario("deepseek-v3", "h200", **EXACT, **timing)
-    step = ia.numeric(s.timing.decode_step_time(s.model, "reexpand"))
-    contexts = np.arange(s.prompt_len, s.prompt_len + s.output_len - 1)
-    mean_context = float(latency.mean_context().subs({T: s.prompt_len, O: s.output_len}))
-    steps = step.from_values({**s.values(), "context_len": contexts})
-    return float(step.from_values({**s.values(), "context_len": mean_context}) / steps.mean() - 1)
+def _matching_price() -> float:
+    """Dollars per GPU-hour at which a self-hosted request costs what Groq bills for it: the
+    cost is proportional to the price, so the bill over the cost at one dollar an hour."""
+    batch = _ceiling(BIG, n_gpus=BIG_GPUS)
+    costs = ia.token_costs(
+        BIG,
+        GPU,
+        batch,
+        PROMPT,
+        OUTPUT,
+        n_gpus=BIG_GPUS,
+        price_per_hour=1.0,
+        utilization=UTILIZATION,
+    )
+    groq = _api(BIG, "Groq")
+    bill = ia.evaluate(
+        economics.api_request_cost(),
+        seq_len=PROMPT,
+        output_len=OUTPUT,
+        api_input_price=groq["input"],
+        api_output_price=groq["output"],
+    )
+    return float(bill) / costs["request"]
 
 
 register(
-    "14-calculator",
-    "ex-calculator-exact",
+    "14-economics",
+    "ex-economics-price",
     Part(
-        "relative_difference",
-        _closed_over_steps,
-        unit="fraction (calculator / step by step - 1)",
+        "price_per_hour",
+        _matching_price,
+        unit="dollars per GPU-hour",
+        hints={
+            2: "did you take the GPUs as always busy? Half busy, a request carries twice the rent",
+            BIG_GPUS: "is that the price of all four GPUs together? The price is per GPU-hour",
+        },
+    ),
+)
+
+# --- ex-economics-latency: the rate a promise of 17 ms or 33 ms per token allows -------------
+
+TIGHT, LOOSE = 1 / 60, 1 / 30  # seconds per output token
+
+
+@functools.cache
+def _engine() -> ia.Scenario:
+    """The 70B set-up's continuously batching engine (one request enters at a time)."""
+    workload = dict(prompt_len=PROMPT, output_len=OUTPUT, n_gpus=BIG_GPUS, in_waves=True)
+    return ia.Scenario(BIG, GPU, **workload)
+
+
+@functools.cache
+def _saturation() -> float:
+    return ia.continuous.saturation_rate(_engine())
+
+
+@functools.cache
+def _rate(promise: float) -> float:
+    """The most requests a second whose steady-state time per output token keeps
+    ``promise`` (0 if none does)."""
+    return ia.targets.highest_rate(_engine(), promise)
+
+
+def _output_cost(rate: float) -> float:
+    """Dollars per million output tokens: the four GPUs' rent over the tokens they write."""
+    return ia.planning.output_cost(_engine(), rate)
+
+
+SATURATION = "did you take the saturation rate? The promise caps the rate before the engine does"
+register(
+    "14-economics",
+    "ex-economics-latency",
+    Part("rate_tight", lambda: _rate(TIGHT), unit="requests per second"),
+    Part(
+        "rate_loose",
+        lambda: _rate(LOOSE),
+        unit="requests per second",
+        # The question shows the promise rounded, 33 ms: 0.033 s allows about 1% less than 1/30 s.
+        tolerance=0.02,
+        hints=(lambda: {_saturation() / _rate(LOOSE): SATURATION}),
     ),
     Part(
-        "relative_difference_reexpand",
-        _reexpanded_over_steps,
-        unit="fraction (step at the mean context / mean step - 1)",
+        "output_cost_loose",
+        lambda: _output_cost(_rate(LOOSE)),
+        unit="dollars per million tokens",
+        tolerance=0.02,  # the rounded promise of 33 ms gives about 1% more
+        hints=(
+            lambda: {
+                1 / BIG_GPUS: "is that the rent of one GPU? The set-up pays for four",
+                _output_cost(_saturation()) / _output_cost(_rate(LOOSE)): SATURATION,
+            }
+        ),
     ),
-    written=("which bound limits its decode?",),
 )

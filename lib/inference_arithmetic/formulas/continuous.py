@@ -4,8 +4,8 @@ Every step decodes one token of each of the B_d running requests (S tokens cache
 average) and prefills P_t prompt tokens of the requests that arrived (chunked prefill, under
 a token budget). Its time is the roofline of its compute and memory, plus tensor
 parallelism's messages, by the serving conventions of ``formulas.latency``; ``ia.continuous``
-puts the steady state of an arrival rate into it. Derived in chapter 09, whose static
-batches it extends to a stream of requests.
+puts the steady state of an arrival rate into it. Derived in chapter 10, whose static
+batches (chapter 09) it extends to a stream of requests.
 
 >>> from inference_arithmetic.models.config import model
 >>> sorted(s.name for s in step(model("llama-3.1-8b")).free_symbols)[:4]

@@ -1,6 +1,6 @@
 """Prefill and decode on separate GPUs: what handing a request's KV cache over costs.
 
-Derived in chapter 09. A disaggregated deployment prefills prompts on one pool of GPUs and
+Derived in chapter 11. A disaggregated deployment prefills prompts on one pool of GPUs and
 decodes on another (DistServe, Splitwise, Mooncake): each request's cache, written by the
 prefill, moves to the decode pool before its second token. Its bytes are chapter 06's cache of
 the prompt; each of the n GPUs that hold a distinct part of it (``latency.kv_split``) sends its

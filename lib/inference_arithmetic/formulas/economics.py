@@ -1,6 +1,6 @@
 """What a token costs: GPU-hours turned into dollars per million tokens.
 
-Derived in chapter 12 (economics). A GPU rented at c dollars an hour costs the same whether it
+Derived in chapter 14 (economics). A GPU rented at c dollars an hour costs the same whether it
 computes or idles, so a token's price is the GPU time it takes, times the price per second,
 divided by the fraction u of the paid time that does useful work. Prefill and decode take very
 different times per token (chapters 08 and 09), so input and output tokens get two prices.

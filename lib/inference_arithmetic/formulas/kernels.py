@@ -8,7 +8,7 @@ takes the *sum* of its kernels' rooflines, never less than chapter 08's single o
 kernel pays a fixed cost (``tau_k``: its launch, ramp-up and tail) and the engine one per step
 (``tau_s``: scheduling, sampling, the host's synchronisation) and one per request it schedules
 (``tau_r``). Derived in chapter 08's section
-"Kernel by kernel"; chapter 11 shows how much of the measured time each term explains.
+"Kernel by kernel"; chapter 13 shows how much of the measured time each term explains.
 
 One step of a continuously batching engine decodes one token of each of B_d requests (S
 cached tokens each) and prefills P_t prompt tokens of prompts of T: a prefill is the step
@@ -27,7 +27,7 @@ and per step the embedding rows, the final norm, the logits of each decoding req
 prompt's last token, and the sampling. Weights travel at b bytes per number, the cache at
 b_kv, the activations and every message at b_a. Tensor parallelism divides each layer's
 products and heads n ways (the cache ``latency.kv_split`` ways); a pipeline runs every layer on
-its stage in turn and hands the activations on n - 1 times. Expert parallelism (chapter 10)
+its stage in turn and hands the activations on n - 1 times. Expert parallelism (chapter 12)
 gives each GPU E/n whole routed experts, of which the busiest GPU's take lambda_e times the
 mean GPU's token-expert pairs, with two all-to-alls a MoE layer to send the tokens there and
 back; its attention is split by heads ("expert") or run by each GPU on its own requests, with
@@ -135,7 +135,7 @@ COMPOSED = (
 
 KINDS = ("matmul", "attention", "elementwise", "collective")
 OPTIONS = ("prefix", "speculative")
-"""What an engine may do beyond plain steps, each changing the step's formula (chapter 13):
+"""What an engine may do beyond plain steps, each changing the step's formula (chapter 15):
 ``prefix``, a share h_p of each prompt already in the prefix cache
 (``techniques.prefilled_tokens`` of its T tokens prefilled, attending to all T); and
 ``speculative``, each decoding request verifying gamma drafted tokens, gamma + 1 rows

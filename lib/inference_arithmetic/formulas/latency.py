@@ -3,7 +3,7 @@
 Derived in chapters 08 (prefill and decode), 09 (batching) and 10 (parallelism). Each step
 moves the weights it uses once and, in decode, every request's KV cache; its FLOPs are those
 of chapter 04. The cache is counted at b_kv bytes per number, so that it can be stored in
-another dtype than the weights (chapter 13); with one dtype for both, b_kv = b. Split over
+another dtype than the weights (chapter 15); with one dtype for both, b_kv = b. Split over
 n GPUs with tensor parallelism, the weights shrink n-fold, the cache as far as its heads
 allow (``kv_split``), and every layer adds two all-reduces of the activations
 (``formulas.parallel``).
@@ -14,7 +14,7 @@ it) and runs at its own achieved rate eta_a; a step reads one embedding row per 
 the whole table; an MLA model decodes in the absorbed form, as serving engines do, and
 prefills in the expanded one.
 
-Expert parallelism (chapter 10, ``parallel="expert"`` or ``"expert-dp"``) spreads an MoE
+Expert parallelism (chapter 12, ``parallel="expert"`` or ``"expert-dp"``) spreads an MoE
 model's routed experts over the n GPUs, E/n each, and sends the tokens to them and back by two
 all-to-alls a MoE layer. Its attention is tensor-parallel ("expert": every other weight split
 n ways, as with tensor parallelism) or data-parallel ("expert-dp": each GPU keeps the whole
@@ -222,7 +222,7 @@ def weight_bytes_per_gpu(arch, parallel="tensor"):
 def _parts(parallel):
     """Into how many equal parts the model is split, as its fullest GPU holds it: n with tensor
     parallelism; in a pipeline, whose stages hold whole layers, L / ceil(L / n). The embedding
-    and the head go with the layers' share, as the even split of chapter 10 counts them."""
+    and the head go with the layers' share, as the even split of chapter 12 counts them."""
     if check_parallel(parallel) != "pipeline":
         return n_gpus
     return L / parallelism.layers_per_stage()
@@ -355,7 +355,7 @@ def communication_time(arch, tokens, parallel="tensor"):
 def serving_compute_time(flops, attention):
     """Seconds of a step's ``flops``, of which ``attention`` are attention's (the score and
     value products): the matrix products at eta_c of the peak, attention at eta_a, the rate
-    FlashAttention kernels reach (chapter 11 cites it)."""
+    FlashAttention kernels reach (chapter 13 cites it)."""
     return roofline.compute_time(flops - attention) + attention / (eta_a * pi)
 
 

@@ -1,6 +1,6 @@
 """Splitting a model over n GPUs: tensor and pipeline parallelism, and what they cost.
 
-Derived in chapter 10. Tensor parallelism splits every layer's matrices over the n GPUs, so
+Derived in chapter 12. Tensor parallelism splits every layer's matrices over the n GPUs, so
 each reads 1/n of the weights and the cache and does 1/n of the FLOPs, but the partial results
 must be summed across GPUs twice per layer (after attention and after the feed-forward block).
 Pipeline parallelism gives each GPU whole layers, L/n of them when n divides L (else the fullest

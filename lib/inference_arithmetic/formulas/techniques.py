@@ -1,7 +1,7 @@
 """What serving engines do beyond the basics: speculative decoding, prefix caching,
 FlashAttention, and the memory-bound decode time that quantization shrinks.
 
-Derived in chapter 13. Speculative decoding, with a draft of gamma tokens each accepted with
+Derived in chapter 15. Speculative decoding, with a draft of gamma tokens each accepted with
 probability a, yields on average
 
 >>> expected_tokens()

@@ -17,7 +17,7 @@ per step (``step_overhead``: scheduling, sampling, the host's synchronisation) a
 in a step (``request_overhead``: the host's work for each sequence it schedules), which
 all-reduce it uses for small messages (``allreduce``: its own one-shot kernels, ``"custom"``,
 or ``"nccl"``), and how it batches (``batching``, ``token_budget``, ``max_num_seqs``). A
-property measured by a kernel benchmark cites it; one fitted on the fit set (chapter 11) says
+property measured by a kernel benchmark cites it; one fitted on the fit set (chapter 13) says
 so in ``fitted``, and its source names the fit.
 """
 

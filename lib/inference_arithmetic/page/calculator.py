@@ -69,7 +69,7 @@ from inference_arithmetic.page.scripts import script
 from inference_arithmetic.serving import continuous, efficiencies, planning, scenario
 
 # The calculator's front door (ia.calculator): the widget, and the names of the form, the
-# readout and the page data that chapter 14 and readers use.
+# readout and the page data that chapter 16 and readers use.
 __all__ = ["Calculator", "widget", "warm", "ranges", "cell", "readout_html", "ROWS", "SAME"]
 __all__ += ["COMPUTED", "BANDED_CELL", "NOTES", "MODES", "STATIC", "CONTINUOUS"]
 __all__ += ["CONTINUOUS_ROWS", "label", "PAGE_PARALLEL", "STREAM_PARALLEL", "NOT_STREAMED"]

@@ -5,7 +5,7 @@ A page prints a named result by gluing it, ``named.glue(glue, "small_saturation"
 value is built once and kept in the disk cache (``core.cache.data``), so every page that
 prints it prints the same number, and ``tests/book/test_named.py`` fails where two pages glue
 different values under one name. The running example is the calculator's own default
-(chapter 14): Llama 3.1 8B on one H100 SXM, requests of 2,048 prompt and 256 output tokens,
+(chapter 16): Llama 3.1 8B on one H100 SXM, requests of 2,048 prompt and 256 output tokens,
 every other setting the library's default (the kernel model of a step, the default engine).
 
 >>> sorted(EXAMPLES["small"])
@@ -34,7 +34,8 @@ EXAMPLES = {
     },
 }
 """The book's running deployments and workloads, by name: ``small`` is the calculator's
-default form (``page.calculator.Calculator``), and the set-up chapters 09 and 12 run through."""
+default form (``page.calculator.Calculator``), and the set-up chapters 09 to 11 and 14 run
+through."""
 
 PREFIX = "named_"
 """The glue names of the named results: ``PREFIX`` + the result's name."""

@@ -12,7 +12,7 @@ measured time over the predicted one, on published runs no number of the library
 (``validation.residuals.bands`` computes them, ``make bands`` writes the file, and a test
 recomputes it). A predicted time t is measured between low t and high t on eight runs of ten; a
 predicted speed v between v / high and v / low. The band describes the kernel model at its
-defaults (``step="kernels"``); chapter 11 derives it.
+defaults (``step="kernels"``); chapter 13 derives it.
 """
 
 from __future__ import annotations

@@ -116,7 +116,7 @@ def steady_state(
     fell (``serving.bands``; None with ``step="roofline"``). ``ValueError`` past saturation,
     and for requests of one output token, which never decode (``ONE_TOKEN``). A pipeline
     (``parallel="pipeline"``) is n micro-batches in flight, each the chain at a share of the
-    rate, each step lasting the cycle's (``Engine.period``; chapter 10). Expert parallelism
+    rate, each step lasting the cycle's (``Engine.period``; chapter 12). Expert parallelism
     is one engine, its ranks stepping together, each step timed by the kernels' step of the
     busiest GPU (with ``parallel="expert-dp"`` the token budget is the whole deployment's,
     shared by its data-parallel ranks).

@@ -10,7 +10,7 @@ colocated engine (``compare``).
 >>> r["prefill"]["ttft"] < r["ttft"] < r["prefill"]["ttft"] + 0.001  # + 0.37 ms of NVLink
 True
 
-A request (chapter 09 derives each part; DistServe, Splitwise and Mooncake built it):
+A request (chapter 11 derives each part; DistServe, Splitwise and Mooncake built it):
 
 - waits for its prefill replica and is prefilled there, in steps of prompt tokens only (P_t
   tokens under the token budget, no decodes). The replica runs busy periods: the K prompts that

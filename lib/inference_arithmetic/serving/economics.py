@@ -12,7 +12,7 @@ True
 same checks, same default efficiencies) and prices the GPU time with ``formulas.economics``:
 the prefill's seconds spread over its B T prompt tokens, a decode step's over its B output
 tokens. The price is the GPU's dated example price unless ``price_per_hour`` is given.
-Derived in chapter 12.
+Derived in chapter 14.
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ measured on its GPU and engine, or, for chapter 08's single roofline, its fitted
 The kernel model (``step="kernels"``) times each kernel at the rate the GPU achieves on it
 (``GPU.achieved_figure``: its own measurement, else the registry's median) and adds the engine's
 fixed costs; the single roofline takes one efficiency for the whole step's compute and one for
-its memory traffic, fitted in chapter 11, and no fixed cost. A figure given to a ``Scenario``
+its memory traffic, fitted in chapter 13, and no fixed cost. A figure given to a ``Scenario``
 replaces the found one (``Scenario.figure``).
 """
 
@@ -47,20 +47,20 @@ scheduling, an all-reduce's latency."""
 FIGURES = (*EFFICIENCIES, *OVERHEADS)
 """The efficiencies and fixed costs a step takes (``Scenario.figure``): given, or found."""
 
-# The single roofline's efficiencies (step="roofline"), fitted in chapter 11 on the 20 vLLM
+# The single roofline's efficiencies (step="roofline"), fitted in chapter 13 on the 20 vLLM
 # runs as the first approximation; the kernel model takes the GPU's measured kernels instead.
 DEFAULT_COMPUTE_EFFICIENCY = 0.4
 """Fraction of the peak FLOP/s one roofline of a whole step reaches, averaged over a run
-(``step="roofline"``; chapter 11's first fit)."""
+(``step="roofline"``; chapter 13's first fit)."""
 DEFAULT_BANDWIDTH_EFFICIENCY = 0.6
 """Fraction of the peak memory bandwidth one roofline of a whole decode step reaches
-(``step="roofline"``; chapter 11's first fit)."""
+(``step="roofline"``; chapter 13's first fit)."""
 DEFAULT_ATTENTION_EFFICIENCY = round(620.73 / 989, 2)
 """Fraction of the peak FLOP/s attention reaches where the GPU has no measurement of its
 own: FlashAttention-3's forward pass on an H100 SXM, 16,384 tokens, head size 128, 620.73
 TFLOP/s of 989 (PyTorch's benchmark suite, pytorch/benchmark PR 2391); its paper reports up
 to 75%, FlashAttention-2's 50-73% on an A100. Taken from kernel benchmarks, never fitted to
-serving runs (chapter 11)."""
+serving runs (chapter 13)."""
 
 WEIGHT_FIGURES = ("bandwidth_efficiency",)
 """The found figures that depend on the weights' format (the rest on the compute format)."""

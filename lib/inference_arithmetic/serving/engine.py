@@ -13,7 +13,7 @@ The engine (``scenario.STEP_FORMULAS``: ``formulas.kernels.step``, or chapter 08
 ``formulas.continuous.step``): every step decodes one token of each running request and
 prefills, under the token budget, the prompts that arrived during the steps before (in chunks
 of what the budget leaves beside the decodes, ``Engine.macro``). In the steady state of lambda
-requests a second, with steps of mean length tau (chapter 09 derives each part):
+requests a second, with steps of mean length tau (chapter 10 derives each part):
 
 - a step prefills the K prompts that arrived during the step before, K ~ Poisson(lambda t)
   for a step of t: the steps are a Markov chain on K (``Engine.chain``), and tau is the mean
@@ -26,7 +26,7 @@ requests a second, with steps of mean length tau (chapter 09 derives each part):
   time-weighted B_d (``Engine.ttft``; ``Engine.waits`` its distribution).
 
 A pipeline of n stages is n such chains, one a micro-batch in flight at lambda / n, each step
-lasting its round's: the slowest of the n micro-batches' steps (``Engine.period``, chapter 10).
+lasting its round's: the slowest of the n micro-batches' steps (``Engine.period``, chapter 12).
 The steady state of expert parallelism is one engine whose ranks step together, each step the
 kernels' step of the busiest GPU.
 """
@@ -456,7 +456,7 @@ class Engine:
         before it, its rank among the j + 1 of that prefill) and its own go through at the room
         the budget leaves a step. Its first token comes with the step of its last chunk: full
         steps, then one with its rest (if it is the last of its prefill) or full (others fill
-        it). The mean (``ttft``) counts the whole prefill under way as the wait, chapter 09's
+        it). The mean (``ttft``) counts the whole prefill under way as the wait, chapter 10's
         account; the spread needs the place in it (their tails are tested on the simulation)."""
         _, ((times,), (moves,), (weights,), (counts,)) = self.chain(rate, [decodes], True)
         # The room and the prompts' tokens as ``macro`` and ``ttft`` count them: the decodes'

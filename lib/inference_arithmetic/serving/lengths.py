@@ -1,6 +1,6 @@
 """Requests of many lengths: a workload given as sequences of prompt and output lengths (a
 trace's, or draws from a distribution), each request one (prompt, output) pair, as
-``ia.simulation.simulate`` draws them and as the steady state's chain takes them (chapter 09).
+``ia.simulation.simulate`` draws them and as the steady state's chain takes them (chapter 10).
 
 >>> w = Lengths.of([512, 1536], [64, 192])
 >>> w.means, round(w.context, 1)  # (63 x 543 + 191 x 1631) / (63 + 191): decode-weighted

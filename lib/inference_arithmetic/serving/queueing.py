@@ -11,7 +11,7 @@ The engine (``serving.engine``) is a Markov chain on K, the prompts that arrived
 before: each state's steps last a time that the step formula gives, and Poisson(lambda t)
 prompts arrive meanwhile (``poisson``). The chain is kept on ``PROMPT_COUNTS`` counts and
 solved exactly (``stationary``; ``future_sums`` for its long-run variances). At its fixed point,
-lambda requests a second with steps of mean length tau (chapter 09 derives each relation):
+lambda requests a second with steps of mean length tau (chapter 10 derives each relation):
 
 - lambda (O - 1) tau requests decode at once (Little's law: each decodes for O - 1 steps);
 - the decoding count B_d is the prompts of the last O - 1 steps, and prompts come in bursts (a

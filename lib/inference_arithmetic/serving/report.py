@@ -23,7 +23,7 @@ example price). Memory is the
 weights, split n ways with tensor parallelism (a pipeline: its fullest stage's layers), the KV
 cache of B requests of T + O tokens,
 split by KV heads (``latency.kv_split``), and one step's activations, against
-``memory_utilization`` of each GPU. Chapter 14 presents it; chapters 06
+``memory_utilization`` of each GPU. Chapter 16 presents it; chapters 06
 (KV cache), 08 (prefill and decode), 09 (batching), 10 (parallelism) and 12 (economics)
 derive its formulas.
 """

@@ -13,7 +13,7 @@ The keyword functions (``ia.prefill_time``, ``ia.generation``, ``ia.calculate``,
 ways to make a ``Scenario`` and evaluate formulas of ``formulas.latency`` at its ``values()``.
 Its rules are data: each input's type and range (``checks``), then ``CHECKS``, each a SymPy
 condition and a message template, which the calculator's page prints to JavaScript and fills
-the same way. Chapter 14 lists them.
+the same way. Chapter 16 lists them.
 """
 
 from __future__ import annotations
@@ -101,7 +101,7 @@ as on a DGX H100 (eight ConnectX-7 cards; NVIDIA DGX H100 User Guide)."""
 DEFAULT_TOKEN_BUDGET = 8192
 """Tokens one step may put through the model where an engine states no budget of its own (a
 static engine): the step the activation reserve is sized for. A continuous engine has its own
-(``Engine.token_budget``; vLLM's is fitted in chapter 11)."""
+(``Engine.token_budget``; vLLM's is fitted in chapter 13)."""
 DEFAULT_EXPERT_IMBALANCE = round(59_337 / 50_302, 2)
 """The busiest GPU's tokens over the mean GPU's in an MoE layer with expert parallelism
 (``expert_imbalance``, lambda_e), unless given: SGLang's DeepSeek-V3 prefill on 4 x 8 H100s
@@ -112,7 +112,7 @@ Throughput"). The whole step slowed by their ratio, and only its MoE part waits 
 busiest GPU, so the layer's own ratio is at least this: a lower bound, read from a source,
 never fitted. DeepSeek-V3's EPLB (redundant experts) exists to bring it towards 1."""
 DEFAULT_LINK_LATENCY = 1e-6
-"""Seconds per message between GPUs (a ring all-reduce sends 2(n - 1) of them; chapter 10)."""
+"""Seconds per message between GPUs (a ring all-reduce sends 2(n - 1) of them; chapter 12)."""
 DEFAULT_MEMORY_UTILIZATION = 0.9
 """Fraction of GPU memory an engine may fill (vLLM's ``gpu_memory_utilization`` default)."""
 MAX_TOKENS = 1 << 22
@@ -325,7 +325,7 @@ class Scenario:
     prefix cache: a prefill computes only the rest, attending to the whole prompt. Each
     request's cache still counts whole in memory: a hit may be its own conversation's earlier
     turn, and the blocks that requests running together share (vLLM's automatic prefix
-    caching) are a saving the hit rate alone does not tell (chapter 13's shared prefix
+    caching) are a saving the hit rate alone does not tell (chapter 15's shared prefix
     counts it). ``speculative`` (``serving.speculative``: a method's name, a dict or a
     ``Speculative``) drafts tokens for each decoding request to verify a step.
     """

@@ -130,7 +130,7 @@ def burst(s: Scenario, **figures) -> dict:
     token budget while it decodes the others. Returns the ``elapsed`` seconds to the last
     token, the output ``throughput``, the mean ``ttft`` and ``tpot``, and the most requests it
     ran at once (``concurrency``). ``figures`` override the scenario's values and may be
-    arrays, to time one schedule under many settings at once (chapter 11's fit)."""
+    arrays, to time one schedule under many settings at once (chapter 13's fit)."""
     plan, first, last, _, _ = burst_schedule(s)
     values = {**s.values(), **figures}
     ends = _step_ends(s, plan, figures)

@@ -11,7 +11,7 @@ tokens of each decoding request in every step, gamma + 1 rows where plain decodi
 (``formulas.kernels`` with the ``speculative`` option), pays the draft's own passes
 (``kernels.draft_time``), and yields (1 - a^(gamma+1)) / (1 - a) tokens a step
 (``techniques.expected_tokens``). Each method's acceptance rate is what its source
-published, never fitted to the book's measurements (``METHODS``). Chapter 13 derives it.
+published, never fitted to the book's measurements (``METHODS``). Chapter 15 derives it.
 
 A separate draft model (``method="draft"``) also takes memory: its weights, of the size its
 registry config.json gives (each config names its source), and its own KV cache, both split

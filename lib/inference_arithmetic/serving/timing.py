@@ -12,7 +12,7 @@ formula at its values: by default the kernel-level step model of ``formulas.kern
 kernel at the GPU's measured rate (``GPU.achieved``) with the engine's fixed costs (``engine``,
 ``ia.engine_names()``); with ``step="roofline"``, chapter 08's single roofline of the whole
 step (``formulas.latency``), at ``compute_efficiency`` and ``bandwidth_efficiency``, one set
-for the whole book fitted in chapter 11 as a first approximation. An efficiency or a fixed cost
+for the whole book fitted in chapter 13 as a first approximation. An efficiency or a fixed cost
 given as an argument replaces the measured one; ``IDEAL`` gives the ideal roofline of chapter
 08. ``cache_dtype`` stores the KV cache in another dtype than the weights, and
 ``compute_dtype`` computes in another than they are stored in: weight-only int4 (AWQ, GPTQ)
@@ -87,7 +87,7 @@ IDEAL_EFFICIENCIES = {
 }
 """The peak FLOP/s and the peak bandwidth, as the values of their efficiencies' symbols."""
 ROOFLINE = {"step": "roofline"}
-"""Chapter 08's single roofline of the whole step at its fitted efficiencies (chapter 11's
+"""Chapter 08's single roofline of the whole step at its fitted efficiencies (chapter 13's
 first approximation), for the chapters that derive it: ``**ia.timing.ROOFLINE``. The
 library's default times a step kernel by kernel."""
 IDEAL = {**ROOFLINE, **IDEAL_EFFICIENCIES}

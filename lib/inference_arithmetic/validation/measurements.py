@@ -5,7 +5,7 @@
 (20, 'llama-3.3-70b', 'h100-sxm', 1)
 
 The data and their source and license are in ``inference_arithmetic/validation/data/README.md``;
-chapter 11 compares every row with ``predict``, fits the efficiencies with ``calibrate`` and
+chapter 13 compares every row with ``predict``, fits the efficiencies with ``calibrate`` and
 tests them on runs they were not fitted on with ``hold_out``.
 """
 

@@ -11,7 +11,7 @@ with the source's own names for the model, the GPU, the engine and the formats;
 ``data/published_sources.csv`` says where each source is and how it was read (the data README
 tells the methodology of each). ``validation_set`` turns each row into a ``Measurement`` in the
 registry's names, or, where the library cannot yet time it (a GPU, model or weight format the
-registries lack, a setup the source does not state), sets it aside with the reason. Chapter 11
+registries lack, a setup the source does not state), sets it aside with the reason. Chapter 13
 reports the error on every row it can time: the book's headline.
 """
 

@@ -9,13 +9,13 @@ A row's residual is the measured time over the predicted one (``ratio``): for a 
 the predicted speed over the measured one. The 10th and 90th percentiles of a kind's residuals
 over the validation set, which no number of the library was fitted on, are its band
 (``bands``): a prediction p of that kind is measured between 0.1-quantile x p and
-0.9-quantile x p on eight held-out runs of ten. ``serving.bands`` ships them; chapter 11
+0.9-quantile x p on eight held-out runs of ten. ``serving.bands`` ships them; chapter 13
 derives them and ``tests/lib/test_residuals.py`` recomputes them.
 
 A term of the kernel model is a few of its symbols (``TERMS``); switched off, they take the
 values that make the term vanish (no fixed cost, every KV head read once, every expert's product
 at the dense rate, ...) and the rest of the model is unchanged, not refitted. How much worse the
-held-out error gets without it is what the term explains (chapter 11).
+held-out error gets without it is what the term explains (chapter 13).
 """
 
 from __future__ import annotations
