@@ -1,6 +1,7 @@
 """The reader of Hugging Face ``config.json`` files: the fields of a ``ModelConfig``, read typed
 from the config of each supported family (``MODEL_TYPES``), with what each family reads
-(``FIELDS``) and what the library refuses (``UNMODELED``).
+(``FIELDS``), what the library refuses (``UNMODELED``) and what it checks without reading
+(``CHECKPOINT_DTYPES``, ``ROPE_TYPES``, ``CONSTANTS``).
 
 >>> values = read_hf_config({
 ...     "model_type": "qwen3", "vocab_size": 151936, "hidden_size": 4096,
@@ -70,6 +71,9 @@ class Read(int):
         number = super().__new__(cls, value)
         number.field = field
         return number
+
+    def __getnewargs__(self):  # a copy or a pickle keeps the field
+        return int(self), self.field
 
 
 def as_read(message: str, values: dict) -> str:
@@ -195,9 +199,9 @@ _NOT_CONVERTED = {"layers": "self_attn", "experts": "experts"}
 
 
 def _quantized(config: dict, is_moe: bool, unconverted: str) -> tuple:
-    """The weight formats of a config's ``quantization_config`` (``WEIGHT_GROUPS``), () where
-    it has none: gpt-oss's MXFP4 experts with bf16 attention, DeepSeek-V3's fp8 with 128 x 128
-    block scales. ``unconverted``: the format of the weights it leaves as they are."""
+    """The weight formats of a config's ``quantization_config`` (``WEIGHT_GROUPS``): gpt-oss's
+    MXFP4 experts with bf16 attention, DeepSeek-V3's fp8 with 128 x 128 block scales;
+    ``unconverted``, the checkpoint's format, for the weights it leaves as they are."""
     q = config.get("quantization_config")
     method = q.get("quant_method") if isinstance(q, dict) else None
     if method not in QUANTIZATION:
