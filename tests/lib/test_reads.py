@@ -73,6 +73,19 @@ def test_a_cache_keyed_on_the_model_works_inside_a_build_and_records_nothing_of_
     assert reads.values == {"layers": 2}  # read by the build, not by the cache's hash
 
 
+def test_a_second_build_of_a_model_records_what_a_cache_inside_it_reads():
+    # Each build reads its own copy, which equals no other: a cache keyed on the model, filled
+    # by the first build, would otherwise answer the second with nothing recorded, and the
+    # second build would be shared with a model that differs in what the cache read.
+    shape = Shape("a", 2, 64)
+    first = Reads(lambda s: cached_layers(s), shape)
+    second = Reads(lambda s: (cached_layers(s), s.width), shape)
+    assert first.values == {"layers": 2}
+    assert second.values == {"layers": 2, "width": 64}
+    other = Shape("a", 5, 64)  # another layer count: not the second build's model
+    assert not second.match(other)
+
+
 def test_a_build_inside_another_reads_for_both():
     def outer(shape):
         inner = Reads(by_gate, shape)

@@ -55,9 +55,11 @@ class Reads:
     recorded: the build sees its value), every field where the instance's ``__dict__`` is
     read; ``built``, what ``build`` returned.
 
-    The copy hashes and compares as the model does (without recording), so caches keyed on the
-    model work inside the build; they hold the copy, apart from the model's own entries, so a
-    build run again reads again."""
+    The copy hashes as the model does (without recording) and equals only itself, so caches
+    keyed on the model work inside the build and hold the copy apart from the model's own
+    entries and from every other build's copy: a build run again, or another build of the same
+    model, reads again what a cache inside it reads, rather than find the entry a copy equal
+    to its own left there."""
 
     def __init__(self, build: Callable, model):
         self.values = {}
@@ -91,7 +93,8 @@ def _unrecorded(read: Callable):
 def _recording(cls: type) -> type:
     """A subclass of ``cls`` (a frozen dataclass) whose instances record what is read of them
     in the innermost open ``Reads``. A method's reads of the instance are recorded one by one;
-    the name, hash, equality and repr are ``cls``'s (a repr reads every field)."""
+    the name, hash and repr are ``cls``'s (a repr reads every field); an instance equals only
+    itself (``Reads``)."""
     watched = {field.name for field in dataclasses.fields(cls)}
     watched |= {name for name in dir(cls) if isinstance(getattr(cls, name), property)}
 
@@ -109,7 +112,7 @@ def _recording(cls: type) -> type:
         return _unrecorded(lambda: cls.__hash__(self))
 
     def __eq__(self, other):
-        return _unrecorded(lambda: cls.__eq__(self, other))
+        return self is other
 
     namespace = {"__getattribute__": __getattribute__, "__hash__": __hash__, "__eq__": __eq__}
     namespace |= {"__qualname__": cls.__qualname__, "__module__": cls.__module__, "_recorded": cls}
