@@ -343,6 +343,8 @@ def test_page_renders_offline_and_its_widgets_recompute_what_the_library_compute
                     target = control["max"]  # 37% of the way rounds to the default: move on
                 if "stops" in control:  # a log slider: the index of a stop
                     target = int(0.37 * (len(control["stops"]) - 1))
+                    if control["stops"][target] == control["value"]:  # the default: move on
+                        target = len(control["stops"]) - 1
                 page.evaluate(
                     "([e, v]) => { e.value = v; e.dispatchEvent(new Event('input')); }",
                     [handle, target],
