@@ -35,7 +35,14 @@ from inference_arithmetic.serving.queueing import RATE
 from inference_arithmetic.serving.scenario import Scenario, deployment_keywords
 
 __all__ = ["steady_state", "steady_state_of", "saturation_rate", "REPLICAS", "SATURATED"]
-__all__ += ["ONE_TOKEN", "BANDED"]
+__all__ += ["ONE_TOKEN", "BANDED", "AGREEMENT"]
+
+AGREEMENT = {"means": 0.10, "percentiles": 0.15, "percentiles_up_to": 0.85}
+"""How close ``steady_state`` comes to ``serving.simulation``'s run of the same engine, as the
+library's tests hold it (tests/lib/test_continuous.py, test_disaggregated.py) and the book
+says: each mean, TTFT and TPOT, within ``means`` (relative) of the simulation's up to 0.9 of
+the saturation rate, and each p90 and p99 within ``percentiles`` up to ``percentiles_up_to``
+of it."""
 
 SATURATED = (
     "{rate} requests per second saturate {model} on {n_gpus} x {gpu}: it keeps up with at most "
