@@ -3,7 +3,9 @@ hierarchy."""
 
 import dataclasses
 import inspect
+import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -145,3 +147,48 @@ def test_max_batch_names_context_len_past_the_window():
     with pytest.raises(ia.ArgumentError, match=r"context_len may be at most 131,072, got 131,073"):
         ia.max_batch(M, G, context_len=131_073)
     assert ia.max_batch(M, G, context_len=131_072) >= 1
+
+
+# Every entry point takes a model and a GPU as ia.model and ia.gpu do: a config.json as a dict,
+# JSON text or a path; a device's figures as a dict or JSON text (issue 36).
+TAKES = {
+    "calculate": lambda f, m, g: f(m, g, batch=4, prompt_len=512, output_len=64),
+    "sweep": lambda f, m, g: f(m, g, batch=[1, 4]).tolist(),
+    "steady_state": lambda f, m, g: f(m, g, 1.0, 512, 64),
+    "plan": lambda f, m, g: f(m, g, 1.0, 512, 64, 1.0, 0.1),
+    "goodput": lambda f, m, g: f(m, g, 512, 64, ttft_target=1.0, tpot_target=0.1),
+    "prefill_time": lambda f, m, g: f(m, g, batch=1, prompt_len=512),
+    "decode_step_time": lambda f, m, g: f(m, g, batch=1, context_len=512),
+    "generation": lambda f, m, g: f(m, g, batch=2, prompt_len=512, output_len=64),
+    "serve": lambda f, m, g: f(m, g, 16, prompt_len=512, output_len=64),
+    "max_batch": lambda f, m, g: f(m, g, context_len=512),
+    "compute_bound_batch": lambda f, m, g: f(m, g, context_len=512),
+    "kernels": lambda f, m, g: f(m, g, 2, 512),
+    "token_costs": lambda f, m, g: f(m, g, 8),
+    "break_even_utilization": lambda f, m, g: f(m, g, 0.1, 0.4),
+    "weight_formats": lambda f, m, g: f(m),
+    "param_count": lambda f, m, g: f(m, active=True),
+    "kv_cache_bytes": lambda f, m, g: f(m, 2, 512),
+    "forward_flops": lambda f, m, g: f(m, 1, 512),
+    "decode_flops": lambda f, m, g: f(m, 1, 512),
+}
+
+
+@pytest.mark.parametrize("name", sorted(TAKES))
+def test_every_entry_point_takes_a_model_and_a_gpu_as_the_command_line_does(name, tmp_path):
+    config = json.loads(
+        (Path(ia.models.config.__file__).parent / "configs" / "qwen3-8b.json").read_text()
+    )["config"]
+    folder = tmp_path / "qwen3"  # named as the dict's model is (after its model_type)
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps(config))
+    figures = {"name": "mine", "peak_flop_rate": {"bf16": 400e12}, "memory_bandwidth": 2e12}
+    figures |= {"memory_bytes": 80e9, "interconnect_bandwidth": 300e9, "price_per_hour": 2.0}
+    as_objects = (ia.model(config), ia.GPU(**figures))
+    given = [(config, figures), (json.dumps(config), json.dumps(figures))]
+    given += [(folder, figures), (str(folder / "config.json"), json.dumps(figures))]
+    call, function = TAKES[name], getattr(ia, name)
+    expected = call(function, *as_objects)
+    for m, g in given:
+        got = call(function, m, g)
+        assert repr(got) == repr(expected), (name, type(m), type(g))

@@ -33,7 +33,7 @@ def test_defaults_follow_from_the_widths():
 @pytest.mark.parametrize(
     "changes, message",
     [
-        (dict(n_heads=5), "5 heads do not divide d_model=64"),
+        (dict(n_heads=5), "n_heads=5 does not divide d_model=64"),
         (dict(n_kv_heads=3), "n_kv_heads=3 must divide n_heads=4"),
         (dict(d_model=0), "d_model must be positive"),
         (dict(n_layers=-2), "n_layers must be positive"),
@@ -460,3 +460,128 @@ def test_a_gpu_is_taken_as_the_command_line_takes_it(tmp_path):
         ia.gpu({k: v for k, v in figures.items() if k != "memory_bytes"})
     with pytest.raises(ia.ArgumentError, match="gpu: not valid JSON"):
         ia.gpu("{not json")
+
+
+def _config_of(name):
+    """A registry model's config.json, as a dict."""
+    path = Path(ia.models.config.__file__).parent / "configs" / f"{name}.json"
+    return json.loads(path.read_text())["config"]
+
+
+# A config is checked, not silently taken (issue 36): its weights' format, its constants, its
+# rotary scaling, and a rule of the model that its fields break, named as the config names it.
+def test_a_float32_checkpoint_counts_four_bytes_a_weight():
+    m = ModelConfig.from_hf_config({**LLAMA, "torch_dtype": "float32"})
+    assert ia.weight_formats(m) == {"layers": "fp32", "experts": "bf16", "vocabulary": "fp32"}
+    assert ia.timing.weights_per_gpu(m) == 4 * ia.param_count(m)
+    assert ModelConfig.from_hf_config({**LLAMA, "dtype": "float32"}) == m  # transformers 4.56+
+    for sixteen in ("bfloat16", "float16", None):  # two bytes, as every registry model reads
+        same = ModelConfig.from_hf_config({**LLAMA, "torch_dtype": sixteen})
+        assert same.weight_formats == () and ia.timing.weights_per_gpu(same) == 2 * 8030261248
+    moe = _config_of("mixtral-8x7b")
+    fp32 = ModelConfig.from_hf_config({**moe, "torch_dtype": "float32"})
+    assert set(ia.weight_formats(fp32).values()) == {"fp32"}  # the experts too
+
+
+def test_a_quantized_checkpoint_keeps_its_unconverted_weights_in_its_own_format():
+    config = {**_oss_config(quant_method="mxfp4"), "torch_dtype": "float32"}
+    formats = dict(ModelConfig.from_hf_config(config).weight_formats)
+    assert formats == {"vocabulary": "fp32", "layers": "mxfp4", "experts": "mxfp4"}
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (
+            {"torch_dtype": "banana"},
+            r"torch_dtype must be one of 'bfloat16', 'float16', 'float32' .*got 'banana'",
+        ),
+        ({"dtype": "float64"}, r"dtype must be one of 'bfloat16'.*got 'float64'"),
+        (
+            {"dtype": "float32", "torch_dtype": "bfloat16"},
+            r"dtype='float32' and torch_dtype='bfloat16' disagree: give one",
+        ),
+        (
+            {"rope_scaling": {"type": "weird"}},
+            r"rope_scaling.rope_type must be one of 'default', .*'yarn'.*got 'weird'",
+        ),
+        ({"rope_scaling": {"rope_type": "weird", "factor": 8.0}}, r"rope_scaling.*got 'weird'"),
+        ({"rope_scaling": {"factor": 8.0}}, r"rope_scaling.rope_type must be .*got None"),
+        ({"rope_scaling": "yarn"}, r"rope_scaling must be an object with a rope_type"),
+        (
+            {"rope_scaling": {"rope_type": "linear", "factor": "x"}},
+            r"rope_scaling.factor must be a positive number, got 'x'",
+        ),
+        ({"rope_parameters": {"rope_type": "weird"}}, r"rope_parameters.rope_type"),
+        ({"rms_norm_eps": "x"}, r"rms_norm_eps must be a positive number, got 'x'"),
+        ({"rms_norm_eps": 0}, r"rms_norm_eps must be a positive number, got 0"),
+        ({"rms_norm_eps": True}, r"rms_norm_eps must be a positive number, got True"),
+        ({"rope_theta": "500000"}, r"rope_theta must be a positive number, got '500000'"),
+    ],
+)
+def test_a_setting_that_counts_nothing_is_still_checked(change, message):
+    with pytest.raises(ia.ArgumentError, match=r"config of model_type 'llama': " + message):
+        ModelConfig.from_hf_config({**LLAMA, **change})
+
+
+def test_the_settings_it_checks_are_valid_in_every_registry_model_and_not_read():
+    from inference_arithmetic.models.huggingface import CONSTANTS, FIELDS
+
+    for family, fields in FIELDS.items():  # checked, never read: no count depends on them
+        assert not {"torch_dtype", "dtype", "rope_scaling", *CONSTANTS} & set(fields), family
+    gpt2 = _config_of("gpt2")
+    with pytest.raises(ia.ArgumentError, match="layer_norm_epsilon must be a positive number"):
+        ModelConfig.from_hf_config({**gpt2, "layer_norm_epsilon": "1e-5"})
+    for typed in ({"type": "yarn", "factor": 4.0}, {"rope_type": "llama3", "factor": 8}):
+        assert ModelConfig.from_hf_config({**LLAMA, "rope_scaling": typed}) == model(LLAMA)
+
+
+def test_a_rule_the_fields_break_is_named_as_the_config_names_it():
+    moe = _config_of("mixtral-8x7b")
+    with pytest.raises(ia.ArgumentError) as info:
+        ModelConfig.from_hf_config({**moe, "num_experts_per_tok": 9})
+    assert "n_active_experts <= n_experts" in str(info.value)
+    assert "num_experts_per_tok=9 (n_active_experts)" in str(info.value)
+    assert "num_local_experts=8 (n_experts)" in str(info.value)
+    with pytest.raises(ia.ArgumentError, match=r"in the config: .*num_key_value_heads=5 \(n_kv"):
+        ModelConfig.from_hf_config({**LLAMA, "num_key_value_heads": 5})
+    with pytest.raises(ia.ArgumentError, match=r"config: .*num_attention_heads=3 \(n_heads\)"):
+        ModelConfig.from_hf_config({**LLAMA, "num_attention_heads": 3})
+    values = ia.models.read_hf_config(LLAMA)
+    assert values["n_layers"].field == "num_hidden_layers"
+    assert type(ModelConfig(**values).n_layers) is int  # the model keeps plain ints
+    # A default is no field's value: multi-head attention's n_kv_heads is not num_attention_heads.
+    mha = ia.models.read_hf_config({k: v for k, v in LLAMA.items() if k != "num_key_value_heads"})
+    assert mha["n_kv_heads"] == 32 and not isinstance(mha["n_kv_heads"], ia.models.Read)
+
+
+def test_a_multimodal_wrapper_s_format_holds_for_its_text_model():
+    text = {k: v for k, v in LLAMA.items() if k != "model_type"}
+    wrapper = {"model_type": "mistral3", "text_config": text, "torch_dtype": "float32"}
+    assert ModelConfig.from_hf_config(wrapper).weight_formats[0] == ("layers", "fp32")
+    with pytest.raises(ia.ArgumentError, match="torch_dtype must be one of"):
+        ModelConfig.from_hf_config({**wrapper, "torch_dtype": "banana"})
+
+
+def test_a_gpu_file_is_a_path_of_any_name(tmp_path):
+    figures = {"name": "mine", "peak_flop_rate": {"bf16": 155e12}, "memory_bandwidth": 768e9}
+    figures["memory_bytes"] = 48e9
+    (tmp_path / "mine.gpu").write_text(json.dumps(figures))
+    for given in (tmp_path / "mine.gpu", str(tmp_path / "mine.gpu")):
+        assert ia.gpu(given) == ia.GPU(**figures)
+    with pytest.raises(ia.ArgumentError, match=r"gpu: no file at '.*absent\.json'; .*ia\.GPU\("):
+        ia.gpu(tmp_path / "absent.json")
+    with pytest.raises(ia.UnknownName, match="unknown gpu"):  # text that is no file: a name
+        ia.gpu(str(tmp_path / "absent.json"))
+
+
+def test_an_unknown_name_gets_a_few_close_matches_and_a_non_name_the_ways_to_pass_one():
+    for asked, names in ((model, model_names()), (ia.gpu, ia.gpu_names())):
+        with pytest.raises(ia.UnknownName) as info:
+            asked("h100-llama-3")
+        listed = [n for n in names if n in str(info.value)]
+        assert 1 <= len(listed) <= 3, listed
+    with pytest.raises(ia.ArgumentError, match=r"got 42; .*ModelConfig\.from_hf_config"):
+        model(42)
+    with pytest.raises(ia.ArgumentError, match=r"got 42; .*ia\.GPU\("):
+        ia.gpu(42)

@@ -52,6 +52,7 @@ import datetime
 import functools
 import json
 import math
+import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -438,16 +439,25 @@ OWN_GPU = (
 
 def gpu(name) -> GPU:
     """An accelerator: a registry name, or a device's figures (``GPU``'s arguments) as a dict,
-    JSON text or a ``.json`` file, as the command line takes them; a ``GPU`` is returned as it
-    is. ``KeyError`` with close matches for an unknown name, ``ArgumentError`` for anything
-    else (an unknown or missing figure named)."""
+    JSON text or a file of it (a path, as text or a ``Path``), as the command line takes them;
+    a ``GPU`` is returned as it is. A registry name wins over a file of the same name.
+    ``KeyError`` with close matches for an unknown name, ``ArgumentError`` for anything else
+    (an unknown or missing figure named)."""
     if isinstance(name, GPU):
         return name
-    if isinstance(name, str) and name not in _registry():
+    if isinstance(name, os.PathLike) or (isinstance(name, str) and name not in _registry()):
         path = Path(name)
-        if name.lstrip().startswith("{") or (path.suffix == ".json" and path.is_file()):
+        if isinstance(name, str) and name.lstrip().startswith("{"):
+            text = name
+        elif path.is_file():
+            text = path.read_text()
+        elif isinstance(name, os.PathLike):
+            raise ArgumentError(f"gpu: no file at {str(path)!r}; {OWN_GPU}")
+        else:
+            text = None  # an unknown name (lookup)
+        if text is not None:
             try:
-                name = json.loads(path.read_text() if path.suffix == ".json" else name)
+                name = json.loads(text)
             except json.JSONDecodeError as error:
                 raise ArgumentError(f"gpu: not valid JSON ({error})") from None
             if not isinstance(name, Mapping):

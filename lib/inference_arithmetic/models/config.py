@@ -39,6 +39,7 @@ from inference_arithmetic.models.huggingface import (  # noqa: F401
     QUANTIZATION,
     UNMODELED,
     WRAPPERS,
+    as_read,
     read_hf_config,
 )
 
@@ -131,10 +132,11 @@ class ModelConfig:
                 raise ArgumentError(f"{self.name}: {name} must be an integer, got {value!r}")
             if value < (0 if name in counts else 1):
                 raise ArgumentError(f"{self.name}: {name} must be positive, got {value}")
+            object.__setattr__(self, name, int(value))  # a plain int (a reader's may be Read)
         if self.d_head is None:
             if self.d_model % self.n_heads:
                 raise ArgumentError(
-                    f"{self.name}: {self.n_heads} heads do not divide d_model={self.d_model}; "
+                    f"{self.name}: n_heads={self.n_heads} does not divide d_model={self.d_model}; "
                     "give d_head explicitly"
                 )
             object.__setattr__(self, "d_head", self.d_model // self.n_heads)
@@ -153,7 +155,8 @@ class ModelConfig:
             if not 1 <= self.n_active_experts <= self.n_experts or self.d_ff_expert is None:
                 raise ArgumentError(
                     f"{self.name}: an MoE model needs 1 <= n_active_experts <= n_experts "
-                    "and d_ff_expert"
+                    f"and d_ff_expert, got n_active_experts={self.n_active_experts}, "
+                    f"n_experts={self.n_experts}, d_ff_expert={self.d_ff_expert}"
                 )
             if self.n_dense_layers >= self.n_layers:
                 raise ArgumentError(f"{self.name}: n_dense_layers must be below n_layers")
@@ -228,20 +231,31 @@ class ModelConfig:
         model's name), else the last part of the config's ``_name_or_path`` ("Qwen/Qwen3-8B":
         "Qwen3-8B"), else its model_type. Every field read is type-checked (``FIELDS`` lists
         them per family); a field that would change the architecture in a way the library
-        does not model raises ``ValueError`` naming it. The reader is
-        ``models.huggingface.read_hf_config``.
+        does not model raises ``ArgumentError`` (a ``ValueError``) naming it, and so does a
+        constant that is not a positive number or a rotary scaling transformers cannot build
+        (``CONSTANTS``, ``ROPE_TYPES``). ``torch_dtype`` (or ``dtype``) gives the unquantized
+        weights' format (``CHECKPOINT_DTYPES``): a float32 checkpoint's are fp32
+        (``weight_formats``). A rule of the model's that the fields break is refused with the
+        config's own names and values ("num_experts_per_tok=9").
+        The reader is ``models.huggingface.read_hf_config``.
         """
-        return cls(**read_hf_config(config, name))
+        values = read_hf_config(config, name)
+        try:
+            return cls(**values)
+        except ArgumentError as error:  # named as ModelConfig's arguments: add the config's
+            raise type(error)(as_read(str(error), values)) from None
 
 
-def weight_formats(arch: ModelConfig, dtype: str = AUTO) -> dict[str, str]:
+def weight_formats(arch, dtype: str = AUTO) -> dict[str, str]:
     """The format each group of ``arch``'s weights is stored in (``WEIGHT_GROUPS``): ``dtype``
-    for every group, or with ``dtype="auto"`` as the checkpoint ships (bf16 where its config
-    has no quantization block).
+    for every group, or with ``dtype="auto"`` as the checkpoint ships (its config's
+    quantization block, else its ``torch_dtype``: fp32 for a float32 checkpoint, bf16 for a
+    16-bit one or one that does not say). ``arch`` is what ``model`` takes.
 
     >>> weight_formats(model("gpt-oss-120b"))
     {'layers': 'bf16', 'experts': 'mxfp4', 'vocabulary': 'bf16'}
     """
+    arch = model(arch)
     if dtype == AUTO:
         return {**dict.fromkeys(WEIGHT_GROUPS, "bf16"), **dict(arch.weight_formats)}
     return dict.fromkeys(WEIGHT_GROUPS, dtype_name(dtype))
@@ -255,8 +269,9 @@ WEIGHT_SYMBOLS = {
 """The symbol (by name) of each group's bytes per number in the formulas (b, b_e, b_v)."""
 
 
-def weight_number_values(arch: ModelConfig, dtype: str = AUTO) -> dict[str, float]:
-    """``weight_formats`` as the formulas take them: bytes per number keyed by symbol name.
+def weight_number_values(arch, dtype: str = AUTO) -> dict[str, float]:
+    """``weight_formats`` as the formulas take them: bytes per number keyed by symbol name
+    (``arch``: what ``model`` takes).
 
     >>> weight_number_values(model("gpt-oss-120b"))["expert_bytes_per_number"]  # 4.25 / 8
     0.53125

@@ -1,6 +1,7 @@
 """The reader of Hugging Face ``config.json`` files: the fields of a ``ModelConfig``, read typed
 from the config of each supported family (``MODEL_TYPES``), with what each family reads
-(``FIELDS``) and what the library refuses (``UNMODELED``).
+(``FIELDS``), what the library refuses (``UNMODELED``) and what it checks without reading
+(``CHECKPOINT_DTYPES``, ``ROPE_TYPES``, ``CONSTANTS``).
 
 >>> values = read_hf_config({
 ...     "model_type": "qwen3", "vocab_size": 151936, "hidden_size": 4096,
@@ -17,12 +18,15 @@ one ``config.json`` through them field by field.
 from __future__ import annotations
 
 import json
+import math
 import os
+import re
 from pathlib import Path
 
 from inference_arithmetic.core.numeric import ArgumentError, UnknownName
 
 __all__ = ["read_hf_config", "MODEL_TYPES", "FIELDS", "WRAPPERS", "UNMODELED", "QUANTIZATION"]
+__all__ += ["CHECKPOINT_DTYPES", "ROPE_TYPES", "CONSTANTS", "Read", "as_read"]
 
 
 def read_hf_config(config, name: str | None = None) -> dict:
@@ -34,7 +38,10 @@ def read_hf_config(config, name: str | None = None) -> dict:
     wrapper = config.get("model_type")
     if wrapper in WRAPPERS and isinstance(config.get("text_config"), dict):
         text = {"model_type": WRAPPERS[wrapper], **config["text_config"]}
-        text.setdefault("_name_or_path", config.get("_name_or_path"))
+        # What the wrapper says of the whole checkpoint holds for its text model too.
+        for key in ("_name_or_path", *_DTYPE_KEYS, "quantization_config"):
+            if text.get(key) is None and config.get(key) is not None:
+                text[key] = config[key]
         config = text
     model_type = config.get("model_type")
     if model_type not in MODEL_TYPES:
@@ -47,8 +54,114 @@ def read_hf_config(config, name: str | None = None) -> dict:
     keys = _Keys(config)
     values = _READERS[model_type](keys)
     keys.refuse_unread(UNMODELED)
-    formats = _quantized(config, is_moe=bool(values.get("n_experts")))
+    _check_constants(keys)
+    formats = _formats(keys, is_moe=bool(values.get("n_experts")))
     return dict(name=name, model_type=model_type, weight_formats=formats, **values)
+
+
+class Read(int):
+    """A whole number as read from a config's field: an ``int`` that remembers the field
+    (``field``), so that a rule of ``ModelConfig`` that refuses it names the field as the
+    config spells it (``as_read``). ``ModelConfig`` keeps plain ``int``s; a number computed
+    from one (a sum, a default) is a plain ``int``."""
+
+    field: str
+
+    def __new__(cls, value: int, field: str):
+        number = super().__new__(cls, value)
+        number.field = field
+        return number
+
+    def __getnewargs__(self):  # a copy or a pickle keeps the field
+        return int(self), self.field
+
+
+def as_read(message: str, values: dict) -> str:
+    """``message``, a refusal of ``ModelConfig``'s built from ``values`` (``read_hf_config``'s),
+    with the config's field and value for each of its arguments that the message names and a
+    field set: "...; in the config: num_experts_per_tok=9 (n_active_experts), ...")."""
+    named = [
+        f"{value.field}={int(value)!r} ({argument})"
+        for argument, value in values.items()
+        if isinstance(value, Read) and re.search(rf"\b{argument}\b", message)
+    ]
+    return f"{message}; in the config: {', '.join(named)}" if named else message
+
+
+CHECKPOINT_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
+"""The formats a config's ``torch_dtype`` may give its checkpoint's weights (``dtype`` in
+configs written by transformers 4.56 and later), by PyTorch's name, with the library's."""
+
+_DTYPE_KEYS = ("dtype", "torch_dtype")  # the newer name first: it wins where both are set
+
+ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "su", "mrope")
+"""The kinds of rotary scaling a ``rope_scaling`` (or transformers 5's ``rope_parameters``)
+may name by its ``rope_type`` (older configs: ``type``): transformers' ROPE_INIT_FUNCTIONS
+(src/transformers/modeling_rope_utils.py), Phi-3's older "su" for longrope, and Qwen2-VL's
+"mrope", which rotates as the default does. None changes a count; a config that names another
+is refused, as transformers cannot build it."""
+
+CONSTANTS = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "rope_theta")
+"""Fields that hold a positive number which changes values, not counts (a norm's epsilon, the
+rotary base): not read, but refused when set to anything else (a string, a bool, 0)."""
+
+
+def _check_constants(c: _Keys) -> None:
+    """Refuse a config whose constants (``CONSTANTS``) or rotary scaling (``ROPE_TYPES``) are
+    not what transformers can build, naming the field, the value and what is valid. Checked,
+    not read: none of them changes a count, so ``FIELDS`` does not list them."""
+    for key in CONSTANTS:
+        value = c.config.get(key)
+        if value is not None and not _positive(value):
+            raise c._bad(key, value, "a positive number")
+    for key in ("rope_scaling", "rope_parameters"):
+        rope = c.config.get(key)
+        if rope is None:
+            continue
+        if not isinstance(rope, dict):
+            raise c._bad(key, rope, f"an object with a rope_type ({', '.join(ROPE_TYPES)})")
+        kind = rope.get("rope_type", rope.get("type"))
+        if kind not in ROPE_TYPES:
+            raise c._bad(f"{key}.rope_type", kind, f"one of {', '.join(map(repr, ROPE_TYPES))}")
+        for number in ("factor", "rope_theta"):
+            if rope.get(number) is not None and not _positive(rope[number]):
+                raise c._bad(f"{key}.{number}", rope[number], "a positive number")
+
+
+def _positive(value) -> bool:
+    """A positive finite number, not a bool."""
+    real = isinstance(value, int | float) and not isinstance(value, bool)
+    return real and 0 < value < math.inf
+
+
+def _checkpoint_format(c: _Keys) -> str:
+    """The format of the checkpoint's unquantized weights, from ``dtype`` or ``torch_dtype``
+    (``CHECKPOINT_DTYPES``): bf16 where the config does not say."""
+    given = {key: c.config[key] for key in _DTYPE_KEYS if c.config.get(key) is not None}
+    if len(set(given.values())) > 1:
+        raise ArgumentError(
+            f"config of model_type {c.model_type!r}: dtype={given['dtype']!r} and "
+            f"torch_dtype={given['torch_dtype']!r} disagree: give one"
+        )
+    for key, value in given.items():
+        if value not in CHECKPOINT_DTYPES:
+            valid = f"one of {', '.join(map(repr, CHECKPOINT_DTYPES))} (the weights' format)"
+            raise c._bad(key, value, valid)
+        return CHECKPOINT_DTYPES[value]
+    return "bf16"
+
+
+def _formats(c: _Keys, is_moe: bool) -> tuple:
+    """The weight formats a config gives its checkpoint (``WEIGHT_GROUPS``), () for bf16
+    throughout: a quantization block's (``_quantized``), else fp32 for a float32 checkpoint.
+    A 16-bit checkpoint, fp16 or bf16, counts as bf16 (two bytes a number either way)."""
+    unquantized = _checkpoint_format(c)
+    if c.config.get("quantization_config"):
+        return _quantized(c.config, is_moe, unquantized)
+    if unquantized == "fp32":
+        groups = ("layers", "experts", "vocabulary") if is_moe else ("layers", "vocabulary")
+        return tuple((group, "fp32") for group in groups)
+    return ()
 
 
 WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistral"}
@@ -85,13 +198,11 @@ it converts (``FORMATS``), or None for settings the library has no format for.""
 _NOT_CONVERTED = {"layers": "self_attn", "experts": "experts"}
 
 
-def _quantized(config: dict, is_moe: bool) -> tuple:
-    """The weight formats of a config's ``quantization_config`` (``WEIGHT_GROUPS``), () where
-    it has none: gpt-oss's MXFP4 experts with bf16 attention, DeepSeek-V3's fp8 with 128 x 128
-    block scales."""
+def _quantized(config: dict, is_moe: bool, unconverted: str) -> tuple:
+    """The weight formats of a config's ``quantization_config`` (``WEIGHT_GROUPS``): gpt-oss's
+    MXFP4 experts with bf16 attention, DeepSeek-V3's fp8 with 128 x 128 block scales;
+    ``unconverted``, the checkpoint's format, for the weights it leaves as they are."""
     q = config.get("quantization_config")
-    if not q:
-        return ()
     method = q.get("quant_method") if isinstance(q, dict) else None
     if method not in QUANTIZATION:
         raise ArgumentError(
@@ -104,7 +215,6 @@ def _quantized(config: dict, is_moe: bool) -> tuple:
             f"quantization_config: the library has no format for {method} with "
             f"{ {k: v for k, v in q.items() if k != 'quant_method'} }"
         )
-    unconverted = {"float16": "fp16"}.get(config.get("torch_dtype"), "bf16")
     kept = " ".join(q.get("modules_to_not_convert") or ())
     formats = {"vocabulary": unconverted}
     for group, module in _NOT_CONVERTED.items():
@@ -185,7 +295,7 @@ class _Keys:
         return self.config[key]
 
     def _bad(self, key, value, what):
-        return ValueError(
+        return ArgumentError(
             f"config of model_type {self.model_type!r}: {key} must be {what}, got {value!r}"
         )
 
@@ -200,10 +310,12 @@ class _Keys:
         """A positive whole number (a missing optional one is ``default``)."""
         value = self._get(key, required and default is None)
         if value is None:
-            return 64 if self.probe and default is None else default
+            if self.probe and default is None:
+                return 64
+            return int(default) if isinstance(default, Read) else default  # not key's
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise self._bad(key, value, "a positive whole number")
-        return value
+        return Read(value, key)
 
     def count(self, key, default=0):
         """A whole number that may be zero."""
@@ -212,7 +324,7 @@ class _Keys:
             return default
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
             raise self._bad(key, value, "a whole number, 0 or more")
-        return value
+        return Read(value, key)
 
     def flag(self, key, default=False):
         """A JSON true or false (a string "false" is refused, not taken as true)."""

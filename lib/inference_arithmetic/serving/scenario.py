@@ -279,23 +279,26 @@ def default_budget() -> int:
     return registry_engine(DEFAULT_ENGINE).token_budget or DEFAULT_TOKEN_BUDGET
 
 
-def tensor_parallel_degrees(arch: ModelConfig, most: int = 64) -> list[int]:
-    """The tensor-parallel degrees up to ``most`` that split ``arch``'s heads (``CHECKS``)."""
+def tensor_parallel_degrees(arch, most: int = 64) -> list[int]:
+    """The tensor-parallel degrees up to ``most`` that split ``arch``'s heads (``CHECKS``);
+    ``arch`` is what ``ia.model`` takes, as in the degree functions below."""
     return _degrees("heads", arch, "tensor", most)
 
 
-def pipeline_degrees(arch: ModelConfig, most: int = 64) -> list[int]:
+def pipeline_degrees(arch, most: int = 64) -> list[int]:
     """The pipeline degrees up to ``most`` that leave each stage a layer (``CHECKS``)."""
     return _degrees("layers", arch, "pipeline", most)
 
 
-def expert_parallel_degrees(arch: ModelConfig, most: int = 512) -> list[int]:
+def expert_parallel_degrees(arch, most: int = 512) -> list[int]:
     """The expert-parallel degrees up to ``most`` that spread ``arch``'s experts evenly
     (``CHECKS``); none for a dense model."""
+    arch = registry_model(arch)
     return _degrees("experts", arch, "expert-dp", most) if arch.is_moe else []
 
 
 def _degrees(name, arch, parallel, most):
+    arch = registry_model(arch)  # a name, a config, ... (ia.model)
     (check,) = [c for c in CHECKS if c.name == name]
     holds = _compiled_check(check, arch, parallel)
     return [n for n in range(1, most + 1) if holds.from_values({**arch.sizes(), "n_gpus": n})]
