@@ -822,6 +822,61 @@ def test_the_calculator_offers_expert_parallelism_and_the_serving_options(browse
     page.close()
 
 
+def test_the_calculator_plans_on_percentiles_as_ia_plan_does(browser):
+    """The plan mode judges its targets on the percentile chosen, as ``ia.plan`` does, and the
+    continuous mode shows the percentiles of the steady state, as ``ia.steady_state`` gives
+    them, to the digits the readout prints (``_calculator_agrees`` holds every cell)."""
+    page, errors = _open(browser, CALCULATOR)
+    root = page.locator(".ia-calc").first
+    choose, enter = _form(page, root)
+    for name, value in (("model", "llama-3.1-70b"), ("gpu", "h100-sxm"), ("dtype", "auto")):
+        choose(name, value)
+    choose("mode", "sizing from targets")
+    assert root.locator('select[name="percentile"]').is_visible()
+    assert root.locator('select[name="percentile"] option').all_text_contents() == list(
+        ia.calculator.JUDGED
+    )
+    assert root.locator('select[name="percentile"]').input_value() == "mean"  # ia.plan's default
+    asked = {"requests_per_s": 10, "prompt_len": 2048, "output_len": 256}
+    asked |= {"ttft_target": 0.5, "tpot_target": 0.05}
+    for name, value in asked.items():
+        enter(name, value)
+    on_means = _calculator_agrees(page, root)[1]
+    on_p99 = choose("percentile", "p99")
+    expected = ia.plan("llama-3.1-70b", "h100-sxm", *asked.values(), percentile=99)
+    for key in ("replicas", "n_gpus", "gpus"):
+        assert on_p99[key] == expected[key], key
+    assert on_p99["gpus"] > on_means["gpus"]  # the tail costs GPUs the means do not
+    assert "its times are each request's p99" in _readout(root)
+    # That deployment served continuously: its percentiles, each the library's.
+    choose("mode", "continuous serving")
+    choose("n_gpus", expected["n_gpus"])
+    steady = enter("replicas", expected["replicas"])
+    library = ia.steady_state(
+        "llama-3.1-70b",
+        "h100-sxm",
+        asked["requests_per_s"],
+        asked["prompt_len"],
+        asked["output_len"],
+        n_gpus=expected["n_gpus"],
+        replicas=expected["replicas"],
+    )
+    shown = root.evaluate(
+        "r => Object.fromEntries([...r.querySelectorAll('.ia-calc-value')]"
+        ".map(c => [c.dataset.key, c.textContent]))"
+    )
+    for time, named in library["percentiles"].items():
+        for name, value in named.items():
+            key = ia.calculator.PERCENTILE_KEY.format(time=time, name=name)
+            assert shown[key] == ia.format.seconds(value), key
+            assert steady["percentiles"][time][name] == value
+    assert library["percentiles"]["ttft"]["p99"] <= asked["ttft_target"]  # as planned
+    assert library["percentiles"]["tpot"]["p99"] <= asked["tpot_target"]
+    assert not root.locator('select[name="percentile"]').is_visible()  # the plan's alone
+    assert not errors, f"console errors: {errors}"
+    page.close()
+
+
 # --- The appendices: the formula reference and the glossary -----------------------------------
 
 APPENDICES = ["book/appendix-formulas", "book/appendix-glossary"]  # the pages with math

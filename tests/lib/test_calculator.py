@@ -509,3 +509,60 @@ def test_max_and_min_are_built_once_while_the_page_data_is_built():
         assert held.args == (x, x + 1)  # unevaluated where asked
     assert MinMaxBase.__new__ is own
     assert first == sympy.Max(x, 2 * y) and sympy.Max(x, 2 * y) is not first
+
+
+def test_the_continuous_mode_shows_the_percentiles_of_the_steady_state():
+    w = calculator.widget(mode=calculator.CONTINUOUS, requests_per_s=3.0, prompt_len=1024)
+    expected = ia.steady_state("llama-3.1-8b", "h100-sxm", 3.0, 1024, 256)["percentiles"]
+    keys = [row[0] for row in calculator.CONTINUOUS_ROWS]
+    for time, named in expected.items():
+        assert list(named) == list(calculator.PERCENTILE_NAMES)  # the library's names, in order
+        for name, value in named.items():
+            key = calculator.PERCENTILE_KEY.format(time=time, name=name)
+            assert key in keys and w.values[key] == value
+            assert f", {name}: {ia.format.seconds(value)}" in w.text()
+    normal = ia.queueing.normal_quantiles(1.0, 2.0)
+    assert list(normal) == [1.0 + 2.0 * z for z in ia.queueing.NORMAL_POINTS]
+    runtime = script("quantiles.js") + script("steady.js")
+    for number in ("4096", "1e-9", "0.99", "1.28", "2.32", "p99"):
+        assert number not in runtime, number
+
+
+@pytest.mark.slow
+def test_the_plan_is_judged_on_the_percentile_chosen():
+    w = calculator.widget(model="llama-3.1-70b", mode=calculator.PLAN, requests_per_s=10.0)
+    # The page takes the numbers its quantiles need from the library's own names.
+    spec = w.spec()
+    assert spec["quantiles"] == {
+        "percentiles": ia.queueing.PERCENTILES,
+        "names": calculator.PERCENTILE_NAMES,
+        "normal": ia.queueing.NORMAL_POINTS,
+        "tiny": ia.queueing.TINY,
+        "grid": ia.queueing.GRID,
+    }
+    # The form offers what ia.plan's percentile takes (a tail: the mean and p90, p99), starting
+    # at its default; the page carries the same choices.
+    assert calculator.JUDGED == {"mean": None, "p90": 90, "p99": 99}
+    for percentile in calculator.JUDGED.values():
+        assert ia.targets.check_percentile(percentile) == percentile
+    assert calculator.JUDGED[w.state["percentile"]] is None  # ia.plan's default: the mean
+    assert spec["plan"]["judged"] == calculator.JUDGED
+    control = next(c for c in spec["controls"] if c["name"] == "percentile")
+    assert control["options"] == list(calculator.JUDGED) and control["only"] == {
+        "mode": [calculator.PLAN]
+    }
+    assert not calculator.used("percentile", {"mode": calculator.CONTINUOUS})
+    mean = w.result
+    asked = ("llama-3.1-70b", "h100-sxm", 10.0, 2048, 256, 0.5, 0.05)
+    w.update(percentile="p99")
+    assert {"layout": "colocated", **w.result} == ia.plan(*asked, percentile=99)
+    assert w.result["percentile"] == 99
+    assert w.result["gpus"] > mean["gpus"]  # the tail costs GPUs the means do not
+    assert "its times are each request's p99" in w.text()
+    assert "its times are each" not in calculator.widget(mode=calculator.PLAN).text()
+    w.update(tpot_target=0.005)  # no deployment meets it: the library's message, on the p99
+    with pytest.raises(ValueError) as refused:
+        ia.plan(*asked[:-1], 0.005, percentile=99)
+    assert w.message == str(refused.value) and w.message.endswith(" (on each request's p99)")
+    with pytest.raises(ValueError, match="percentile must be one of"):
+        w.update(percentile="p50")

@@ -175,6 +175,9 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
       g.price_per_hour !== null ? fill(spec.notes.priced, g) : spec.notes.unpriced];
     parts.push(mode === spec.modes.static ? (exact ? spec.notes.exact : spec.notes.approximate) :
       mode === spec.modes.continuous ? spec.notes.continuous : spec.notes.plan);
+    if (mode === spec.modes.plan && spec.plan.judged[state.percentile] !== null) {
+      parts.push(fill(spec.notes.judged, {percentile: state.percentile}));
+    }
     if (state.step === "kernels") parts.push(spec.notes.band);
     return parts.join("; ") + ".";
   }
@@ -206,7 +209,8 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     var e = iaSteady({prompt_counts: spec.prompt_counts, context: spec.context,
       capacity: m.continuous.capacity, step: m.continuous.step[state.step][serving.key], parallel: parallel,
       stages: stages, wait: spec.pipeline_wait,
-      steady: spec.steady, spread: spec.spread, speculating: serving.speculating,
+      steady: spec.steady, spread: spec.spread, quantiles: spec.quantiles,
+      speculating: serving.speculating,
       rows: serving.speculating ? call(spec.serving.verified, v) : 1,
       tokens_per_step: serving.speculating ? call(spec.serving.expected, v) : 1,
       prefilled: serving.prefix ? Math.round(call(spec.serving.prefilled, v)) : v.seq_len},
@@ -248,7 +252,7 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
                       {batch: Math.ceil(s.concurrency / e.stages)}));
     var gpus = v.n_gpus * v.replicas, cost = price(g);
     var costs = call(spec.stream, Object.assign({}, v, {n_gpus: gpus, requests_per_s: rate}));
-    return {rows: spec.continuous_rows, note: note(g, state.mode), values: {
+    var values = {
       ttft: s.ttft, tpot: s.tpot, request_time: s.request_time,
       concurrency: call(spec.replicas.concurrency, one),
       throughput: call(spec.replicas.throughput, Object.assign({output_len: v.output_len}, one)),
@@ -257,7 +261,14 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
       weights: memory.weights, kv_cache: memory.kv_cache, memory: memory.memory,
       budget: memory.budget, capacity: memory.capacity, gpus: gpus,
       cost_output: cost === null ? null : costs.cost_output,
-      cost_request: cost === null ? null : costs.cost_request}};
+      cost_request: cost === null ? null : costs.cost_request};
+    var spread = s.percentiles();  // by the readout's keys (calculator_readout.percentile_values)
+    for (var time in spread) {
+      for (var name in spread[time]) {
+        values[fill(spec.percentile_key, {time: time, name: name})] = spread[time][name];
+      }
+    }
+    return {rows: spec.continuous_rows, note: note(g, state.mode), values: values};
   }
   function plan(m, g, names) {  // ia.plan (plan.js): the cheapest deployment meeting both
     var error = oneToken();
@@ -272,7 +283,8 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
       return engine(m, d.values, d.serving);
     }, function (e, share) { return e.state(share, null); }, {
       rate: state.requests_per_s, ttft_target: state.ttft_target,
-      tpot_target: state.tpot_target, output_len: state.output_len, price_per_hour: cost
+      tpot_target: state.tpot_target, output_len: state.output_len, price_per_hour: cost,
+      percentile: spec.plan.judged[state.percentile], name: state.percentile
     }, call, spec.replicas, spec.stream);
     if (found.error) return {error: found.error};
     if (found.best === null) {
@@ -281,7 +293,9 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
         var value = k === "rate" ? state.requests_per_s : state[k];
         shown[k] = iaShow(value, spec.plan.kinds[k]);
       });
-      return {error: fill(spec.plan.message, shown)};
+      var on = spec.plan.judged[state.percentile];
+      on = on === null ? "" : fill(spec.plan.on, {percentile: on});
+      return {error: fill(spec.plan.message, shown) + on};
     }
     return {rows: spec.plan_rows, values: found.best, note: note(g, state.mode)};
   }

@@ -17,6 +17,7 @@ holds no formula, no check and no message of its own.
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import json
 
@@ -31,6 +32,7 @@ from inference_arithmetic.page.calculator_form import (
     AMOUNTS,
     COMPUTED,
     CONTINUOUS,
+    JUDGED,
     MODES,
     NO_SPECULATION,
     NOT_STREAMED,
@@ -56,10 +58,13 @@ from inference_arithmetic.page.calculator_readout import (
     BANDED_CELL,
     CONTINUOUS_ROWS,
     NOTES,
+    PERCENTILE_KEY,
+    PERCENTILE_NAMES,
     PLAN_ROWS,
     ROWS,
     STREAM,
     cell,
+    percentile_values,
     readout_html,
     readout_lines,
     stream_values,
@@ -75,7 +80,7 @@ __all__ += ["COMPUTED", "BANDED_CELL", "NOTES", "MODES", "STATIC", "CONTINUOUS"]
 __all__ += ["CONTINUOUS_ROWS", "label", "PAGE_PARALLEL", "STREAM_PARALLEL", "NOT_STREAMED"]
 __all__ += ["NO_SPECULATION", "SERVING_OPTIONS", "PLAN", "PLAN_ROWS", "AMOUNTS", "ONLY"]
 __all__ += ["used", "amount_message", "amount_range", "rate_message", "not_streamed", "PRICE"]
-__all__ += ["STREAM", "step_key"]
+__all__ += ["STREAM", "step_key", "JUDGED", "PERCENTILE_KEY", "PERCENTILE_NAMES"]
 
 
 class Calculator:
@@ -108,6 +113,7 @@ class Calculator:
             "requests_per_s": 1.0,
             "ttft_target": 0.5,
             "tpot_target": 0.05,
+            "percentile": _judged(_PLAN_PERCENTILE),  # ia.plan's default: the mean
             "step": scenario.DEFAULT_STEP,
             "compute_efficiency": efficiencies.DEFAULT_COMPUTE_EFFICIENCY,
             "bandwidth_efficiency": efficiencies.DEFAULT_BANDWIDTH_EFFICIENCY,
@@ -151,7 +157,8 @@ class Calculator:
             (None if cache == COMPUTED else cache),
         )
         arguments = {**self.state, "compute_dtype": compute, "cache_dtype": cache}
-        for name in ("mode", "requests_per_s", "ttft_target", "tpot_target", "price_per_hour"):
+        asked = ("mode", "requests_per_s", "ttft_target", "tpot_target", "percentile")
+        for name in (*asked, "price_per_hour"):
             del arguments[name]
         del arguments["config"]
         if arguments["speculative"] == NO_SPECULATION:
@@ -217,7 +224,12 @@ class Calculator:
             asked = ("requests_per_s", "prompt_len", "output_len", "ttft_target", "tpot_target")
             workload = [state[name] for name in asked]
             r = planning.plan_colocated(
-                arguments["model"], state["gpu"], *workload, price_per_hour=price, **options
+                arguments["model"],
+                state["gpu"],
+                *workload,
+                percentile=JUDGED[state["percentile"]],
+                price_per_hour=price,
+                **options,
             )
             return r, {**r, "cost_output": r["cost"]["output"]}
         s = scenario.Scenario(**self._scenario_arguments())
@@ -225,7 +237,8 @@ class Calculator:
             return serving.report(s, price), serving.report_values(s, price)
         rate = state["requests_per_s"]
         steady = continuous.steady_state_of(s, float(rate))
-        return steady, {**steady, **stream_values(s, steady, rate, price)}
+        values = {**steady, **percentile_values(steady), **stream_values(s, steady, rate, price)}
+        return steady, values
 
     def _scenario_arguments(self, mode: str | None = None):
         arguments = self.arguments(mode)
@@ -295,8 +308,8 @@ class Calculator:
             f'<script type="application/json" class="ia-calc-spec">{embed_json(self.spec())}'
             '</script><div class="ia-calc-controls"></div>'
             '<div class="ia-calc-readout" aria-live="polite"></div></div>'
-            f"<script>{FORMAT_RUNTIME}{script('steady.js')}{script('plan.js')}"
-            f"{script('calculator.js')}\n"
+            f"<script>{FORMAT_RUNTIME}{script('quantiles.js')}{script('steady.js')}"
+            f"{script('plan.js')}{script('calculator.js')}\n"
             f"iaCalc(document.getElementById({json.dumps(element)}));</script>"
         )
 
@@ -307,6 +320,14 @@ class Calculator:
         bundle["text/html"] = self.live_html()
         bundle["text/plain"] = self.text()
         return bundle
+
+
+_PLAN_PERCENTILE = inspect.signature(planning.plan_colocated).parameters["percentile"].default
+
+
+def _judged(percentile) -> str:
+    """The form's name (``JUDGED``) of a plan's ``percentile``."""
+    return next(name for name, q in JUDGED.items() if q == percentile)
 
 
 def _typed_price(text):

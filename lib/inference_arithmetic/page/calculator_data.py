@@ -50,6 +50,7 @@ from inference_arithmetic.page.calculator_form import (
     COMPUTED,
     COMPUTES,
     CONTINUOUS,
+    JUDGED,
     NO_SPECULATION,
     PAGE_PARALLEL,
     PLAN,
@@ -65,6 +66,8 @@ from inference_arithmetic.page.calculator_readout import (
     CONTINUOUS_ROWS,
     GIVEN_KIND,
     NOTES,
+    PERCENTILE_KEY,
+    PERCENTILE_NAMES,
     PLAN_ROWS,
     ROWS,
     STREAM,
@@ -293,6 +296,14 @@ def page_data() -> dict:
         "stream": javascript(STREAM),
         "prompt_counts": queueing.PROMPT_COUNTS,
         "spread": queueing.SPREAD_POINTS,
+        "quantiles": {  # what the percentiles of the steady state's times take (quantiles.js)
+            "percentiles": queueing.PERCENTILES,
+            "names": PERCENTILE_NAMES,
+            "normal": queueing.NORMAL_POINTS,
+            "tiny": queueing.TINY,
+            "grid": queueing.GRID,
+        },
+        "percentile_key": PERCENTILE_KEY,
         "saturated": continuous.SATURATED,
         "saturated_kinds": continuous.SATURATED_KINDS,
         "replicated": continuous.REPLICATED,
@@ -306,6 +317,8 @@ def page_data() -> dict:
             "most_gpus": plan_signature["most_gpus"].default,
             "message": planning.NO_DEPLOYMENT,
             "kinds": planning.NO_DEPLOYMENT_KINDS,
+            "judged": JUDGED,  # the form's choice -> ia.plan's percentile (None: the mean)
+            "on": planning.NO_DEPLOYMENT_ON,
         },
     }
 

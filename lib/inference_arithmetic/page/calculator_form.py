@@ -27,13 +27,13 @@ from inference_arithmetic.models.config import AUTO, model_names
 from inference_arithmetic.models.config import model as registry_model
 from inference_arithmetic.page import controls as widget_controls
 from inference_arithmetic.page import own_config
-from inference_arithmetic.serving import scenario, speculative, targets
+from inference_arithmetic.serving import queueing, scenario, speculative, targets
 
 __all__ = ["STATIC", "CONTINUOUS", "PLAN", "MODES", "PAGE_PARALLEL", "STREAM_PARALLEL"]
 __all__ += ["NOT_STREAMED", "not_streamed", "NO_SPECULATION", "SERVING_OPTIONS"]
 __all__ += ["SAME", "COMPUTES", "COMPUTED", "PRICE", "ranges", "AMOUNTS", "ONLY", "used"]
 __all__ += ["amount_message", "rate_message", "amount_range", "label", "choices"]
-__all__ += ["check_number", "page_controls"]
+__all__ += ["check_number", "page_controls", "MEAN", "JUDGED"]
 
 STATIC, CONTINUOUS, PLAN = "static batch", "continuous serving", "sizing from targets"
 MODES = [STATIC, CONTINUOUS, PLAN]
@@ -61,6 +61,22 @@ NO_SPECULATION = "none"
 SERVING_OPTIONS = ("prefix_hit_rate", "speculative")
 """The serving options of the continuous and plan modes (``Scenario``'s): each changes the
 step kernel by kernel (``kernels.OPTIONS``)."""
+
+MEAN = "mean"
+"""The plan's choice that judges the targets on the mean of each request's times
+(``percentile=None``, ``ia.plan``'s default)."""
+JUDGED = {
+    MEAN: None,
+    **{
+        name: q
+        for name, q in zip(queueing.named(queueing.PERCENTILES), queueing.PERCENTILES, strict=True)
+        if q > 50
+    },
+}
+"""What the plan may judge its targets on, by the name the form shows: the mean, or a tail
+percentile of each request's times (``ia.plan``'s ``percentile``; its search, and
+``targets.judge``, hold a p90 or a p99 to be at least the mean: a tail, as service-level
+objectives are written, not the median)."""
 
 SAME = "as weights"
 """The compute format choice that computes in the weights' format's own (``compute_dtype=None``,
@@ -109,6 +125,7 @@ ONLY = {
     "requests_per_s": {"mode": [CONTINUOUS, PLAN]},
     "ttft_target": {"mode": [PLAN]},
     "tpot_target": {"mode": [PLAN]},
+    "percentile": {"mode": [PLAN]},
     "expert_imbalance": {"mode": [STATIC], "parallel": list(latency.EXPERT_PARALLEL)},
     "prefix_hit_rate": {"mode": [CONTINUOUS, PLAN]},
     "speculative": {"mode": [CONTINUOUS, PLAN]},
@@ -177,6 +194,7 @@ _WORDS = {
     "requests_per_s": "request rate (requests/s)",
     "ttft_target": "time to first token target (s)",
     "tpot_target": "time per output token target (s)",
+    "percentile": "targets judged on",
     "price_per_hour": "price per GPU-hour ($; blank: the GPU's example)",
     "speculative": "speculative decoding (drafts)",
     "config": "config.json (paste it)",
@@ -203,6 +221,7 @@ def choices() -> dict[str, list[str]]:
         "compute_dtype": [SAME, *COMPUTES],
         "cache_dtype": [COMPUTED, *CACHE_FORMATS],  # none of weights only
         "speculative": [NO_SPECULATION, *speculative.METHODS],
+        "percentile": list(JUDGED),
     }
 
 
@@ -252,7 +271,7 @@ def page_controls() -> list[dict]:
         control["value"] = control["name"] in _VALUE_CONTROLS
     order = ["mode", "model", "gpu", "parallel", "n_gpus", "expert_imbalance", "replicas"]
     order += ["dtype", "compute_dtype", "cache_dtype", "batch", "requests_per_s", "ttft_target"]
-    order += ["tpot_target", "prompt_len", "output_len", *SERVING_OPTIONS, "step"]
+    order += ["tpot_target", "percentile", "prompt_len", "output_len", *SERVING_OPTIONS, "step"]
     order += ["compute_efficiency", "bandwidth_efficiency"]
     order += ["memory_utilization", "token_budget", "price_per_hour", "config"]
     return sorted(controls, key=lambda c: order.index(c["name"]))

@@ -24,12 +24,13 @@ from inference_arithmetic.core import cache
 from inference_arithmetic.core import format as fmt
 from inference_arithmetic.formulas import economics
 from inference_arithmetic.page.calculator_form import CONTINUOUS, PLAN, STATIC
-from inference_arithmetic.serving import bands, continuous, planning
+from inference_arithmetic.serving import bands, continuous, planning, queueing
 from inference_arithmetic.serving.engine import in_flight
 from inference_arithmetic.serving.report import compiled_report
 
 __all__ = ["ROWS", "CONTINUOUS_ROWS", "PLAN_ROWS", "STREAM", "NOTES", "GIVEN_KIND"]
 __all__ += ["BANDED_CELL", "cell", "readout_html", "readout_lines", "stream_values"]
+__all__ += ["PERCENTILE_KEY", "PERCENTILE_NAMES", "percentile_values"]
 
 # The rows of the readout: a formula of serving.report_formulas, its label, its kind of
 # quantity (ia.format.show). A row of kind "bound" names the bounds of its flags, in order.
@@ -90,9 +91,29 @@ def _row(line: str) -> tuple:
 
 ROWS = [_row(line) for line in _TABLE.strip().splitlines()]
 """The readout's rows: (formula, label, kind), as ``_TABLE`` lists them."""
-CONTINUOUS_ROWS = [_row(line) for line in _CONTINUOUS_TABLE.strip().splitlines()]
-"""The continuous mode's rows: (key of ``ia.steady_state``'s result, or of the memory and cost
-at the rate, label, kind)."""
+PERCENTILE_KEY = "{time}_{name}"
+"""The readout's key of a percentile of a request's time: ``ttft_p99`` is
+``ia.steady_state(...)["percentiles"]["ttft"]["p99"]``."""
+PERCENTILE_NAMES = tuple(queueing.named(queueing.PERCENTILES))
+"""The percentiles' names in ``ia.steady_state``'s result: p50, p90, p99."""
+_TIMED = ("ttft", "tpot")  # the times whose percentiles the steady state gives
+
+
+def _percentile_rows(rows) -> list:
+    """A row for each percentile of each of ``_TIMED``, after the row of its mean: its label
+    the mean's, and the percentile's name."""
+    labels = {key: text for key, text, _ in rows}
+    return [
+        (PERCENTILE_KEY.format(time=time, name=name), f"{labels[time]}, {name}", "seconds")
+        for time in _TIMED
+        for name in PERCENTILE_NAMES
+    ]
+
+
+_STREAM_ROWS = [_row(line) for line in _CONTINUOUS_TABLE.strip().splitlines()]
+CONTINUOUS_ROWS = _STREAM_ROWS[:3] + _percentile_rows(_STREAM_ROWS) + _STREAM_ROWS[3:]
+"""The continuous mode's rows: (key of ``ia.steady_state``'s result, of its percentiles
+(``PERCENTILE_KEY``), or of the memory and cost at the rate, label, kind)."""
 PLAN_ROWS = [_row(line) for line in _PLAN_TABLE.strip().splitlines()]
 """The plan's rows: (key of ``ia.plan``'s result, label, kind)."""
 _MODE_ROWS = {STATIC: ROWS, CONTINUOUS: CONTINUOUS_ROWS, PLAN: PLAN_ROWS}
@@ -117,6 +138,7 @@ NOTES = {
     "memory is that of the requests in the engine",
     "plan": "the cheapest replicas x degree of the parallelism chosen (up to "
     f"{planning.PLAN_DEGREE}) whose steady state meets both targets (ia.plan)",
+    "judged": "its times are each request's {percentile}, on which the targets are judged",
     "band": bands.describe(),
 }
 """The sentence under the readout: its parts joined by "; ", the band's last (the kernel
@@ -169,6 +191,9 @@ def _note(values, gpu, price=None, banded=True) -> str:
         parts.append(NOTES["exact" if values["exact"] else "approximate"])
     else:
         parts.append(NOTES["continuous" if mode == CONTINUOUS else "plan"])
+    if mode == PLAN and values["percentile"] is not None:
+        name = PERCENTILE_NAMES[queueing.PERCENTILES.index(values["percentile"])]
+        parts.append(NOTES["judged"].format(percentile=name))
     return "; ".join(parts + [NOTES["band"]] * banded) + "."
 
 
@@ -190,6 +215,15 @@ def readout_lines(values, gpu, price=None, banded=True) -> list[str]:
     rows = _MODE_ROWS[_mode_of(values)]
     lines = [f"{row[1]}: {cell(row, values, banded)}" for row in rows]
     return [*lines, _note(values, gpu, price, banded)]
+
+
+def percentile_values(steady: dict) -> dict:
+    """The percentiles of a steady state's times by their readout keys (``PERCENTILE_KEY``)."""
+    return {
+        PERCENTILE_KEY.format(time=time, name=name): steady["percentiles"][time][name]
+        for time in _TIMED
+        for name in PERCENTILE_NAMES
+    }
 
 
 def _stream() -> dict:

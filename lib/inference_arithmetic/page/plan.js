@@ -6,10 +6,18 @@
 // degree whose one replica costs no less than the best. ``engineOf(degree)``
 // is the engine of one replica (null where the deployment is refused: it does not fit, say),
 // ``stateOf(engine, share)`` its steady state at a rate; the costs and the replicas' share
-// are the spec's formulas (continuous.REPLICAS, economics.output_cost_at_rate).
+// are the spec's formulas (continuous.REPLICAS, economics.output_cost_at_rate). The targets
+// are judged as ``targets.judge`` judges them: on the means (``t.percentile`` null), or on the
+// percentile of each request's times named ``t.name``, worked out only where the means meet
+// them (a p90 or a p99 is at least the mean). On a percentile the library starts each
+// degree's search at the replicas one replica's goodput needs (``targets.goodput_of``), which
+// the replicas below it miss, since the times grow with the rate; the page tries them.
 window.iaPlan = window.iaPlan || function (plan, degrees, engineOf, stateOf, t, call,
                                            replicas, stream) {
   var best = null;
+  function meets(judged) {  // targets._excess: how far past each target, at most 0 to meet it
+    return judged.ttft / t.ttft_target - 1 <= 0 && judged.tpot / t.tpot_target - 1 <= 0;
+  }
   for (var i = 0; i < degrees.length; i++) {
     var degree = degrees[i];
     // One replica of this degree costs as much as the best (the costs go as the GPUs): its
@@ -23,12 +31,17 @@ window.iaPlan = window.iaPlan || function (plan, degrees, engineOf, stateOf, t, 
       // the library's plan finds it; more replicas.
       var s = stateOf(e, share);
       if (s === null || !s.ok) continue;
-      if (s.ttft <= t.ttft_target && s.tpot <= t.tpot_target) {
+      var judged = {ttft: s.ttft, tpot: s.tpot};
+      if (t.percentile !== null && (t.percentile <= 50 || meets(judged))) {
+        var spread = s.percentiles();
+        judged = {ttft: spread.ttft[t.name], tpot: spread.tpot[t.name]};
+      }
+      if (meets(judged)) {
         var gpus = r * degree, cost = call(stream, {price_per_hour: t.price_per_hour,
           n_gpus: gpus, requests_per_s: t.rate, output_len: t.output_len}).cost_output;
         if (best === null || cost < best.cost_output) {
-          best = {replicas: r, n_gpus: degree, gpus: gpus, ttft: s.ttft, tpot: s.tpot,
-                  cost_output: cost};
+          best = {replicas: r, n_gpus: degree, gpus: gpus, ttft: judged.ttft,
+                  tpot: judged.tpot, percentile: t.percentile, cost_output: cost};
         }
         break;  // more replicas of this degree only cost more
       }

@@ -6,7 +6,9 @@
 // linear equations, the fixed point, the spread, the bisection) is here, step for step as in
 // Python. A pipeline (``data.stages`` micro-batches in flight) steps as its cycle lasts: the
 // sum of ``data.wait`` (formulas.continuous.pipeline_wait, printed) over the other
-// micro-batches' steps, drawn from the chain's own (``Engine.period`` and ``meet``).
+// micro-batches' steps, drawn from the chain's own (``Engine.period`` and ``meet``). A state's
+// ``percentiles()`` are its TTFT's and TPOT's (``Engine.waits`` and ``percentiles``, over
+// quantiles.js), by the names of ``data.quantiles``.
 window.iaSteady = window.iaSteady || function (data, call, v) {
   var N = data.prompt_counts, T = data.prefilled, O = v.output_len, logf = [0];
   var budget = v.token_budget, rows = data.rows, E = data.tokens_per_step;
@@ -158,30 +160,89 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
       seconds.push((c.times[r] - t) * c.counts[r]);
       b.push([prompts[r], seconds[r]]);
     }
-    var z = solve(a, b), burst = 0, cross = 0;
+    var z = solve(a, b), burst = 0, cross = 0, noise = 0;
     for (k = 0; k < N; k++) {
       burst += c.pi[k] * prompts[k] * (2 * z[k][0] - prompts[k]);
       cross += c.pi[k] * prompts[k] * (z[k][1] - seconds[k]);
+      noise += c.pi[k] * seconds[k] * (2 * z[k][1] - seconds[k]);
     }
     var chainValues = {requests_per_s: rate, output_len: O, mean_step: t,
       step_slope: Math.max(perStep(more) - t, 1e-300),
-      burst_ratio: burst / meanK, burst_covariance: cross / steps};
+      burst_ratio: burst / meanK, burst_covariance: cross / steps,
+      step_noise: Math.max(noise / steps, 0)};
     var steady = {};
     for (var name in data.steady) steady[name] = call(data.steady[name], chainValues);
     if (steady.gain >= 1) return null;
     // An arrival's prefill, averaged over the spread of the decodes (queueing.SPREAD_POINTS).
     var nodes = data.spread[0], weights = data.spread[1];
     var spread = Math.sqrt(Math.max(steady.variance, 0));
-    var first = 0, mass = 0;
+    var first = 0, mass = 0, met = [];
     for (k = 0; k < nodes.length; k++) {
-      var met = Math.min(Math.max(steady.busy + spread * nodes[k], 0), (budget - 1) / rows);
-      first += weights[k] * ttft(rate, met); mass += weights[k];
+      met.push(Math.min(Math.max(steady.busy + spread * nodes[k], 0), (budget - 1) / rows));
+      first += weights[k] * ttft(rate, met[k]); mass += weights[k];
     }
     first /= mass;
     var request = first + (O - 1) * steady.tpot;
-    // The time per token: a step's over the tokens it yields.
+    // The time per token: a step's over the tokens it yields. Its percentiles are worked out
+    // when asked (Engine.percentiles), at this rate's steps (a pipeline's cycle: ``others``).
+    var cycle = others;
     return {ttft: first, tpot: steady.tpot / E, mean_step: t, request_time: request,
-      concurrency: stages * rate * request, ok: rows * decodes < budget && rate * request <= capacity};
+      concurrency: stages * rate * request, ok: rows * decodes < budget && rate * request <= capacity,
+      percentiles: function () { others = cycle; return percentiles(rate, met, steady); }};
+  }
+  function waits(rate, decodes) {  // Engine.waits: an arrival's TTFT, a mixture of uniforms
+    var c = chain(rate, decodes), room = Math.max(budget - rows * decodes, 1);
+    var spans = product(c.times, c.counts), total = dot(c.pi, spans), tiny = data.quantiles.tiny;
+    var share = [], reach = [], last = [], widths = [];
+    for (var k = 0; k < N; k++) {
+      var picked = c.pi[k] * spans[k] / total;
+      if (!(picked > tiny)) continue;
+      var tokens = k * T, n = tokens > room ? Math.ceil(tokens / room) : 1;
+      // Rank r of j + 1 = r arrivals, the last of its prefill; or of more, with others behind.
+      var alone = c.moves[k].map(function (x, j) { return x / (j + 1); }), behind = [], after = 0;
+      for (var r = N - 1; r >= 0; r--) { after += alone[r]; behind[r] = after - alone[r]; }
+      [[true, alone], [false, behind]].forEach(function (kind) {
+        for (var i = 1; i <= n; i++) {
+          var ahead = Math.max(tokens - i * room, 0);
+          for (var j = 0; j < N; j++) {
+            var w = picked / n * kind[1][j];
+            if (!(w > tiny)) continue;
+            share.push(w); reach.push(ahead + (j * T + T)); last.push(kind[0]);
+            widths.push(spans[k] / n);
+          }
+        }
+      });
+    }
+    var sum = 0, known = {}, starts = [];
+    function timed(tokens) {
+      if (!(tokens in known)) known[tokens] = step(decodes, tokens);
+      return known[tokens];
+    }
+    for (var p = 0; p < share.length; p++) {
+      var whole = Math.ceil(reach[p] / room);
+      var rest = last[p] ? reach[p] - (whole - 1) * room : room;
+      starts.push((whole - 1) * timed(room) + timed(rest));
+      sum += share[p];
+    }
+    return {share: share.map(function (x) { return x / sum; }), starts: starts, widths: widths};
+  }
+  function percentiles(rate, met, steady) {  // Engine.percentiles, of one length
+    var q = data.quantiles, weights = data.spread[1], mass = 0, share = [], starts = [];
+    var widths = [];
+    weights.forEach(function (w) { mass += w; });
+    met.forEach(function (decodes, k) {  // at each point of the spread of the decodes met
+      var part = waits(rate, decodes);
+      part.share.forEach(function (x) { share.push(weights[k] / mass * x); });
+      starts = starts.concat(part.starts); widths = widths.concat(part.widths);
+    });
+    var qs = q.percentiles.map(function (x) { return x / 100; });
+    var first = iaQuantiles.mixture(share, starts, widths, qs, q.grid);
+    var token = iaQuantiles.normal(steady.tpot, steady.tpot_spread, q.normal);
+    var named = {ttft: {}, tpot: {}};
+    q.names.forEach(function (name, i) {
+      named.ttft[name] = first[i]; named.tpot[name] = token[i] / E;
+    });
+    return named;
   }
   function saturation() {
     var low = 0, high = 1, below = null, s;

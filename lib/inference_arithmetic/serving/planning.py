@@ -56,6 +56,8 @@ NO_DEPLOYMENT = (
 """``plan``'s message when no deployment meets the targets (the calculator's page fills the
 same template), its numbers printed as ``NO_DEPLOYMENT_KINDS`` says."""
 NO_DEPLOYMENT_KINDS = {"rate": "number", "ttft_target": "seconds", "tpot_target": "seconds"}
+NO_DEPLOYMENT_ON = " (on each request's p{percentile})"
+"""What ``NO_DEPLOYMENT`` adds for targets on a percentile (the page adds the same)."""
 _NONE_MEETS = NO_DEPLOYMENT.split("{", 1)[0]
 
 
@@ -254,7 +256,7 @@ def _planned(best, most_gpus, device, rate, ttft_target, tpot_target, percentile
     if best is None:
         numbers = {"rate": rate, "ttft_target": ttft_target, "tpot_target": tpot_target}
         shown = {k: fmt.show(x, NO_DEPLOYMENT_KINDS[k]) for k, x in numbers.items()}
-        on = "" if percentile is None else f" (on each request's p{percentile})"
+        on = "" if percentile is None else NO_DEPLOYMENT_ON.format(percentile=percentile)
         raise checks.ArgumentError(
             NO_DEPLOYMENT.format(most_gpus=most_gpus, gpu=device.name, **shown) + on
         )

@@ -39,7 +39,7 @@ from inference_arithmetic.core import cache
 from inference_arithmetic.core.symbols import O
 
 __all__ = ["PROMPT_COUNTS", "PERCENTILES", "SPREAD_POINTS", "STEADY", "OWN_TPOT_SPREAD"]
-__all__ += ["poisson", "stationary", "normal_quantiles", "mixture_quantiles"]
+__all__ += ["NORMAL_POINTS", "poisson", "stationary", "normal_quantiles", "mixture_quantiles"]
 
 PROMPT_COUNTS = 64
 """Prompts per step the chain keeps, 0 to 63: far past any Poisson mean below saturation
@@ -48,6 +48,9 @@ COUNTS = np.arange(PROMPT_COUNTS)
 """The chain's states: each count of prompts K it keeps, 0 up, as a numpy array."""
 PERCENTILES = (50, 90, 99)
 """The percentiles ``steady_state`` and ``simulate`` report of each request's TTFT and TPOT."""
+NORMAL_POINTS = tuple(statistics.NormalDist().inv_cdf(q / 100) for q in PERCENTILES)
+"""A standard normal's quantile at each of ``PERCENTILES``: a normal TPOT's is its mean plus
+its spread times each (``normal_quantiles``; the calculator's page takes them as numbers)."""
 TINY = 1e-9
 """Weight below which a case of an arrival's wait is dropped from its distribution (of
 thousands, their sum stays far below the 1% a p99 leaves)."""
@@ -190,7 +193,7 @@ def normal_quantiles(mean, spread, weights=(1.0,)) -> np.ndarray:
     normal, qs = statistics.NormalDist(), np.array(PERCENTILES) / 100
     spreads = np.atleast_1d(np.asarray(spread, dtype=float))
     if len(spreads) == 1:
-        return mean + spreads[0] * np.array([normal.inv_cdf(q) for q in qs])
+        return mean + spreads[0] * np.array(NORMAL_POINTS)
     weights, spreads = np.asarray(weights) / np.sum(weights), np.maximum(spreads, 1e-300)
     cdf = np.vectorize(normal.cdf)
     found = []
