@@ -156,6 +156,10 @@ def test_prefix_hit_rates_and_speculation_are_rows_as_calculate_answers_them():
             "prefix_hit_rate must be a number from 0 to 1, got 1.5",
         ),
         (dict(n_gpus=[1, 2.5]), "n_gpus must be a whole number"),
+        (
+            dict(cache_dtype=["bf16", "q4_k_m"]),
+            "cache_dtype 'q4_k_m' is a format of weights only, .* one of 'fp32'",
+        ),
     ],
 )
 def test_a_value_no_scenario_takes_is_refused_at_once_not_as_a_row(bad, message):

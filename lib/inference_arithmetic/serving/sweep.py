@@ -17,8 +17,9 @@ given), the last varying fastest. A row that ``calculate`` would
 refuse has ``fits`` False, the refusal's message as its ``reason`` and NaN for its numbers: a
 format the GPU has no FLOP rate for, heads that do not split, a request past the context window,
 memory past the budget. A mistake in the input is refused at once, not as a row that would read
-as an answer: a name that is no model, GPU, engine or format, and a value no scenario takes
-(a batch of -2, a hit rate of 1.5), with ``calculate``'s message. ``parallel`` ("tensor",
+as an answer: a name that is no model, GPU, engine or format, a ``cache_dtype`` that is a
+format of weights only (``core.dtypes.CACHE_FORMATS`` are a cache's), and a value no scenario
+takes (a batch of -2, a hit rate of 1.5), with ``calculate``'s message. ``parallel`` ("tensor",
 "pipeline", "expert" or "expert-dp", as ``calculate`` takes it) is a name too. The rows of one
 model, GPU, parallelism, format, engine and step are evaluated together, as arrays, by the
 formulas ``calculate`` evaluates one at a time.
@@ -33,7 +34,7 @@ import numpy as np
 
 from inference_arithmetic.core import checks
 from inference_arithmetic.core import format as fmt
-from inference_arithmetic.core.dtypes import dtype_name
+from inference_arithmetic.core.dtypes import cache_format, dtype_name
 from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas, numeric
 from inference_arithmetic.formulas.latency import PARALLEL
 from inference_arithmetic.hardware.engines import engine as registry_engine
@@ -214,6 +215,9 @@ def sweep(
     given.setdefault("parallel", "tensor")
     for value in _axis("parallel", given["parallel"]):  # a typo, not a row's refusal
         checks.choice("parallel", value, PARALLEL)
+    for value in _axis("cache_dtype", given["cache_dtype"]):  # a weights-only format: a mistake
+        if value is not None:
+            cache_format(value, "cache_dtype")
     axes = {k: _axis(k, v) for k, v in given.items() if v is not None or k in NAMES}
     names = {k: v for k, v in axes.items() if k in NAMES}
     numbers = {k: _numbers(k, v) for k, v in axes.items() if k not in NAMES}
