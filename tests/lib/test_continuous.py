@@ -382,7 +382,7 @@ def test_a_steady_state_of_one_output_token_is_refused_by_name():
             continuous.saturation_rate(s)
         with pytest.raises(ia.ArgumentError, match="output_len must be a whole number from 2"):
             planning.plan_colocated("llama-3.1-8b", "h100-sxm", 1.0, 1024, 1, 1.0, 0.1)
-    assert str(raised.value).startswith("output_len must be a whole number from 2 up for a")
+    assert str(raised.value).startswith("output_len must be a whole number from 2 up, got 1: a")
     assert "got 1" in str(raised.value)
     assert ia.steady_state("llama-3.1-8b", "h100-sxm", 1.0, 1024, 2)["tpot"] > 0
 

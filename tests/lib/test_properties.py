@@ -726,9 +726,10 @@ def test_the_compute_bound_batch_is_where_decode_turns_compute_bound(s):
     assert found >= 1
 
     def decode_bound(batch):
-        # One output token: the only decode step is the one at prompt_len, as compute_bound_batch.
+        # Two output tokens: the only decode step is the one at prompt_len, as
+        # compute_bound_batch (the first token is the prefill's; one alone has no decode step).
         r = ia.calculate(
-            s["model"], s["gpu"], batch=batch, prompt_len=s["prompt_len"], output_len=1,
+            s["model"], s["gpu"], batch=batch, prompt_len=s["prompt_len"], output_len=2,
             memory_utilization=1.0, **deployment,
         )  # fmt: skip
         return r["bound"]["decode"]

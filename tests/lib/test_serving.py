@@ -59,9 +59,25 @@ def test_tpot_is_the_step_at_the_mean_context():
     assert r["mean_context"] == 1000 + 99 / 2  # steps at 1000, ..., 1099
     step = ia.decode_step_time(M, G, 4, 1000) + ia.decode_step_time(M, G, 4, 1099)
     assert _close(r["tpot"], step / 2)
-    one = calculate(M, G, output_len=1)  # one token: ia.generation times one step at S = T
-    assert one["mean_context"] == 2048
+    two = calculate(M, G, output_len=2)  # one decode step, at S = T
+    assert two["mean_context"] == 2048
+    assert _close(two["tpot"], ia.decode_step_time(M, G, 1, 2048))
+    one = ia.generation(M, G, output_len=1)  # one token: the prefill's, no decode step
     assert one["total"] == one["ttft"] and _close(one["throughput"], 1 / one["ttft"])
+
+
+ONE_TOKEN = "output_len must be a whole number from 2 up, got 1: a request of one output token"
+
+
+def test_a_report_of_one_output_token_is_refused_as_the_steady_state_refuses_it():
+    # One output token is a prefill alone: no time per output token to report (ONE_TOKEN).
+    for answer in (
+        lambda: calculate(M, G, output_len=1),
+        lambda: ia.steady_state(M, G, 1.0, output_len=1),
+        lambda: ia.sweep(M, G, output_len=[256, 1]),
+    ):
+        with pytest.raises(ia.ArgumentError, match=ONE_TOKEN):
+            answer()
 
 
 def test_defaults_are_the_librarys():

@@ -104,7 +104,7 @@ def test_a_draft_model_takes_room_from_the_batch():
     plain = ia.max_batch(*TARGET, context_len=4096, n_gpus=4)
     drafted = ia.max_batch(*TARGET, context_len=4096, n_gpus=4, speculative=DRAFT)
     # The budget less both models' weights and the reserve, over both models' cache a request.
-    memory = ia.calculate(*TARGET, batch=1, prompt_len=4095, output_len=1, n_gpus=4)["memory"]
+    memory = ia.calculate(*TARGET, batch=1, prompt_len=4094, output_len=2, n_gpus=4)["memory"]
     free = memory["budget"] - memory["weights"] - memory["activations"] - _drafts_bytes(4)
     per_request = memory["kv_cache"] + _drafts_bytes(4, 1, 4096) - _drafts_bytes(4)
     assert drafted == int(free // per_request) < plain

@@ -197,6 +197,8 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     var v = d.values, cost = price(g);
     v.price_per_hour = cost === null ? 1 : cost;
     if (streaming) return steadyState(m, g, v, d.serving);
+    var one = oneToken();  // no time per output token: refused as ia.calculate refuses it
+    if (one) return {error: one};
     var r = call(m.report[state.step][state.parallel], v);
     for (var k in r) if (/^cost_/.test(k) && cost === null) r[k] = null;
     return {rows: spec.rows, values: r, note: note(g, mode, r.exact)};

@@ -32,7 +32,12 @@ from inference_arithmetic.serving import bands
 from inference_arithmetic.serving.engine import engine_of, stream_scenario
 from inference_arithmetic.serving.lengths import Lengths
 from inference_arithmetic.serving.queueing import RATE
-from inference_arithmetic.serving.scenario import Scenario, deployment_keywords
+from inference_arithmetic.serving.scenario import (
+    ONE_TOKEN,
+    Scenario,
+    check_decodes,
+    deployment_keywords,
+)
 
 __all__ = ["steady_state", "steady_state_of", "saturation_rate", "REPLICAS", "SATURATED"]
 __all__ += ["ONE_TOKEN", "BANDED", "AGREEMENT"]
@@ -53,12 +58,6 @@ SATURATED_KINDS = {"rate": "number", "saturation": "number"}
 """How ``SATURATED`` prints its two rates (``format.show``'s kinds; the page's ``iaShow``)."""
 REPLICATED = "{replicas} replicas of {n_gpus}"
 """How ``SATURATED`` names the GPUs of more than one replica."""
-ONE_TOKEN = (
-    "output_len must be a whole number from 2 up for a steady state, got {output_len}: a "
-    "request of one output token is only a prefill, with no decode step and no time per "
-    "output token (ia.prefill_time times it)"
-)
-"""The message for a steady state of requests of one output token."""
 BANDED = {
     **bands.PER_TOKEN,
     "request_time": ("request", False),
@@ -92,14 +91,6 @@ def replicas(key: str, values: dict) -> float:
     if float(values.get("output_len", 1)).is_integer():
         return formula.from_values(values)[key]
     return float(formula.bind({}, *formula.args)(*(values[a] for a in formula.args))[0])
-
-
-def check_decodes(output_len) -> None:
-    """Refuse a steady state whose requests never decode (``ONE_TOKEN``)."""
-    # Refused rather than answered with an undefined time per token: the steady state is that
-    # of the decoding requests (Little's law counts lambda (O - 1) tau of them), none here.
-    if checks.count("output_len", output_len) < 2:
-        raise checks.ArgumentError(ONE_TOKEN.format(output_len=output_len))
 
 
 @deployment_keywords

@@ -45,6 +45,7 @@ from inference_arithmetic.serving.scenario import (
     FIGURES,
     STEPS,
     Scenario,
+    check_decodes,
     deployment_keywords,
 )
 
@@ -206,7 +207,9 @@ def calculate(
     The arguments make a ``Scenario``, which checks them (``KeyError`` for an unknown model,
     GPU or a compute format without a FLOP rate; ``ArgumentError``, a ``ValueError``, naming
     the argument for everything else, including a model that does not fit in
-    ``memory_utilization`` of the GPUs' memory and a request past its context window).
+    ``memory_utilization`` of the GPUs' memory, a request past its context window, and
+    requests of one output token, which have no time per output token: ``ONE_TOKEN``, as
+    ``steady_state`` refuses them; ``ia.prefill_time`` times such a request).
 
     Returns ``memory`` (bytes per GPU: ``weights``, ``kv_cache`` at prompt_len + output_len
     tokens, ``draft`` (speculating with a draft model: its weights and cache, in ``total``
@@ -236,6 +239,7 @@ def calculate(
     workload = dict(batch=batch, prompt_len=prompt_len, output_len=output_len)
     deployment.update(n_gpus=n_gpus, dtype=dtype, cache_dtype=cache_dtype)
     s = Scenario(model, gpu, **workload, **deployment)
+    check_decodes(s.output_len)
     return report(s, price_per_hour)
 
 

@@ -73,6 +73,8 @@ __all__ = [
     "NO_RATE",
     "NO_LINK",
     "NO_WINDOW",
+    "ONE_TOKEN",
+    "check_decodes",
     "Scenario",
     "DEPLOYMENT",
     "tensor_parallel_degrees",
@@ -135,6 +137,12 @@ NO_WINDOW = (
     f"{MAX_TOKENS:,} tokens, got prompt_len + output_len = {{tokens:,}}"
 )
 """The message for a request past ``MAX_TOKENS`` of a model without a context window."""
+ONE_TOKEN = (
+    "output_len must be a whole number from 2 up, got {output_len}: a request of one output "
+    "token is only a prefill, with no decode step and no time per output token "
+    "(ia.prefill_time times it)"
+)
+"""The message for a report or a steady state of requests of one output token."""
 
 
 NOT_KERNELS = (
@@ -574,6 +582,15 @@ def one_step(model, gpu, argument: str, value, phase: str, **options) -> Scenari
     added = 1 if checks.choice("phase", phase, ("prefill", "decode")) == "decode" else 0
     check_window(arch, argument, value, added)
     return _Step(arch, gpu, prompt_len=value, output_len=1, **options)
+
+
+def check_decodes(output_len) -> None:
+    """Refuse requests that never decode (``ONE_TOKEN``): ``calculate`` and ``steady_state``
+    report a time per output token, which a request of one output token does not have."""
+    # Refused rather than answered with a time per token no token took: a request of one
+    # output token is its prefill, and Little's law counts lambda (O - 1) tau decoding, none.
+    if checks.count("output_len", output_len) < 2:
+        raise ArgumentError(ONE_TOKEN.format(output_len=output_len))
 
 
 def check_window(arch: ModelConfig, argument: str, value: int, added: int = 0) -> None:

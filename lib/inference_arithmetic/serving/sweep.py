@@ -19,7 +19,8 @@ format the GPU has no FLOP rate for, heads that do not split, a request past the
 memory past the budget. A mistake in the input is refused at once, not as a row that would read
 as an answer: a name that is no model, GPU, engine or format, a ``cache_dtype`` that is a
 format of weights only (``core.dtypes.CACHE_FORMATS`` are a cache's), and a value no scenario
-takes (a batch of -2, a hit rate of 1.5), with ``calculate``'s message. ``parallel`` ("tensor",
+takes (a batch of -2, a hit rate of 1.5, an ``output_len`` of 1), with ``calculate``'s
+message. ``parallel`` ("tensor",
 "pipeline", "expert" or "expert-dp", as ``calculate`` takes it) is a name too. The rows of one
 model, GPU, parallelism, format, engine and step are evaluated together, as arrays, by the
 formulas ``calculate`` evaluates one at a time.
@@ -52,6 +53,7 @@ from inference_arithmetic.serving.scenario import (
     NO_LINK,
     NO_WINDOW,
     Scenario,
+    check_decodes,
     check_imbalance,
     rules_of,
 )
@@ -233,6 +235,8 @@ def sweep(
         refused = [reason for reason in _refusals(name, axes[name]) if reason]
         if refused:
             raise ArgumentError(refused[0])
+    for value in axes["output_len"]:  # one output token has no time per output token
+        check_decodes(value)
     reasons = np.full(next(iter(flat.values())).size, "", dtype=object)
     parts = [
         _group(dict(zip(names, combo, strict=True)), flat, reasons.copy())
