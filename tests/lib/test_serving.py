@@ -389,3 +389,23 @@ def test_the_sweep_and_the_steady_state_take_expert_parallelism():
     )
     state = ia.steady_state("deepseek-v3", "h200", 1.0, 1024, 128, n_gpus=8, parallel="expert-dp")
     assert 0 < state["utilization"] < 1 and state["tpot"] > 0
+
+
+def test_serve_of_a_billion_requests_is_waves_in_closed_form_or_refused_by_its_limit():
+    # Waves: a billion requests are whole waves of the most that fit, each as long as the first.
+    static = ia.serve(M, G, 10**9, engine="tensorrt-llm")
+    one = ia.serve(M, G, static["concurrency"], engine="tensorrt-llm")
+    assert static["waves"] == -(-(10**9) // static["concurrency"])
+    full, rest = divmod(10**9, static["concurrency"])
+    last = ia.serve(M, G, rest, engine="tensorrt-llm")["elapsed"] if rest else 0.0
+    assert _close(static["elapsed"], full * one["elapsed"] + last)
+    roof = ia.serve(M, G, 10**9, step="roofline")
+    assert roof["waves"] == -(-(10**9) // roof["concurrency"])
+    # A continuous engine's schedule is followed step by step: refused past its limit, by name.
+    most = timing.BURST_LIMIT["requests"]
+    for requests, output_len in ((10**9, 256), (most + 1, 2), (most, 4096)):
+        with pytest.raises(
+            ia.ArgumentError, match=r"requests must be at most 25,000.*steady_state"
+        ):
+            ia.serve(M, G, requests, output_len=output_len)
+    assert ia.serve(M, G, 64)["waves"] == 1  # within it, as before

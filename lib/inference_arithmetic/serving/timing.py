@@ -35,6 +35,8 @@ from inference_arithmetic.core import cache, checks
 from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas
 from inference_arithmetic.core.symbols import T
 from inference_arithmetic.formulas import latency
+from inference_arithmetic.hardware.engines import engine as registry_engine
+from inference_arithmetic.hardware.engines import engine_names
 from inference_arithmetic.models.config import AUTO, model_names, weight_number_values
 from inference_arithmetic.models.config import model as registry_model
 from inference_arithmetic.serving import bands, simulation
@@ -73,6 +75,7 @@ __all__ = [
     "compute_bound_batch",
     "run",
     "in_waves",
+    "BURST_LIMIT",
     "PHASES",
     "kernels",
     "NO_PREFIX_IN_DECODE",
@@ -177,13 +180,42 @@ def generation(
     return run(Scenario(model, gpu, **workload, n_gpus=n_gpus, dtype=dtype, **deployment))
 
 
+BURST_LIMIT = {"requests": 25_000, "output tokens": 1 << 23}
+"""The most requests, and output tokens in all, that ``serve`` times on a continuously batching
+engine timed kernel by kernel: it follows that engine's schedule step by step
+(``simulation.burst``), in time that grows with both (about a second at either limit). Waves
+(a static engine, or ``step="roofline"``) are a closed form, of any count."""
+TOO_MANY = (
+    "requests must be at most {requests_limit:,}, and requests x output_len at most "
+    "{tokens_limit:,} output tokens, on a continuously batching engine ({engine}) timed kernel "
+    "by kernel, got {requests:,} x {output_len:,}: ia.serve follows its schedule step by step, "
+    "in time that grows with both. A stream's closed form is ia.steady_state(model, gpu, "
+    "requests_per_s=...); waves of any count are timed in closed form with step='roofline' "
+    "or on a static engine ({static})"
+)
+"""The message for a burst past ``BURST_LIMIT``."""
+
+
 def in_waves(s: Scenario) -> dict[str, float]:
     """``serve`` of a ``Scenario`` whose ``batch`` requests queue: in waves of as many as fit,
     or, on a continuously batching engine timed kernel by kernel, as that engine admits them
-    (``simulation.burst``)."""
+    (``simulation.burst``, within ``BURST_LIMIT``: ``TOO_MANY``)."""
     if not s.in_waves:
         s = s.replace(in_waves=True)
     if s.step == "kernels" and s.engine.batching == "continuous":
+        most, tokens = BURST_LIMIT["requests"], BURST_LIMIT["output tokens"]
+        if s.batch > most or s.batch * s.output_len > tokens:  # not left to run for hours
+            static = (n for n in engine_names() if registry_engine(n).batching == "static")
+            raise ArgumentError(
+                TOO_MANY.format(
+                    requests_limit=most,
+                    tokens_limit=tokens,
+                    engine=s.engine.name,
+                    requests=s.batch,
+                    output_len=s.output_len,
+                    static=", ".join(map(repr, static)),
+                )
+            )
         r = simulation.burst(s)
         waves = -(-s.batch // r["concurrency"])  # the batch over the most at once, rounded up
         return {"waves": waves, **r}
@@ -223,7 +255,10 @@ def serve(
     ``concurrency``, ``elapsed`` (seconds) and ``throughput`` (output tokens per second), the
     first wave's ``ttft`` and ``tpot`` (a continuous engine's: the mean over the requests), and
     their ``band``: for each, the range in which eight of ten held-out measurements fell
-    (``serving.bands``; None with ``step="roofline"``).
+    (``serving.bands``; None with ``step="roofline"``). Waves are a closed form, of any number
+    of requests; a continuous engine's schedule is followed step by step, within
+    ``BURST_LIMIT`` (past it ``ArgumentError``, ``TOO_MANY``: ``ia.steady_state`` is a
+    stream's closed form).
     """
     checks.count("requests", requests)
     workload = dict(batch=requests, prompt_len=prompt_len, output_len=output_len)
