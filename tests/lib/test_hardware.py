@@ -180,13 +180,25 @@ def test_invalid_gpus_raise_a_clear_error(changes, message):
 
 
 def test_an_optional_count_written_as_a_whole_float_is_that_count():
-    # 9e10 bytes is a whole number of bytes, as a count anywhere in the library; 132.5 SMs not.
+    # 8.5e10 bytes is a whole number of bytes, as a count anywhere in the library; 132.5 SMs not.
     sources = {**toy().sources, "usable_memory_bytes": "made up", "sm_count": "made up"}
-    g = toy(usable_memory_bytes=9e10, sm_count=132.0, sources=sources)
-    assert (g.usable_memory_bytes, g.sm_count) == (90_000_000_000, 132)
+    g = toy(usable_memory_bytes=8.5e10, sm_count=132.0, sources=sources)
+    assert (g.usable_memory_bytes, g.sm_count) == (85_000_000_000, 132)
     assert type(g.usable_memory_bytes) is int and type(g.sm_count) is int
     with pytest.raises(ValueError, match="toy: sm_count must be a whole number from 1 up, got"):
         toy(sm_count=132.5, sources=sources)
+
+
+def test_usable_memory_is_at_most_the_boards_in_binary_units():
+    # An "80 GB" board's driver reports at most 80 GiB (about 85.9e9 B): 90e9 is a typo, refused
+    # naming both figures. Every registry GPU that gives a usable figure keeps to it.
+    sources = {**toy().sources, "usable_memory_bytes": "made up"}
+    with pytest.raises(ia.ArgumentError, match=r"usable_memory_bytes=90,000,000,000 is more"):
+        toy(usable_memory_bytes=9e10, sources=sources)
+    assert toy(usable_memory_bytes=80 * 2**30, sources=sources).usable_memory_bytes == 80 * 2**30
+    given = [gpu(n) for n in ia.gpu_names() if gpu(n).usable_memory_bytes is not None]
+    assert len(given) >= 10
+    assert all(g.usable_memory_bytes <= g.memory_bytes * 2**30 / 1e9 * (1 + 1e-12) for g in given)
 
 
 def test_unknown_gpu_lists_close_matches():

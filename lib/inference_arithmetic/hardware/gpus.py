@@ -92,6 +92,9 @@ multiprocessors (SMs), and the shared memory one SM can use (bytes). Each presen
 source; an absent one needs none."""
 
 OPTIONAL = (*ON_CHIP, "usable_memory_bytes")
+BINARY = 2**30 / 1e9
+"""A GiB over a GB: ``usable_memory_bytes`` (binary units, as the driver reports) is at most
+``memory_bytes`` (the board's decimal figure) times this."""
 """Every optional whole-number figure: the on-chip ones and the memory the driver reports."""
 
 _PER_FORMAT = ("matmul_half_rows", "decode_attention", "prompt_attention")
@@ -202,10 +205,19 @@ class GPU:
                 _positive(self.name, name, getattr(self, name))
                 if name in _LEAST:
                     _in_base_units(self.name, name, getattr(self, name))
-        for name in OPTIONAL:  # counts: 9e10 is 90,000,000,000 bytes, kept as an int
+        for name in OPTIONAL:  # counts: 8.5e10 is 85,000,000,000 bytes, kept as an int
             if getattr(self, name) is not None:
                 whole = checks.count(f"{self.name}: {name}", getattr(self, name))
                 object.__setattr__(self, name, whole)
+        # The driver counts in binary units what the board's figure counts in decimal ones: an
+        # "80 GB" board holds at most 80 GiB, which is all it can report.
+        most = self.memory_bytes * BINARY
+        if self.usable_memory_bytes is not None and self.usable_memory_bytes > most * (1 + 1e-12):
+            raise ArgumentError(
+                f"{self.name}: usable_memory_bytes={self.usable_memory_bytes:,} is more than "
+                f"the board holds: memory_bytes={self.memory_bytes:,.0f} read in binary units "
+                f"(x 2^30/10^9) is {most:,.0f}, the most a driver reports"
+            )
         if not isinstance(self.achieved, Mapping):
             raise ArgumentError(f"{self.name}: achieved must map kernel figures to numbers")
         for key, value in self.achieved.items():
