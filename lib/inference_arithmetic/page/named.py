@@ -20,7 +20,7 @@ from collections.abc import Callable
 
 from inference_arithmetic.core import cache
 from inference_arithmetic.core.numeric import UnknownName
-from inference_arithmetic.serving import continuous, scenario
+from inference_arithmetic.serving import continuous, scenario, timing
 
 __all__ = ["EXAMPLES", "RESULTS", "PREFIX", "value", "glue", "disagreements"]
 
@@ -32,10 +32,18 @@ EXAMPLES = {
         "prompt_len": 2048,
         "output_len": 256,
     },
+    "big": {
+        "model": "llama-3.1-70b",
+        "gpu": "h100-sxm",
+        "n_gpus": 4,
+        "prompt_len": 2048,
+        "output_len": 256,
+    },
 }
 """The book's running deployments and workloads, by name: ``small`` is the calculator's
 default form (``page.calculator.Calculator``), and the set-up chapters 09 to 11 and 14 run
-through."""
+through; ``big``, the 70B model split four ways with tensor parallelism, runs beside it in
+chapters 09 to 12."""
 
 PREFIX = "named_"
 """The glue names of the named results: ``PREFIX`` + the result's name."""
@@ -46,8 +54,20 @@ def _small_saturation() -> float:
     return float(continuous.saturation_rate(scenario.Scenario(**EXAMPLES["small"])))
 
 
+def _big_comm_share() -> float:
+    """The share of the all-reduces in one decode step of ``big`` at batch 1, the prompt's
+    tokens cached, kernel by kernel at the library's defaults (``ia.kernels``' rows)."""
+    b = EXAMPLES["big"]
+    rows = timing.kernels(
+        b["model"], b["gpu"], batch=1, context_len=b["prompt_len"], n_gpus=b["n_gpus"]
+    )
+    collective = sum(row["time"] for row in rows if row["kind"] == "collective")
+    return float(collective / sum(row["time"] for row in rows))
+
+
 RESULTS: dict[str, Callable[[], float]] = {
     "small_saturation": _small_saturation,
+    "big_comm_share": _big_comm_share,
 }
 """Each named result's computation, by name."""
 
