@@ -71,7 +71,11 @@ CACHE := _build/.jupyter_cache
 execute: $(STAMP)
 	$(BIN)/python tools/execute.py --jobs $(JOBS) --timeout 600 --cache $(CACHE) $(CHAPTERS)
 
+# Sphinx leaves the page of a renamed or removed chapter in place: it goes first, so that the
+# built book (and the layout tests, which read every page in it) has only the book's pages.
 book: execute
+	@for page in _build/html/book/*.html; do [ -e "$$page" ] || continue; \
+		[ -e "book/$$(basename "$$page" .html).md" ] || rm -f "$$page"; done
 	$(BIN)/jupyter-book build . $(BOOK_FLAGS)
 	@echo "Book: $(CURDIR)/_build/html/index.html"
 

@@ -248,6 +248,12 @@ def main(*arguments: str) -> None:
     for source in map(Path, sources):
         for edition in EDITIONS:
             write(source, Path(out) / edition / f"{source.stem}.ipynb", edition, pages)
+    # A chapter renamed or removed leaves no notebook behind (the book's renumbering would
+    # otherwise publish both numberings); notebooks of pages that exist are left alone.
+    for edition in EDITIONS:
+        for notebook in (Path(out) / edition).glob("*.ipynb"):
+            if not (ROOT / "book" / f"{notebook.stem}.md").exists():
+                notebook.unlink()
 
 
 if __name__ == "__main__":

@@ -185,3 +185,21 @@ def test_the_intro_and_the_teaching_page_state_the_prerequisites_from_one_source
         assert said in " ".join(re.sub(r"<[^>]+>", "", page).split()), doc
     intro = _edition("book/00-intro", "student")
     assert any(said in cell.source for cell in intro.cells if cell.cell_type == "markdown")
+
+
+def test_a_renamed_chapter_leaves_no_notebook_behind(tmp_path):
+    # The code-only notebooks of one page, beside one of a page the book no longer has (the
+    # renumbering's 10-parallelism) and one of a page it has: only the stale one goes.
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tools"))  # as the Makefile runs it, beside its helpers
+    import notebooks
+
+    for edition in notebooks.EDITIONS:
+        (tmp_path / edition).mkdir()
+        (tmp_path / edition / "10-parallelism.ipynb").write_text("{}")
+        (tmp_path / edition / "00-intro.ipynb").write_text("{}")
+    notebooks.main("--code", str(tmp_path), "book/02-mlp.md")
+    for edition in notebooks.EDITIONS:
+        kept = sorted(p.name for p in (tmp_path / edition).glob("*.ipynb"))
+        assert kept == ["00-intro.ipynb", "02-mlp.ipynb"], (edition, kept)
