@@ -243,6 +243,7 @@ def _gpus(args) -> list[dict]:
             "gpu": name,
             "bf16_flop_rate": g.peak_flop_rate.get("bf16"),
             "memory_bytes": g.memory_bytes,
+            "usable_memory_bytes": g.usable_memory,  # what the memory budgets take
             "memory_bandwidth": g.memory_bandwidth,
             "price_per_hour": g.price_per_hour,
         }
@@ -261,6 +262,7 @@ GPUS = (
     ("gpu", "gpu", "text"),
     ("bf16_flop_rate", "bf16 FLOP/s", "flop_rate"),
     ("memory_bytes", "memory", "nbytes"),
+    ("usable_memory_bytes", "usable", "nbytes"),
     ("memory_bandwidth", "bandwidth", "bandwidth"),
     ("price_per_hour", "$/GPU-hour", "usd"),
 )

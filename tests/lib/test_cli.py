@@ -120,6 +120,14 @@ def test_the_registries_list(capsys):
     models = as_json(capsys, "models")
     assert [m["model"] for m in models] == ia.model_names()
     assert "h100-sxm" in run(capsys, "gpus")
+    # Each GPU's board memory and the memory its budgets are taken from (the driver's, in
+    # binary units: 85.5 GB on an "80 GB" H100), which ia.calculate reports as its capacity.
+    gpus = {row["gpu"]: row for row in as_json(capsys, "gpus")}
+    h100 = gpus["h100-sxm"]
+    assert h100["memory_bytes"] == 80e9 < h100["usable_memory_bytes"]
+    capacity = ia.calculate("llama-3.1-8b", "h100-sxm")["memory"]["capacity"]
+    assert h100["usable_memory_bytes"] == capacity
+    assert "usable" in run(capsys, "gpus").splitlines()[0]
 
 
 def test_your_own_gpu_as_json(capsys, tmp_path):

@@ -315,6 +315,12 @@ class GPU:
                 f"it has: {', '.join(self.peak_flop_rate)}"
             ) from None
 
+    @property
+    def usable_memory(self) -> float:
+        """The memory every budget is taken from, in bytes: the driver's figure
+        (``usable_memory_bytes``) where known, else the board's (``memory_bytes``)."""
+        return float(self.usable_memory_bytes or self.memory_bytes)
+
     def figures(self, dtype: str = "bf16") -> dict[str, float]:
         """The figures the book's formulas take, keyed by their symbols' names: the peak FLOP/s
         in ``dtype`` (``KeyError`` if it has none), the memory bandwidth and size, the link.
@@ -325,7 +331,7 @@ class GPU:
         return {
             "flop_rate": self.flop_rate(dtype),
             "bandwidth": float(self.memory_bandwidth),
-            "gpu_memory": float(self.usable_memory_bytes or self.memory_bytes),
+            "gpu_memory": self.usable_memory,
             # A device without a link serves alone (the scenario refuses more): the figure
             # is then unused, every exchange being multiplied by n - 1 = 0.
             "link_bandwidth": float(self.interconnect_bandwidth or self.memory_bandwidth),
