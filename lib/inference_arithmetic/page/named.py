@@ -54,6 +54,14 @@ def _small_saturation() -> float:
     return float(continuous.saturation_rate(scenario.Scenario(**EXAMPLES["small"])))
 
 
+def _small_ceiling() -> int:
+    """The most requests of ``small``'s lengths whose KV caches fit at once, at the library's
+    defaults (``ia.max_batch``): its memory ceiling."""
+    e = EXAMPLES["small"]
+    context = e["prompt_len"] + e["output_len"]
+    return timing.max_batch(e["model"], e["gpu"], context_len=context, n_gpus=e["n_gpus"])
+
+
 def _big_comm_share() -> float:
     """The share of the all-reduces in one decode step of ``big`` at batch 1, the prompt's
     tokens cached, kernel by kernel at the library's defaults (``ia.kernels``' rows)."""
@@ -65,8 +73,9 @@ def _big_comm_share() -> float:
     return float(collective / sum(row["time"] for row in rows))
 
 
-RESULTS: dict[str, Callable[[], float]] = {
+RESULTS: dict[str, Callable[[], float | int]] = {
     "small_saturation": _small_saturation,
+    "small_ceiling": _small_ceiling,
     "big_comm_share": _big_comm_share,
 }
 """Each named result's computation, by name."""
