@@ -418,10 +418,16 @@ def test_expert_parallelism_is_a_choice_of_the_form_for_moe_models():
 def test_the_serving_options_are_controls_of_the_stream_and_the_plan():
     w = calculator.widget(mode=calculator.CONTINUOUS, requests_per_s=4.0, prefix_hit_rate=0.5)
     assert w.result == ia.steady_state("llama-3.1-8b", "h100-sxm", 4.0, prefix_hit_rate=0.5)
-    for method in ("eagle3", "mtp", "ngram"):
+    for method in ("eagle3", "ngram"):
         w.update(speculative=method)
         assert w.result == ia.steady_state("llama-3.1-8b", "h100-sxm", 4.0, prefix_hit_rate=0.5,
                                            speculative=method), method  # fmt: skip
+    w.update(speculative="mtp")  # Llama ships no MTP module: the library's refusal, as the page's
+    refusal = calculator_data.method("mtp")["refusal"].format(model="llama-3.1-8b")
+    assert w.result is None and w.message == refusal
+    with pytest.raises(ia.ArgumentError) as refused:
+        ia.steady_state("llama-3.1-8b", "h100-sxm", 4.0, speculative="mtp")
+    assert str(refused.value) == refusal
     w.update(speculative="draft")  # no defaults: the library's refusal, word for word
     assert w.message == calculator_data.method("draft")["error"]
     assert w.message.startswith("speculative method 'draft' has no default")
@@ -429,8 +435,8 @@ def test_the_serving_options_are_controls_of_the_stream_and_the_plan():
     assert w.message == calculator.amount_message("prefix_hit_rate").format(value=1.5)
     w.update(prefix_hit_rate=0.5, step="roofline")  # the single roofline has no such kernel
     assert w.message == scenario.NOT_KERNELS.format(step="roofline")
-    w.update(step="kernels", mode=calculator.PLAN, speculative="mtp", requests_per_s=10.0)
-    options = dict(prefix_hit_rate=0.5, speculative="mtp")
+    w.update(step="kernels", mode=calculator.PLAN, speculative="eagle3", requests_per_s=10.0)
+    options = dict(prefix_hit_rate=0.5, speculative="eagle3")
     assert w.result == ia.planning.plan_colocated("llama-3.1-8b", "h100-sxm", 10.0, 2048, 256, 0.5,
                                           0.05, **options)  # fmt: skip
     w.update(speculative="draft")  # refused by name, not "no deployment" (every one skipped)

@@ -106,6 +106,10 @@ class ModelConfig:
     # ((group, format), ...) of a quantized checkpoint (WEIGHT_GROUPS), () for one format
     weight_formats: tuple = ()
     model_type: str = ""
+    # Multi-token prediction modules the checkpoint ships beside the model (DeepSeek-V3's one,
+    # its config's num_nextn_predict_layers): what speculative="mtp" drafts with. They are not
+    # counted (the reference implementation does not build them), so no formula reads this.
+    mtp_modules: int = field(default=0, compare=False, metadata={"key": False})
     source: str = field(default="", compare=False)
     published_params: str = field(default="", compare=False)
 
@@ -123,7 +127,7 @@ class ModelConfig:
         optional += ["q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim"]
         optional += ["v_head_dim"]
         counts = ["n_experts", "n_active_experts", "n_shared_experts", "n_dense_layers"]
-        counts += ["n_window_layers", "norms_per_layer"]
+        counts += ["n_window_layers", "norms_per_layer", "mtp_modules"]
         for name in positive + optional + counts:
             value = getattr(self, name)
             if value is None and name in optional:

@@ -56,6 +56,10 @@ def read_hf_config(config, name: str | None = None) -> dict:
     keys.refuse_unread(UNMODELED)
     _check_constants(keys)
     formats = _formats(keys, is_moe=bool(values.get("n_experts")))
+    # A multi-token prediction module (0 or 1 get past ``refuse_unread``) adds nothing the
+    # library counts; it is kept as ``mtp_modules``, for what speculative="mtp" drafts with.
+    if config.get("num_nextn_predict_layers"):
+        values["mtp_modules"] = int(config["num_nextn_predict_layers"])
     return dict(name=name, model_type=model_type, weight_formats=formats, **values)
 
 

@@ -46,6 +46,9 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     var name = state.speculative, options = [], values = {};
     var method = name === spec.no_speculation ? null : spec.speculative[name];
     if (method && method.error) return {error: method.error};
+    if (method && method.models && method.models.indexOf(state.model) < 0) {
+      return {error: fill(method.refusal, {model: state.model})};  // no MTP module to draft
+    }
     if (state.prefix_hit_rate > 0) options.push("prefix");
     if (method) {
       options.push("speculative");

@@ -55,7 +55,7 @@ from inference_arithmetic.serving.efficiencies import (
     OVERHEADS,
     found_figures,
 )
-from inference_arithmetic.serving.speculative import Speculative, speculation
+from inference_arithmetic.serving.speculative import Speculative, check_target, speculation
 
 __all__ = [
     "STEPS",
@@ -429,6 +429,7 @@ class Scenario:
             error = ArgumentError(latency.NO_EXPERTS.format(model=arch.name))
             error.check = "experts"
             raise error
+        check_target(self.speculative, arch)
         tokens = self.prompt_len + self.output_len
         if arch.context_window is None and tokens > MAX_TOKENS and "window" not in self._unchecked:
             raise ArgumentError(NO_WINDOW.format(model=arch.name, tokens=tokens))
