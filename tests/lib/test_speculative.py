@@ -87,6 +87,20 @@ def test_mtp_drafts_only_with_a_module_the_model_ships_or_says_hypothetical():
     assert ia.ModelConfig.from_hf_config({**config, "num_nextn_predict_layers": 0}).mtp_modules == 0
 
 
+def test_a_draft_of_another_tokenizer_is_refused_and_padding_is_not_another():
+    drafting = {"method": "draft", "draft_len": 4, "acceptance_rate": 0.7}
+    with pytest.raises(ia.ArgumentError) as refused:
+        ia.calculate("llama-3.1-8b", "h100-sxm", speculative={**drafting, "draft_model": "gpt2"})
+    for named in ("draft_model gpt2", "50,257", "llama-3.1-8b one of 128,256", "tokenizer"):
+        assert named in str(refused.value)
+    # One tokenizer, padded apart: Qwen3 8B (151,936) drafting for Qwen2.5 7B (152,064), GPT-2
+    # (50,257) for GPT-J (50,400); and the book's pair, Llama 3.1 8B for 70B.
+    for draft, target, n_gpus in [("qwen3-8b", "qwen2.5-7b", 1), ("gpt2", "gpt-j-6b", 1),
+                                  ("llama-3.1-8b", "llama-3.1-70b", 4)]:  # fmt: skip
+        spec = {**drafting, "draft_model": draft}
+        assert ia.Scenario(target, "h100-sxm", n_gpus=n_gpus, prompt_len=1024, speculative=spec)
+
+
 def test_a_scenario_takes_a_name_a_dict_or_an_object_alike():
     made = Speculative("eagle3", draft_len=3)
     for given in ("eagle3", {"method": "eagle3", "draft_len": 3}, made):

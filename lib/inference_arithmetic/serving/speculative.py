@@ -37,7 +37,7 @@ from inference_arithmetic.models.config import ModelConfig, model_names
 from inference_arithmetic.models.config import model as registry_model
 
 __all__ = ["Method", "METHODS", "Speculative", "speculation", "acceptance_from_length"]
-__all__ += ["check_target", "NO_MTP", "mtp_models"]
+__all__ += ["check_target", "NO_MTP", "mtp_models", "OTHER_TOKENIZER", "PADDING"]
 
 
 @dataclass(frozen=True)
@@ -224,10 +224,39 @@ def mtp_models() -> tuple[str, ...]:
     return tuple(name for name in model_names() if registry_model(name).mtp_modules)
 
 
+PADDING = 256
+"""How far apart two vocabulary sizes of one tokenizer may lie (``OTHER_TOKENIZER``)."""
+OTHER_TOKENIZER = (
+    "draft_model {draft} has a vocabulary of {draft_vocab:,} tokens and {model} one of "
+    "{vocab:,}: a draft proposes tokens of its target's tokenizer, so their vocabularies "
+    "differ by padding only (fewer than {padding} rows). Draft with a model of {model}'s "
+    "family"
+)
+"""The refusal of a draft model of another tokenizer (``check_target``)."""
+
+
 def check_target(speculative: Speculative | None, target: ModelConfig) -> None:
     """Refuse ``"mtp"`` drafting for a ``target`` that ships no MTP module, unless the
-    speculation says it is ``hypothetical`` (``NO_MTP``)."""
-    if speculative is None or speculative.method != "mtp" or speculative.hypothetical:
+    speculation says it is ``hypothetical`` (``NO_MTP``), and a draft model whose vocabulary
+    is not its target's (``OTHER_TOKENIZER``)."""
+    if speculative is None:
+        return
+    draft = speculative.draft_model
+    # One tokenizer's checkpoints pad their embedding to a multiple of 64 to 256 rows (Qwen2.5's
+    # 0.5B has 151,936, its 7B 152,064; GPT-J pads GPT-2's 50,257 to 50,400), so vocabularies
+    # within PADDING rows are taken as one. A size cannot tell two tokenizers of the same size
+    # apart (Llama 2's and Mistral's 32,000): the rule refuses only what cannot be shared.
+    if draft is not None and abs(draft.vocab_size - target.vocab_size) >= PADDING:
+        raise ArgumentError(
+            OTHER_TOKENIZER.format(
+                draft=draft.name,
+                draft_vocab=draft.vocab_size,
+                model=target.name,
+                vocab=target.vocab_size,
+                padding=PADDING,
+            )
+        )
+    if speculative.method != "mtp" or speculative.hypothetical:
         return
     if not target.mtp_modules:
         others = ", ".join(m for m in METHODS if m != "mtp")
