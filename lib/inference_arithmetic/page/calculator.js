@@ -74,6 +74,13 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     names.compute_dtype = compute; names.cache_dtype = cache; names.n_gpus = n_gpus;
     names.rates = Object.keys(g.flop_rate).join(", "); names.degrees = m.degrees;
     names.expert_degrees = m.expert_degrees;
+    var fastest = null;  // scenario.fastest_wide: the fastest of 16 bits or more, narrowest
+    for (var d in g.flop_rate) {
+      if (!(spec.dtypes[d] >= 2)) continue;
+      var r = g.flop_rate[d], best = fastest === null ? -1 : g.flop_rate[fastest];
+      if (r > best || (r === best && spec.dtypes[d] < spec.dtypes[fastest])) fastest = d;
+    }
+    names.fastest = fastest;
     if (!(compute in g.flop_rate)) return {error: spec.no_rate, names: names, fatal: true};
     if (n_gpus > 1 && g.figures.interconnect_bandwidth === null) {
       return {error: spec.no_link, names: names};
