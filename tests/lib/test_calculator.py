@@ -6,6 +6,7 @@ import itertools
 import json
 import math
 import re
+import warnings
 
 import pytest
 
@@ -572,3 +573,17 @@ def test_the_plan_is_judged_on_the_percentile_chosen():
     assert w.message == str(refused.value) and w.message.endswith(" (on each request's p99)")
     with pytest.raises(ValueError, match="percentile must be one of"):
         w.update(percentile="p50")
+
+
+def test_a_calculator_made_with_refused_settings_says_so_in_code():
+    # On the page the readout says why; made in code, the result None comes with a warning
+    # and a repr that carry the library's refusal.
+    with pytest.warns(calculator.RefusedWarning) as caught:
+        w = calculator.Calculator(batch=-5)
+    assert w.result is None and w.message == "batch must be a whole number from 1 to 4,096, got -5"
+    assert w.message in str(caught[0].message) and w.message in repr(w)
+    with pytest.warns(calculator.RefusedWarning, match="cannot be split over 3 GPUs"):
+        calculator.Calculator(n_gpus=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert "result=" in repr(calculator.Calculator())  # a good one warns of nothing
