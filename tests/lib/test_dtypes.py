@@ -145,10 +145,10 @@ def test_the_refusal_of_a_compute_format_names_only_the_gpus_own():
     assert "fp16 is its fastest of 16 bits or more" in str(info.value)
     for name in ia.gpu_names():
         g = ia.gpu(name)
-        fastest = ia.scenario.fastest_wide(g)
+        fastest = ia.dtypes.fastest_wide(g.peak_flop_rate)
         wide = {d: r for d, r in g.peak_flop_rate.items() if ia.DTYPE_BYTES.get(d, 0) >= 2}
         assert fastest in wide and wide[fastest] == max(wide.values()), name
-    assert ia.scenario.fastest_wide(ia.gpu("apple-m3-max")) == "fp16"
+    assert ia.dtypes.fastest_wide(ia.gpu("apple-m3-max").peak_flop_rate) == "fp16"
 
 
 @pytest.mark.parametrize("dtype", ["q4_k_m", "q5_k_m", "q6_k", "int4-g128", "fp8-block"])

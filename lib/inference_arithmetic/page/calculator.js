@@ -74,7 +74,7 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     names.compute_dtype = compute; names.cache_dtype = cache; names.n_gpus = n_gpus;
     names.rates = Object.keys(g.flop_rate).join(", "); names.degrees = m.degrees;
     names.expert_degrees = m.expert_degrees;
-    var fastest = null;  // scenario.fastest_wide: the fastest of 16 bits or more, narrowest
+    var fastest = null;  // dtypes.fastest_wide: the fastest of 16 bits or more, narrowest
     for (var d in g.flop_rate) {
       if (!(spec.dtypes[d] >= 2)) continue;
       var r = g.flop_rate[d], best = fastest === null ? -1 : g.flop_rate[fastest];

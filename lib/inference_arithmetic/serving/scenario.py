@@ -28,12 +28,12 @@ import sympy
 from inference_arithmetic.core import cache, checks
 from inference_arithmetic.core import format as fmt
 from inference_arithmetic.core.dtypes import (
-    DTYPE_BYTES,
     activation_bytes,
     bytes_per_number,
     cache_format,
     compute_format,
     dtype_name,
+    fastest_wide,
 )
 from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas, UnknownName, numeric
 from inference_arithmetic.core.symbols import B, E, H, H_kv, L, M, O, S, S_max, T, n_gpus
@@ -72,7 +72,6 @@ __all__ = [
     "Check",
     "CHECKS",
     "NO_RATE",
-    "fastest_wide",
     "NO_LINK",
     "NO_WINDOW",
     "ONE_TOKEN",
@@ -126,8 +125,7 @@ step-by-step timing evaluates every step, so the library needs some bound."""
 NO_RATE = (
     "{gpu} has no peak FLOP rate for {compute_dtype}, the format the weights would be "
     "multiplied in; it has: {rates}. Give compute_dtype, one of those: {fastest} is its fastest "
-    "of 16 bits or more, what weights quantized for storage alone are multiplied in "
-    "(weight-only quantization)"
+    "of 16 bits or more, what weight-only quantization multiplies in"
 )
 """The message for a compute format the GPU has no FLOP rate for (a ``KeyError``)."""
 NO_LINK = (
@@ -270,15 +268,6 @@ and range)."""
 @functools.lru_cache(maxsize=256)
 def _compiled_check(check: Check, arch: ModelConfig, parallel: str):
     return numeric(check.holds(arch, parallel, None))
-
-
-def fastest_wide(gpu: GPU) -> str | None:
-    """The GPU's format of 16 bits or more with the highest FLOP rate, of equal rates the
-    narrowest (it moves fewer bytes), else the first: what ``NO_RATE`` suggests, as the page's
-    script does (Apple's GPUs, fp32 and fp16 at one rate: fp16)."""
-    rates = gpu.peak_flop_rate
-    wide = [d for d in rates if DTYPE_BYTES.get(d, 0) >= 2]
-    return max(wide, key=lambda d: (rates[d], -DTYPE_BYTES[d]), default=None)
 
 
 def rules_of(arch: ModelConfig, parallel: str, draft=None) -> tuple[tuple, CompiledFormulas]:
@@ -505,7 +494,7 @@ class Scenario:
             "model": self.model.name,
             "gpu": self.gpu.name,
             "rates": ", ".join(self.gpu.peak_flop_rate),
-            "fastest": fastest_wide(self.gpu),
+            "fastest": fastest_wide(self.gpu.peak_flop_rate),
             "degrees": ", ".join(map(str, tensor_parallel_degrees(self.model))),
             "expert_degrees": ", ".join(map(str, expert_parallel_degrees(self.model))),
             **{
