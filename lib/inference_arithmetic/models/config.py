@@ -28,6 +28,7 @@ import numpy as np
 from inference_arithmetic.core.dtypes import bytes_per_number, dtype_name
 from inference_arithmetic.core.numeric import ArgumentError
 from inference_arithmetic.core.registry import Registry, lookup
+from inference_arithmetic.models.checkpoint import QUANTIZATION  # noqa: F401
 
 # The reader's tables are importable from here too (``models.config.FIELDS``), where the page's
 # own-config form and readers' notes look for them beside ``ModelConfig``.
@@ -36,7 +37,6 @@ from inference_arithmetic.models.huggingface import (  # noqa: F401
     FIELDS,
     LAYER_KINDS,
     MODEL_TYPES,
-    QUANTIZATION,
     UNMODELED,
     WRAPPERS,
     as_read,
@@ -237,10 +237,10 @@ class ModelConfig:
         them per family); a field that would change the architecture in a way the library
         does not model raises ``ArgumentError`` (a ``ValueError``) naming it, and so does a
         constant that is not a positive number or a rotary scaling transformers cannot build
-        (``CONSTANTS``, ``ROPE_TYPES``). ``torch_dtype`` (or ``dtype``) gives the unquantized
-        weights' format (``CHECKPOINT_DTYPES``): a float32 checkpoint's are fp32
-        (``weight_formats``). A rule of the model's that the fields break is refused with the
-        config's own names and values ("num_experts_per_tok=9").
+        (``checkpoint.CONSTANTS``, ``ROPE_TYPES``). ``torch_dtype`` (or ``dtype``) gives the
+        unquantized weights' format (``checkpoint.CHECKPOINT_DTYPES``): a float32 checkpoint's
+        are fp32 (``weight_formats``). A rule of the model's that the fields break is refused
+        with the config's own names and values ("num_experts_per_tok=9").
         The reader is ``models.huggingface.read_hf_config``.
         """
         values = read_hf_config(config, name)
