@@ -210,7 +210,12 @@ def test_changing_any_input_changes_the_key():
 @pytest.mark.parametrize("thing", [MODEL, GPU], ids=["ModelConfig", "GPU"])
 def test_changing_any_field_changes_the_key(thing):
     base = cache.key(three, thing)
+    # Only a field no formula reads is left out, marked so where it is declared; there is one.
+    unkeyed = {f.name for f in dataclasses.fields(thing) if not f.metadata.get("key", True)}
+    assert unkeyed == ({"mtp_modules"} if thing is MODEL else set())
     for field in dataclasses.fields(thing):
+        if field.name in unkeyed:
+            continue  # test_a_field_no_formula_reads_leaves_the_key_as_it_was
         value = getattr(thing, field.name)
         if isinstance(value, bool):
             other_value = not value
