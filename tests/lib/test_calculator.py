@@ -38,7 +38,8 @@ def test_widget_shows_a_message_for_impossible_inputs_and_never_clamps():
 
 
 def test_weight_only_int4_is_a_choice_of_the_form():
-    w = calculator.widget(model="llama-3.1-70b", n_gpus=2, dtype="int4", batch=8)
+    with pytest.warns(calculator.RefusedWarning, match="no peak FLOP rate for int4"):
+        w = calculator.widget(model="llama-3.1-70b", n_gpus=2, dtype="int4", batch=8)
     assert "no peak FLOP rate for int4" in w.message
     w.update(compute_dtype="bf16")
     assert w.result == calculate("llama-3.1-70b", "h100-sxm", n_gpus=2, dtype="int4",
@@ -162,7 +163,8 @@ def test_replicas_are_a_control_in_both_modes():
     double = calculator.widget(mode=mode, requests_per_s=4.0, replicas=2)
     assert double.values["ttft"] == pytest.approx(single.values["ttft"])
     assert double.values["saturation_rate"] == pytest.approx(2 * single.values["saturation_rate"])
-    assert calculator.widget(replicas=0).message.startswith("replicas must be")
+    with pytest.warns(calculator.RefusedWarning, match="replicas must be"):
+        assert calculator.widget(replicas=0).message.startswith("replicas must be")
 
 
 @pytest.mark.slow
@@ -236,7 +238,8 @@ def test_the_default_rate_is_half_the_saturation_rate():
     given = calculator.widget(model="llama-3.1-70b", n_gpus=4, requests_per_s=3.0)
     assert given.state["requests_per_s"] == 3.0  # a rate given is kept
     # A deployment that does not fit has no saturation rate: the rate stays the form's.
-    assert calculator.widget(model="llama-3.1-405b").state["requests_per_s"] == 1.0
+    with pytest.warns(calculator.RefusedWarning, match="llama-3.1-405b does not fit"):
+        assert calculator.widget(model="llama-3.1-405b").state["requests_per_s"] == 1.0
 
 
 def test_the_continuous_mode_shows_memory_and_cost_at_the_rate():
