@@ -605,3 +605,19 @@ def test_numeric_of_a_list_says_one_formula_at_a_time():
     with pytest.raises(ArgumentError, match="expr must be one SymPy expression, got a list"):
         numeric([FORWARD])
     assert numeric(FORWARD) is numeric(FORWARD)  # still cached
+
+
+def test_an_infinite_size_stands_only_where_the_formula_has_a_finite_limit():
+    # A free link (an infinite bandwidth) is a limit the book draws; an infinite batch is not.
+    time, rate = sympy.symbols("time_bytes link_rate", positive=True)
+    f = ia.numeric(time / rate + 1)
+    assert f(time_bytes=5.0, link_rate=np.inf) == 1.0
+    assert list(f(time_bytes=np.array([5.0, 10.0]), link_rate=np.inf)) == [1.0, 1.0]
+    for infinite in (np.inf, np.array([1.0, np.inf])):
+        with pytest.raises(ArgumentError, match="time_bytes must be a finite number here"):
+            f(time_bytes=infinite, link_rate=2.0)
+    with pytest.raises(ArgumentError, match="link_rate must be positive, got nan"):
+        f(time_bytes=1.0, link_rate=np.array([np.nan]))
+    # Where no result is checked (several formulas at once, symbolic evaluation), none is taken.
+    with pytest.raises(ArgumentError, match="link_rate must be a finite number"):
+        ia.evaluate(time / rate, time_bytes=1, link_rate=np.inf)

@@ -174,11 +174,11 @@ class CompiledFormula:
         """The source of ``bind``'s two functions for the arguments ``free`` (JSON-ready)."""
         return _split(self.parts()["source"], tuple(free))
 
-    def _check(self, values: Mapping[str, object], arrays_finite: bool = True) -> list:
+    def _check(self, values: Mapping[str, object], result_checked: bool = False) -> list:
         """The arguments as float64 arrays, each checked against its symbol's assumptions and
-        finite; ``arrays_finite=False`` leaves an array's finiteness to the caller, which
-        checks its result once instead (``__call__``: a reduction over one array, not one
-        per argument)."""
+        finite. ``result_checked=True`` (``__call__``, which checks its result, ``_finite``)
+        takes an infinite one, where the formula has a finite limit there, and one reduction
+        of each array, not two."""
         missing = [name for name in self.args if name not in values]
         unknown = [name for name in values if name not in self.args]
         if missing or unknown:
@@ -214,7 +214,7 @@ class CompiledFormula:
                 low = high = float(array)
             else:
                 low = high = np.minimum.reduce(array, axis=None, initial=np.inf)
-                if arrays_finite:
+                if not result_checked:
                     high = np.maximum.reduce(array, axis=None, initial=-np.inf)
             if positive and not low > 0:
                 raise ArgumentError(f"{name} must be positive, got {_first(array, array <= 0)}")
@@ -224,9 +224,15 @@ class CompiledFormula:
             # smoothly for a plot, and testing every element would double the cost of a call.
             if integer and array.ndim == 0 and not float(array).is_integer():
                 raise ArgumentError(f"{name} must be a whole number, got {value!r}")
-            # No size (a symbol with a sign) is infinite; NaN, which both reductions carry, is
-            # no size either. A symbol without one (a test's real x) takes what numpy does.
-            if (positive or nonnegative) and not -np.inf < low <= high < np.inf:
+            # NaN, which both reductions carry, is no size. An infinite one is taken where
+            # the formula has a finite limit there (a free link: its bandwidth infinite) and
+            # refused, naming it, where it carries into the result (``_finite``). A symbol
+            # without a sign (a test's real x) takes what numpy does.
+            if (positive or nonnegative) and not low <= high:
+                raise ArgumentError(
+                    f"{name} must be a number, got {_first(array, np.isnan(array))}"
+                )
+            if (positive or nonnegative) and not result_checked and high == np.inf:
                 bad = _first(array, ~np.isfinite(array))
                 raise ArgumentError(f"{name} must be a finite number, got {bad}")
             arrays.append(array)
@@ -235,7 +241,7 @@ class CompiledFormula:
     def __call__(self, *positional, **values):
         if positional:
             raise ArgumentError(_BY_NAME.format(count=len(positional), args=", ".join(self.args)))
-        arrays = self._check(values, arrays_finite=False)
+        arrays = self._check(values, result_checked=True)
         shape = _broadcast_shape(arrays)
         cut = _cut(arrays, shape)
         if cut is not None:
@@ -245,18 +251,20 @@ class CompiledFormula:
             result = np.broadcast_to(result, shape)
         elif any(result is array for array in arrays):  # a formula that is one argument
             result = result.copy()  # a float64 array comes in uncopied: it stays the caller's
+        result = self._finite(result, arrays)
         # A plain float for scalar inputs: it prints as a number (in glue, in f-strings).
-        return float(result) if result.ndim == 0 else self._finite(result, arrays)
+        return float(result) if result.ndim == 0 else result
 
     def _finite(self, result: np.ndarray, arrays: list) -> np.ndarray:
-        """``result``, unless a size's array holds an infinity (``_check`` refuses one in a
-        single number, and NaN anywhere): each carries into the result, so one sum of it
-        finds them all; only then are the sizes searched, for the one to name."""
+        """``result``, unless a size that is infinite (``_check``) made it infinite or NaN:
+        one sum of it finds that; only then are the sizes searched, for the one to name."""
         if result.size and not np.isfinite(np.add.reduce(result, axis=None)):
             for (name, positive, nonnegative, _), array in zip(self._rules, arrays, strict=True):
                 bad = ~np.isfinite(array)
-                if (positive or nonnegative) and array.ndim and bad.any():
-                    raise ArgumentError(f"{name} must be a finite number, got {_first(array, bad)}")
+                if (positive or nonnegative) and bad.any():
+                    raise ArgumentError(
+                        f"{name} must be a finite number here, got {_first(array, bad)}"
+                    )
         return result
 
     def _by_blocks(self, arrays: list, shape: tuple, cut: list) -> np.ndarray:

@@ -21,8 +21,9 @@ from collections.abc import Callable
 from inference_arithmetic.core import cache
 from inference_arithmetic.core.numeric import UnknownName
 from inference_arithmetic.serving import continuous, scenario, timing
+from inference_arithmetic.serving.report import calculate
 
-__all__ = ["EXAMPLES", "RESULTS", "PREFIX", "value", "glue", "disagreements"]
+__all__ = ["EXAMPLES", "BIG_BATCH", "RESULTS", "PREFIX", "value", "glue", "disagreements"]
 
 EXAMPLES = {
     "small": {
@@ -44,6 +45,9 @@ EXAMPLES = {
 default form (``page.calculator.Calculator``), and the set-up chapters 09 to 11 and 14 run
 through; ``big``, the 70B model split four ways with tensor parallelism, runs beside it in
 chapters 09 to 12."""
+
+BIG_BATCH = 32
+"""The static batch of ``big`` that chapters 12 and 16 time (``big_batch_ttft``, ``_tpot``)."""
 
 PREFIX = "named_"
 """The glue names of the named results: ``PREFIX`` + the result's name."""
@@ -73,10 +77,18 @@ def _big_comm_share() -> float:
     return float(collective / sum(row["time"] for row in rows))
 
 
+def _big_batch(key: str) -> float:
+    """``ia.calculate``'s ``key`` for ``big`` serving ``BIG_BATCH`` requests at once, at the
+    library's defaults."""
+    return float(calculate(**EXAMPLES["big"], batch=BIG_BATCH)[key])
+
+
 RESULTS: dict[str, Callable[[], float | int]] = {
     "small_saturation": _small_saturation,
     "small_ceiling": _small_ceiling,
     "big_comm_share": _big_comm_share,
+    "big_batch_ttft": lambda: _big_batch("ttft"),
+    "big_batch_tpot": lambda: _big_batch("tpot"),
 }
 """Each named result's computation, by name."""
 
