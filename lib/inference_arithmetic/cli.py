@@ -173,9 +173,11 @@ def _count(args) -> dict:
         "params": ia.param_count(m),
         "active_params": ia.param_count(m, active=True),
         "params_without_embeddings": ia.param_count(m, embeddings=False),
-        "weights_bytes": ia.timing.weights_per_gpu(m, 1, args.dtype),
-        "kv_cache_bytes_per_token": ia.kv_cache_bytes(m, 1, 1, args.cache_dtype or layers),
-        "decode_flops_per_token": ia.decode_flops(m, 1, 1),
+        "weights_bytes": ia.timing.weights_per_gpu(m, n_gpus=1, dtype=args.dtype),
+        "kv_cache_bytes_per_token": ia.kv_cache_bytes(
+            m, batch=1, context_len=1, dtype=args.cache_dtype or layers
+        ),
+        "decode_flops_per_token": ia.decode_flops(m, batch=1, context_len=1),
         "context_window": m.context_window,
         "n_layers": m.n_layers,
         "d_model": m.d_model,
@@ -196,14 +198,19 @@ def _calculate(args) -> dict:
 def _steady(args) -> dict:
     workload = dict(prompt_len=args.prompt_len, output_len=args.output_len)
     options = _deployment(args)  # a steady state has no cost: its parser takes no price
-    return ia.steady_state(_model(args.model), _gpu(args.gpu), args.rate, **workload, **options)
+    return ia.steady_state(
+        _model(args.model), _gpu(args.gpu), requests_per_s=args.rate, **workload, **options
+    )
 
 
 def _plan(args) -> dict:
     options = _deployment(args)  # no n_gpus: the plan chooses it
-    workload = (args.rate, args.prompt_len, args.output_len, args.ttft, args.tpot)
+    workload = dict(
+        requests_per_s=args.rate, prompt_len=args.prompt_len, output_len=args.output_len
+    )
+    workload.update(ttft_target=args.ttft, tpot_target=args.tpot)
     choices = dict(percentile=_judged(args), layout=args.layout, most_gpus=args.most_gpus)
-    return ia.plan(_model(args.model), _gpu(args.gpu), *workload, **choices, **options)
+    return ia.plan(_model(args.model), _gpu(args.gpu), **workload, **choices, **options)
 
 
 def _judged(args):
@@ -221,7 +228,9 @@ def _goodput(args) -> dict:
 
 def _kernels(args) -> list[dict]:
     step = dict(phase=args.phase, **_deployment(args))
-    return ia.kernels(_model(args.model), _gpu(args.gpu), args.batch, args.context_len, **step)
+    return ia.kernels(
+        _model(args.model), _gpu(args.gpu), batch=args.batch, context_len=args.context_len, **step
+    )
 
 
 def _models(args) -> list[dict]:

@@ -56,7 +56,11 @@ def test_params_and_kv_per_token_of_a_config_json(capsys, config_folder):
     for given in (config_folder / "config.json", config_folder):
         got = as_json(capsys, "count", str(given))
         assert got["params"] == ia.param_count(m) == 8_030_261_248
-        assert got["kv_cache_bytes_per_token"] == ia.kv_cache_bytes(m, 1, 1) == 131_072
+        assert (
+            got["kv_cache_bytes_per_token"]
+            == ia.kv_cache_bytes(m, batch=1, context_len=1)
+            == 131_072
+        )
         assert got["model"] == "Meta-Llama-3.1-8B"
     text = run(capsys, "count", str(config_folder / "config.json"))
     assert "8,030,261,248" in text and "131 kB" in text
@@ -78,7 +82,15 @@ def test_memory_ttft_tokens_per_user_and_cost_at_a_price(capsys):
 def test_fewest_gpus_for_a_rate_and_two_targets(capsys):
     argv = ("plan", "llama-3.1-70b", "h100-sxm", "--rate", "10", "--ttft", "0.5", "--tpot", "0.05")
     got = as_json(capsys, *argv)
-    want = ia.plan("llama-3.1-70b", "h100-sxm", 10, 2048, 256, 0.5, 0.05)
+    want = ia.plan(
+        "llama-3.1-70b",
+        "h100-sxm",
+        requests_per_s=10,
+        prompt_len=2048,
+        output_len=256,
+        ttft_target=0.5,
+        tpot_target=0.05,
+    )
     assert got == json.loads(json.dumps(want))
     assert got["ttft"] <= 0.5 and got["tpot"] <= 0.05
 
@@ -88,10 +100,10 @@ def test_fewest_gpus_for_a_rate_and_two_targets(capsys):
 
 def test_steady_state_and_kernels_are_the_librarys(capsys):
     got = as_json(capsys, "steady-state", "llama-3.1-8b", "h100-sxm", "--rate", "2")
-    assert got["tpot"] == ia.steady_state("llama-3.1-8b", "h100-sxm", 2.0)["tpot"]
+    assert got["tpot"] == ia.steady_state("llama-3.1-8b", "h100-sxm", requests_per_s=2.0)["tpot"]
     rows = list(csv.DictReader(io.StringIO(run(capsys, "kernels", "llama-3.1-8b", "h100-sxm",
                                                 "--batch", "8", "--csv"))))  # fmt: skip
-    want = ia.kernels("llama-3.1-8b", "h100-sxm", 8)
+    want = ia.kernels("llama-3.1-8b", "h100-sxm", batch=8)
     assert [r["kernel"] for r in rows] == [w["kernel"] for w in want]
     assert [float(r["time"]) for r in rows] == [w["time"] for w in want]
 
@@ -107,10 +119,10 @@ def test_csv_of_one_answer_is_one_row_of_flat_keys(capsys):
 def test_a_pipeline_and_the_note_past_one_link_domain(capsys):
     argv = ("calculate", "llama-3.1-70b", "h100-sxm", "--batch", "8")
     got = as_json(capsys, *argv, "--n-gpus", "4", "--parallel", "pipeline")
-    want = ia.calculate("llama-3.1-70b", "h100-sxm", 4, batch=8, parallel="pipeline")
+    want = ia.calculate("llama-3.1-70b", "h100-sxm", n_gpus=4, batch=8, parallel="pipeline")
     assert got["parallel"] == "pipeline" and got["throughput"] == want["throughput"]
     text = run(capsys, *argv, "--n-gpus", "16")
-    (note,) = ia.calculate("llama-3.1-70b", "h100-sxm", 16, batch=8)["notes"]
+    (note,) = ia.calculate("llama-3.1-70b", "h100-sxm", n_gpus=16, batch=8)["notes"]
     assert text.endswith(f"note: {note}\n") and "parallelism  " in text
     (row,) = csv.DictReader(io.StringIO(run(capsys, *argv, "--n-gpus", "16", "--csv")))
     assert row["notes"] == note
@@ -206,7 +218,7 @@ def test_drafting_options_without_speculation_are_refused(capsys):
 def test_expert_parallelism_and_its_imbalance(capsys):
     argv = ("calculate", "deepseek-v3", "h200", "--n-gpus", "8", "--parallel", "expert-dp")
     got = as_json(capsys, *argv, "--expert-imbalance", "1.5")
-    want = ia.calculate("deepseek-v3", "h200", 8, parallel="expert-dp", expert_imbalance=1.5)
+    want = ia.calculate("deepseek-v3", "h200", n_gpus=8, parallel="expert-dp", expert_imbalance=1.5)
     assert got["parallel"] == "expert-dp" and got["tpot"] == want["tpot"]
     assert got["expert_imbalance"] == 1.5 and got["memory"] == want["memory"]
     default = as_json(capsys, *argv)

@@ -86,7 +86,7 @@ def _drafts_bytes(n_gpus, batch=0, tokens=1):
     of Llama 3.1 8B (its registry config.json, meta-llama/Llama-3.1-8B) in bf16: its weights
     and the cache of ``batch`` requests of ``tokens``, its 8 KV heads split over the GPUs."""
     draft = ia.model("llama-3.1-8b")
-    cache = ia.kv_cache_bytes(draft, batch, tokens, "bf16") if batch else 0
+    cache = ia.kv_cache_bytes(draft, batch=batch, context_len=tokens, dtype="bf16") if batch else 0
     return (2 * ia.param_count(draft) + cache) / n_gpus
 
 

@@ -182,13 +182,13 @@ def bound_text(*flags) -> str:
 def calculate(
     model,
     gpu,
+    *,
     n_gpus: int = 1,
     dtype: str = AUTO,
     cache_dtype: str | None = None,
     batch: int = 1,
     prompt_len: int = 2048,
     output_len: int = 256,
-    *,
     price_per_hour: float | None = None,
     **deployment,
 ) -> dict:

@@ -171,13 +171,13 @@ def _band_ends(which: str) -> CompiledFormulas:
 def sweep(
     model,
     gpu,
+    *,
     n_gpus=1,
     dtype=AUTO,
     cache_dtype=None,
     batch=1,
     prompt_len=2048,
     output_len=256,
-    *,
     price_per_hour=None,
     **deployment,
 ) -> np.ndarray:

@@ -1,7 +1,8 @@
 """Targets: judging a steady state against a time to first token and a time per output token
 (on their means or a percentile), and the highest rate that meets them, its goodput.
 
->>> g = goodput("llama-3.1-8b", "h100-sxm", 1024, 128, ttft_target=1.0, tpot_target=0.02)
+>>> g = goodput("llama-3.1-8b", "h100-sxm", prompt_len=1024, output_len=128,
+...             ttft_target=1.0, tpot_target=0.02)
 >>> g["binds"], g["percentile"], g["tpot"] <= 0.02  # each request's p90 TPOT binds
 ('tpot', 90, True)
 
@@ -33,13 +34,13 @@ __all__ = ["goodput", "highest_rate", "goodput_of", "MOST_SECONDS", "TARGET_CHEC
 def goodput(
     model,
     gpu,
+    *,
     prompt_len,
     output_len,
     ttft_target,
     tpot_target,
     n_gpus=1,
     dtype=AUTO,
-    *,
     percentile=90,
     **deployment,
 ) -> dict:

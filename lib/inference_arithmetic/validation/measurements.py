@@ -109,7 +109,7 @@ def predict(run: ServingRun, **options) -> dict[str, float]:
     return serve(
         model(run.model),
         gpu(run.gpu),
-        run.batch,
+        requests=run.batch,
         prompt_len=round(run.input_tokens),
         output_len=round(run.output_tokens),
         n_gpus=run.n_gpus,
