@@ -74,7 +74,7 @@ CALCULATE = (
     ("tpot", "time per output token", "seconds"),
     ("speculative.tokens_per_step", "tokens per verification step", "number"),
     ("tokens_per_s_per_user", "tokens/s per user", "number"),
-    ("total", "request time", "seconds"),
+    ("request_time", "request time", "seconds"),
     ("throughput", "throughput, output tokens/s", "number"),
     ("cost.input", "$ per million input tokens", "usd"),
     ("cost.output", "$ per million output tokens", "usd"),

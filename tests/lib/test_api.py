@@ -259,3 +259,20 @@ def test_model_and_gpu_are_the_only_positional_arguments_of_every_entry_point():
         ia.calculate(M, G, 8)
     with pytest.raises(TypeError, match="takes 1 positional argument but 2 were given"):
         ia.kv_cache_bytes(M, 8)
+
+
+def test_one_percentile_default_everywhere():
+    # plan judged its targets on the means and goodput on p90 by default (issue 36): one
+    # default now, the means, for every function that takes a percentile.
+    with_percentile = {
+        name: inspect.signature(function).parameters["percentile"].default
+        for name, function in _entry_points().items()
+        if "percentile" in inspect.signature(function).parameters
+    }
+    assert {"plan", "goodput", "planning.plan_colocated", "disaggregated.fewest_gpus"} <= set(
+        with_percentile
+    )
+    assert set(with_percentile.values()) == {ia.targets.DEFAULT_PERCENTILE}
+    assert ia.targets.DEFAULT_PERCENTILE is None
+    T = dict(prompt_len=1024, output_len=128, ttft_target=0.5, tpot_target=0.03)
+    assert ia.goodput(M, G, **T) == ia.goodput(M, G, **T, percentile=None)

@@ -24,7 +24,7 @@ def test_an_unknown_kind_names_the_kinds():
 def test_calculate_serve_and_the_steady_state_carry_their_bands():
     r = ia.calculate("llama-3.1-8b", "h100-sxm", batch=16)
     assert r["band"]["ttft"] == bands.band("ttft", r["ttft"])
-    assert r["band"]["total"] == bands.band("request", r["total"])
+    assert r["band"]["request_time"] == bands.band("request", r["request_time"])
     assert r["band"]["throughput"] == bands.band("request", r["throughput"], speed=True)
     served = ia.serve("llama-3.1-8b", "h100-sxm", requests=64)
     assert served["band"]["elapsed"] == bands.band("request", served["elapsed"])

@@ -44,7 +44,7 @@ def test_one_bound_throughout_gives_the_librarys_numbers_exactly(name, gpu, n, d
     run = ia.generation(
         m, g, batch=batch, prompt_len=2048, output_len=256, n_gpus=n, dtype=dtype, cache_dtype=cache
     )
-    for key in ("ttft", "tpot", "total", "throughput"):
+    for key in ("ttft", "tpot", "request_time", "throughput"):
         assert _close(r[key], run[key]), key
     weights = ia.param_count(m) * ia.bytes_per_number(dtype) / n
     cache_bytes = (
@@ -80,7 +80,7 @@ def test_tpot_is_the_step_at_the_mean_context():
     assert two["mean_context"] == 2048
     assert _close(two["tpot"], ia.decode_step_time(M, G, batch=1, context_len=2048))
     one = ia.generation(M, G, output_len=1)  # one token: the prefill's, no decode step
-    assert one["total"] == one["ttft"] and _close(one["throughput"], 1 / one["ttft"])
+    assert one["request_time"] == one["ttft"] and _close(one["throughput"], 1 / one["ttft"])
 
 
 ONE_TOKEN = "output_len must be a whole number from 2 up, got 1: a request of one output token"
@@ -186,7 +186,7 @@ def test_every_model_on_every_gpu_gives_numbers_or_a_clear_error():
                 continue
             answered += 1
             assert r["memory"]["total"] <= r["memory"]["budget"] < r["memory"]["capacity"]
-            assert 0 < r["tpot"] < r["total"] and r["throughput"] > 0
+            assert 0 < r["tpot"] < r["request_time"] and r["throughput"] > 0
             if r["cost"]["price_per_hour"] is None:  # a GPU with no dated price: no cost
                 assert r["cost"]["output"] is None and r["cost"]["input"] is None
             else:
@@ -249,7 +249,7 @@ def test_a_pipeline_reports_generations_numbers_and_its_stages_memory(name, gpu,
     run = ia.generation(
         m, g, batch=batch, prompt_len=2048, output_len=256, n_gpus=n, parallel="pipeline"
     )
-    for key in ("ttft", "tpot", "total", "throughput"):
+    for key in ("ttft", "tpot", "request_time", "throughput"):
         assert _close(r[key], run[key]), key
     # The fullest stage holds ceil(L / n) of the L layers (11 of 32 for the 8B on three GPUs),
     # and n batches in flight keep each stage's layers of every batch's cache.
@@ -261,7 +261,7 @@ def test_a_pipeline_reports_generations_numbers_and_its_stages_memory(name, gpu,
     assert _close(r["memory"]["kv_cache"], n * cache * layers / m.n_layers)
     # A batch passes every stage in turn: no faster per token than one GPU would be, but the
     # stages work on L / ceil(L / n) batches' worth at once.
-    assert _close(r["throughput"], m.n_layers / layers * batch * 256 / r["total"])
+    assert _close(r["throughput"], m.n_layers / layers * batch * 256 / r["request_time"])
     tensor = calculate(name, gpu, n_gpus=n if n != 3 else 2, batch=batch)
     assert r["tpot"] > tensor["tpot"] and r["notes"] == []
 

@@ -123,8 +123,8 @@ def test_generation_adds_up():
     assert result["ttft"] == pytest.approx(
         timing.prefill_time(SMALL, GPU, batch=4, prompt_len=1000)
     )
-    assert result["total"] == pytest.approx(result["ttft"] + sum(steps))
-    assert result["throughput"] == pytest.approx(4 * 3 / result["total"])
+    assert result["request_time"] == pytest.approx(result["ttft"] + sum(steps))
+    assert result["throughput"] == pytest.approx(4 * 3 / result["request_time"])
 
 
 def test_the_closed_form_of_a_request_is_the_sum_of_its_steps_while_one_bound_holds():
@@ -132,7 +132,7 @@ def test_the_closed_form_of_a_request_is_the_sum_of_its_steps_while_one_bound_ho
     result = on_roofline(timing.generation)(SMALL, GPU, batch=4, prompt_len=1000, output_len=50)
     scenario = on_roofline(ia.Scenario)(SMALL, GPU, batch=4, prompt_len=1000, output_len=50)
     closed = scenario.evaluate(latency.generation_time(SMALL))
-    assert closed == pytest.approx(result["total"], rel=1e-12)
+    assert closed == pytest.approx(result["request_time"], rel=1e-12)
     tput = scenario.evaluate(latency.throughput(SMALL))
     assert tput == pytest.approx(result["throughput"], rel=1e-12)
     assert timing.run(scenario) == result
@@ -153,12 +153,12 @@ def test_a_batch_larger_than_memory_runs_in_waves():
     alone = on_roofline(timing.generation)(
         SMALL, GPU, batch=fit, prompt_len=2048, output_len=100, memory_utilization=1.0
     )
-    assert one["elapsed"] == pytest.approx(alone["total"])
+    assert one["elapsed"] == pytest.approx(alone["request_time"])
     more = on_roofline(timing.serve)(
         SMALL, GPU, requests=2 * fit + 1, prompt_len=2048, output_len=100, memory_utilization=1.0
     )
     single = on_roofline(timing.generation)(SMALL, GPU, batch=1, prompt_len=2048, output_len=100)[
-        "total"
+        "request_time"
     ]
     assert more["waves"] == 3
     assert more["elapsed"] == pytest.approx(2 * one["elapsed"] + single)
@@ -439,7 +439,7 @@ def test_a_pipeline_stage_holds_whole_layers():
     n, layers = 5, SMALL.n_layers
     assert sympy.ceiling(layers / n) == 7
     run = ia.generation(SMALL, H100, batch=8, n_gpus=n, parallel="pipeline")
-    assert run["throughput"] == pytest.approx(layers / 7 * 8 * 256 / run["total"])
+    assert run["throughput"] == pytest.approx(layers / 7 * 8 * 256 / run["request_time"])
     weights = ia.param_count(SMALL) * 2
     assert ia.timing.weights_per_gpu(SMALL, n_gpus=n, parallel="pipeline") == pytest.approx(
         weights * 7 / layers

@@ -535,7 +535,7 @@ def fewest_gpus(
     output_len,
     ttft_target,
     tpot_target,
-    percentile=None,
+    percentile=targets.DEFAULT_PERCENTILE,
     most_gpus=64,
     most_degree=8,
     dtype=AUTO,

@@ -71,7 +71,7 @@ def plan(
     output_len,
     ttft_target,
     tpot_target,
-    percentile=None,
+    percentile=targets.DEFAULT_PERCENTILE,
     layout="colocated",
     most_gpus=64,
     price_per_hour=None,
@@ -83,7 +83,10 @@ def plan(
     times, and its search; ``prompt_len`` and ``output_len`` may be sequences, a workload's
     lengths, as ``ia.steady_state`` takes them); ``"disaggregated"``, pools of each
     (``disaggregated.fewest_gpus``, on the same percentile, of one length each:
-    ``POOLS_OF_ONE_LENGTH``); or ``"either"``, the cheaper.
+    ``POOLS_OF_ONE_LENGTH``); or ``"either"``, the cheaper. The targets are on each request's
+    mean times unless ``percentile`` says otherwise (``targets.DEFAULT_PERCENTILE``, as
+    ``ia.goodput``'s): the steady state's headline times are means, so the defaults agree with
+    ``ia.steady_state``; a target on the tail is the caller's to state (``percentile=99``).
 
     Returns ``layout``, ``replicas`` and ``n_gpus`` (per replica; None for pools), the pools'
     sizes for a disaggregated answer (``disaggregated.POOL_KEYWORDS``), ``gpus`` (in all),
@@ -154,7 +157,7 @@ def plan_colocated(
     output_len,
     ttft_target,
     tpot_target,
-    percentile=None,
+    percentile=targets.DEFAULT_PERCENTILE,
     most_gpus=64,
     price_per_hour=None,
     **options,

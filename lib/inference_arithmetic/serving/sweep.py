@@ -98,7 +98,7 @@ COLUMNS = {
     "memory.budget": "budget",
     "ttft": "ttft",
     "tpot": "tpot",
-    "total": "total",
+    "request_time": "request_time",
     "throughput": "throughput",
     "cost.input": "cost_input",
     "cost.output": "cost_output",

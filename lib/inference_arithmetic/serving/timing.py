@@ -151,13 +151,15 @@ def run(s: Scenario) -> dict[str, float]:
     # with the context growing by one token a step (one step is timed even if none runs).
     contexts = np.arange(s.prompt_len, s.prompt_len + max(s.output_len - 1, 1))
     tpot = float(np.mean(_steps(s, contexts))) / s.tokens_per_step
-    total = cache.formula(_request_time).from_values({**s.values(), "ttft": ttft, "tpot": tpot})
+    request_time = cache.formula(_request_time).from_values(
+        {**s.values(), "ttft": ttft, "tpot": tpot}
+    )
     throughput = cache.formula(latency.output_throughput, _seconds, s.parallel)
     return {
         "ttft": ttft,
         "tpot": tpot,
-        "total": total,
-        "throughput": throughput.from_values({**s.values(), "seconds": total}),
+        "request_time": request_time,
+        "throughput": throughput.from_values({**s.values(), "seconds": request_time}),
     }
 
 
@@ -173,7 +175,7 @@ def generation(
 
     Returns ``ttft``, the time to first token (the prefill), ``tpot``, the mean time per
     output token after the first (decode steps with the context growing from ``prompt_len``
-    to ``prompt_len + output_len - 2``, each evaluated), ``total``, the end-to-end latency of
+    to ``prompt_len + output_len - 2``, each evaluated), ``request_time``, the end-to-end latency of
     a request (``latency.request_time``), in seconds, and ``throughput`` in output tokens per
     second (``latency.output_throughput``: with pipeline parallelism, n batches in flight keep
     every stage busy, so n times one batch's, latency unchanged).
@@ -230,8 +232,8 @@ def in_waves(s: Scenario) -> dict[str, float]:
     waves = cache.formula(latency.waves, s.model, s.parallel, draft).from_values(values)
     full, rest = divmod(s.batch, concurrency)
     first = run(s.replace(batch=concurrency, in_waves=False))
-    elapsed = full * first["total"] + (
-        run(s.replace(batch=rest, in_waves=False))["total"] if rest else 0.0
+    elapsed = full * first["request_time"] + (
+        run(s.replace(batch=rest, in_waves=False))["request_time"] if rest else 0.0
     )
     # The waves run one after another: the requests' tokens over the whole elapsed time.
     throughput = cache.formula(latency.output_throughput, _seconds, "tensor")
