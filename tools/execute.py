@@ -38,8 +38,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 LIBRARY = ROOT / "lib"
 READS = Path(__file__).with_name("book_reads.py")
-# What decides how a page is run and recorded: a change to either runs every page again.
-EXECUTOR = (Path(__file__), READS)
+SHOWN_ALONE = Path(__file__).with_name("shown_alone.py")
+# What decides how a page is run and recorded: a change to any runs every page again.
+EXECUTOR = (Path(__file__), READS, SHOWN_ALONE)
 # The seconds each page takes from a fresh clone on a 2-core machine (`make test`, both jobs
 # busy), for the order only: a page missing from it runs last, and a page run before goes by
 # its own time.
@@ -127,21 +128,38 @@ def read(page: Path):
     return myst_nb_reader_plugin(str(page))
 
 
+REMOVED = {"remove-cell", "remove-input"}
+"""The tags of the cells a reader does not see (their code, and for remove-cell their output)."""
+
+
+def removed_sources(notebook) -> list[str]:
+    """The sources of the notebook's removed cells (``REMOVED``), which run apart from the shown
+    ones (tools/shown_alone.py); a source that a shown cell has too is the shown cell's."""
+    cells = [c for c in notebook.cells if c.cell_type == "code"]
+    shown = {c.source for c in cells if not set(c.metadata.get("tags", ())) & REMOVED}
+    return sorted({c.source for c in cells} - shown)
+
+
 def run(page: str, root: str, timeout: int) -> tuple[dict, float, str | None, list]:
     """Execute one page in a kernel that records what it reads (a worker process's task)."""
     from jupyter_cache.executors.utils import single_nb_execution
 
     with tempfile.TemporaryDirectory() as folder:
-        log = Path(folder) / "reads.jsonl"
+        log, removed = Path(folder) / "reads.jsonl", Path(folder) / "removed.json"
         log.touch()
-        os.environ.update(PYTHONSTARTUP=str(READS), IA_BOOK_ROOT=root, IA_BOOK_READS=str(log))
         notebook = read(Path(page))
+        removed.write_text(json.dumps(removed_sources(notebook)))
+        os.environ.update(PYTHONSTARTUP=str(READS), IA_BOOK_ROOT=root, IA_BOOK_READS=str(log))
+        os.environ.update(IA_BOOK_REMOVED=str(removed))
         result = single_nb_execution(
             notebook,
             cwd=str(Path(page).parent),
             timeout=timeout,
             allow_errors=False,
-            extra_arguments=["--IPKernelApp.log_level=ERROR"],  # not its warning about TCP
+            extra_arguments=[
+                "--IPKernelApp.log_level=ERROR",  # not its warning about TCP
+                f"--IPKernelApp.exec_files={[str(SHOWN_ALONE)]}",  # tools/shown_alone.py
+            ],
         )
         reads = [json.loads(line) for line in log.read_text().splitlines()]
     return result.nb, result.time, result.exc_string, reads

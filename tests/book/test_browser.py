@@ -801,12 +801,14 @@ def test_the_calculator_offers_expert_parallelism_and_the_serving_options(browse
     assert root.locator('input[name="prefix_hit_rate"]').is_visible()
     cached = enter("prefix_hit_rate", 0.5)
     assert cached is not None and cached["ttft"] < plain["ttft"]  # half of each prompt
-    for method in ("eagle3", "mtp", "ngram"):
+    for method in ("eagle3", "ngram"):
         drafted = choose("speculative", method)
         assert drafted is not None and drafted["tpot"] != cached["tpot"], method
+    assert choose("speculative", "mtp") is None  # Llama ships no MTP module: the refusal
+    assert "ships no multi-token prediction module" in _readout(root)
     assert choose("speculative", "draft") is None  # no defaults: the library's refusal
     assert "speculative method 'draft' has no default" in _readout(root)
-    choose("speculative", "mtp")
+    choose("speculative", "eagle3")
     assert enter("prefix_hit_rate", 1.5) is None
     assert "prefix_hit_rate must be a number from 0 to 1, got 1.5" in _readout(root)
     enter("prefix_hit_rate", 0.5)

@@ -8,10 +8,14 @@ import ast
 import builtins
 import re
 import symtable
+import sys
 from pathlib import Path
 
 import pytest
 import yaml
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+import execute  # noqa: E402
 
 from inference_arithmetic.page.widgets import PALETTE
 
@@ -255,9 +259,10 @@ def _mutations(source, own):
     ]
 
 
-# The tags that take a cell's code off the page; a cell with any other (hide-input: behind a
-# click) shows its code, and a reader may run it.
-REMOVED = {"remove-cell", "remove-input"}
+# The tags that take a cell's code off the page (tools/execute.py's, which runs those cells
+# apart); a cell with any other (hide-input: behind a click) shows its code, and a reader may
+# run it.
+REMOVED = execute.REMOVED
 
 
 def _shown_cell_problems(text):
@@ -266,7 +271,10 @@ def _shown_cell_problems(text):
     book, a removed cell bound last (an import too), or that no cell bound before; a removed
     cell that changes in place what a shown cell bound (its list, a module's settings).
     Read off the code, statement by statement (``_statements``), so that checking it runs no
-    chapter a second time; the removed cells only glue, assert or draw."""
+    chapter a second time; the removed cells only glue, assert or draw. The book's execution
+    checks the names again as it runs (tools/shown_alone.py: the removed cells run apart, and a
+    shown cell that needs their names fails the page); what a removed cell changes in place,
+    only this sees."""
     bound, problems = {}, []  # a name: (shown?, the statement that bound it last)
     for n, (code, tags, _) in enumerate(_cells_in_order(text)):
         shown, own = not tags & REMOVED, set()

@@ -165,3 +165,46 @@ def test_a_failing_page_is_not_cached(tmp_path):
     ran, failed = execute.execute([page], cache, tmp_path, out=lines.append)
     assert failed == [page] and "ZeroDivisionError" in "\n".join(lines)
     assert _stale(tmp_path, cache, {"fails": page}) == ["fails"]
+
+
+def _cells(*cells) -> str:
+    """A page of code cells, each (tags, code)."""
+    blocks = []
+    for tags, code in cells:
+        front = f"---\ntags: [{', '.join(tags)}]\n---\n" if tags else ""
+        blocks.append("```{code-cell} ipython3\n" + front + code + "\n```\n")
+    return FRONT + "\n".join(blocks)
+
+
+# Removed cells see the shown cells' names and each other's (a shown rebinding last); a shown
+# cell sees only the shown cells', whatever the removed ones bound, rebound or deleted.
+APART = _cells(
+    ((), "x, y = 1, 2"),
+    (("remove-cell",), "hidden = x + y\ny = 20\ndel x"),
+    ((), "print(x, y, 'hidden' in dir())"),
+    (("remove-input",), "print(hidden, y)\nhidden *= 3"),
+    ((), "y = 5"),
+    (("remove-cell",), "print(hidden, y)"),
+)
+
+
+def test_a_shown_cell_sees_only_the_shown_cells_names(tmp_path):
+    from jupyter_cache import get_cache
+
+    _write(tmp_path, {"lib/x.py": "", "pages/apart.md": APART})
+    cache, page = tmp_path / "cache", tmp_path / "pages" / "apart.md"
+    ran, failed = execute.execute([page], cache, tmp_path, out=print)
+    assert ran == [page] and not failed
+    _, notebook = get_cache(str(cache)).merge_match_into_notebook(execute.read(page))
+    printed = ["".join(o.get("text", "") for o in cell["outputs"]) for cell in notebook.cells]
+    assert printed == ["", "", "1 2 False\n", "3 20\n", "", "9 5\n"]
+
+
+def test_a_shown_cell_that_needs_a_removed_cells_name_fails_the_page(tmp_path):
+    page = _cells((("remove-cell",), "import math"), ((), "print(math.pi)"))
+    _write(tmp_path, {"lib/x.py": "", "pages/needs.md": page})
+    lines = []
+    ran, failed = execute.execute([tmp_path / "pages" / "needs.md"], tmp_path / "c", tmp_path,
+                                  out=lines.append)  # fmt: skip
+    printed = "\n".join(lines)
+    assert failed and "NameError" in printed and "name 'math' is not defined" in printed

@@ -6,6 +6,7 @@ import itertools
 import json
 import math
 import re
+import warnings
 
 import pytest
 
@@ -37,7 +38,8 @@ def test_widget_shows_a_message_for_impossible_inputs_and_never_clamps():
 
 
 def test_weight_only_int4_is_a_choice_of_the_form():
-    w = calculator.widget(model="llama-3.1-70b", n_gpus=2, dtype="int4", batch=8)
+    with pytest.warns(calculator.RefusedWarning, match="no peak FLOP rate for int4"):
+        w = calculator.widget(model="llama-3.1-70b", n_gpus=2, dtype="int4", batch=8)
     assert "no peak FLOP rate for int4" in w.message
     w.update(compute_dtype="bf16")
     assert w.result == calculate("llama-3.1-70b", "h100-sxm", n_gpus=2, dtype="int4",
@@ -171,7 +173,8 @@ def test_replicas_are_a_control_in_both_modes():
     double = calculator.widget(mode=mode, requests_per_s=4.0, replicas=2)
     assert double.values["ttft"] == pytest.approx(single.values["ttft"])
     assert double.values["saturation_rate"] == pytest.approx(2 * single.values["saturation_rate"])
-    assert calculator.widget(replicas=0).message.startswith("replicas must be")
+    with pytest.warns(calculator.RefusedWarning, match="replicas must be"):
+        assert calculator.widget(replicas=0).message.startswith("replicas must be")
 
 
 @pytest.mark.slow
@@ -247,7 +250,8 @@ def test_the_default_rate_is_half_the_saturation_rate():
     given = calculator.widget(model="llama-3.1-70b", n_gpus=4, requests_per_s=3.0)
     assert given.state["requests_per_s"] == 3.0  # a rate given is kept
     # A deployment that does not fit has no saturation rate: the rate stays the form's.
-    assert calculator.widget(model="llama-3.1-405b").state["requests_per_s"] == 1.0
+    with pytest.warns(calculator.RefusedWarning, match="llama-3.1-405b does not fit"):
+        assert calculator.widget(model="llama-3.1-405b").state["requests_per_s"] == 1.0
 
 
 def test_the_continuous_mode_shows_memory_and_cost_at_the_rate():
@@ -447,11 +451,17 @@ def test_the_serving_options_are_controls_of_the_stream_and_the_plan():
     assert w.result == ia.steady_state(
         "llama-3.1-8b", "h100-sxm", requests_per_s=4.0, prefix_hit_rate=0.5
     )
-    for method in ("eagle3", "mtp", "ngram"):
+    for method in ("eagle3", "ngram"):
         w.update(speculative=method)
         assert w.result == ia.steady_state(
             "llama-3.1-8b", "h100-sxm", requests_per_s=4.0, prefix_hit_rate=0.5, speculative=method
         ), method
+    w.update(speculative="mtp")  # Llama ships no MTP module: the library's refusal, as the page's
+    refusal = calculator_data.method("mtp")["refusal"].format(model="llama-3.1-8b")
+    assert w.result is None and w.message == refusal
+    with pytest.raises(ia.ArgumentError) as refused:
+        ia.steady_state("llama-3.1-8b", "h100-sxm", requests_per_s=4.0, speculative="mtp")
+    assert str(refused.value) == refusal
     w.update(speculative="draft")  # no defaults: the library's refusal, word for word
     assert w.message == calculator_data.method("draft")["error"]
     assert w.message.startswith("speculative method 'draft' has no default")
@@ -459,8 +469,8 @@ def test_the_serving_options_are_controls_of_the_stream_and_the_plan():
     assert w.message == calculator.amount_message("prefix_hit_rate").format(value=1.5)
     w.update(prefix_hit_rate=0.5, step="roofline")  # the single roofline has no such kernel
     assert w.message == scenario.NOT_KERNELS.format(step="roofline")
-    w.update(step="kernels", mode=calculator.PLAN, speculative="mtp", requests_per_s=10.0)
-    options = dict(prefix_hit_rate=0.5, speculative="mtp")
+    w.update(step="kernels", mode=calculator.PLAN, speculative="eagle3", requests_per_s=10.0)
+    options = dict(prefix_hit_rate=0.5, speculative="eagle3")
     assert w.result == ia.planning.plan_colocated(
         "llama-3.1-8b",
         "h100-sxm",
@@ -610,3 +620,17 @@ def test_the_plan_is_judged_on_the_percentile_chosen():
     assert w.message == str(refused.value) and w.message.endswith(" (on each request's p99)")
     with pytest.raises(ValueError, match="percentile must be one of"):
         w.update(percentile="p50")
+
+
+def test_a_calculator_made_with_refused_settings_says_so_in_code():
+    # On the page the readout says why; made in code, the result None comes with a warning
+    # and a repr that carry the library's refusal.
+    with pytest.warns(calculator.RefusedWarning) as caught:
+        w = calculator.Calculator(batch=-5)
+    assert w.result is None and w.message == "batch must be a whole number from 1 to 4,096, got -5"
+    assert w.message in str(caught[0].message) and w.message in repr(w)
+    with pytest.warns(calculator.RefusedWarning, match="cannot be split over 3 GPUs"):
+        calculator.Calculator(n_gpus=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert "result=" in repr(calculator.Calculator())  # a good one warns of nothing

@@ -140,6 +140,15 @@ def test_the_refusal_of_a_compute_format_names_only_the_gpus_own():
     assert "bf16" not in rates and "compute_dtype='bf16'" not in str(info.value)
     given = dict(dtype="q4_k_m", compute_dtype=rates.split(", ")[-1])
     assert ia.calculate("qwen3-8b", "apple-m3-max", **given)["tpot"] > 0
+    # It suggests the one to take, derived from the GPU's rates: its fastest of 16 bits or
+    # more, of equal rates the narrowest (fp16 on Apple's GPUs, where fp32 runs at its rate).
+    assert "fp16 is its fastest of 16 bits or more" in str(info.value)
+    for name in ia.gpu_names():
+        g = ia.gpu(name)
+        fastest = ia.dtypes.fastest_wide(g.peak_flop_rate)
+        wide = {d: r for d, r in g.peak_flop_rate.items() if ia.DTYPE_BYTES.get(d, 0) >= 2}
+        assert fastest in wide and wide[fastest] == max(wide.values()), name
+    assert ia.dtypes.fastest_wide(ia.gpu("apple-m3-max").peak_flop_rate) == "fp16"
 
 
 @pytest.mark.parametrize("dtype", ["q4_k_m", "q5_k_m", "q6_k", "int4-g128", "fp8-block"])

@@ -320,3 +320,21 @@ def test_a_piecewise_formula_shows_its_first_branch_and_condition():
     assert r"for $n > 1 \wedge n_{link} \geq n$" in line or r"n_{link} \geq n \wedge" in line
     plain = fmt.formula_table([("weights", N * b, "w()")]).split("\n")[2]
     assert " for $" not in plain
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: fmt.nbytes(10**400), "past the largest float64"),
+        (lambda: fmt.seconds(10**400), "past the largest float64"),
+        (lambda: fmt.number(-(10**400)), "past the largest float64"),
+        (lambda: fmt.si(5, digits=-1), "digits must be a whole number from 1 to 17, got -1"),
+        (lambda: fmt.number(5, digits=0), "digits must be a whole number from 1 to 17, got 0"),
+        (lambda: fmt.scientific(5, digits=2.5), "digits must be a whole number"),
+        (lambda: fmt.count("many"), "cannot format 'many': not a number"),
+    ],
+)
+def test_what_cannot_be_printed_is_refused_by_name(call, message):
+    with pytest.raises(ia.ArgumentError, match=message):
+        call()
+    assert fmt.si(5, digits=1) == "5" and fmt.nbytes(10**20) == "100 EB"  # big ints print

@@ -178,7 +178,7 @@ def test_a_config_may_be_a_dict_a_path_json_text_or_a_transformers_config(tmp_pa
 
 def test_the_reader_gives_the_fields_the_model_is_built_from():
     # models.huggingface reads; ModelConfig validates what it read, and nothing else.
-    from inference_arithmetic.models import config, huggingface
+    from inference_arithmetic.models import checkpoint, config, huggingface
 
     values = huggingface.read_hf_config(QWEN3, name="mine")
     assert (values["name"], values["model_type"], values["qk_norm"]) == ("mine", "qwen3", "head")
@@ -186,8 +186,9 @@ def test_the_reader_gives_the_fields_the_model_is_built_from():
     with pytest.raises(ValueError, match="unsupported model_type 'bert'"):
         huggingface.read_hf_config({**QWEN3, "model_type": "bert"})
     # The reader's tables, also where the page's form and readers' notes read them.
-    for name in ("MODEL_TYPES", "FIELDS", "WRAPPERS", "UNMODELED", "QUANTIZATION"):
+    for name in ("MODEL_TYPES", "FIELDS", "WRAPPERS", "UNMODELED"):
         assert getattr(config, name) is getattr(huggingface, name) is getattr(ia.models, name)
+    assert config.QUANTIZATION is checkpoint.QUANTIZATION is ia.models.QUANTIZATION
 
 
 def test_a_multimodal_wrapper_counts_its_text_model():
@@ -525,7 +526,8 @@ def test_a_setting_that_counts_nothing_is_still_checked(change, message):
 
 
 def test_the_settings_it_checks_are_valid_in_every_registry_model_and_not_read():
-    from inference_arithmetic.models.huggingface import CONSTANTS, FIELDS
+    from inference_arithmetic.models.checkpoint import CONSTANTS
+    from inference_arithmetic.models.huggingface import FIELDS
 
     for family, fields in FIELDS.items():  # checked, never read: no count depends on them
         assert not {"torch_dtype", "dtype", "rope_scaling", *CONSTANTS} & set(fields), family

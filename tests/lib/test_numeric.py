@@ -15,7 +15,13 @@ from hypothesis.extra import numpy as hnp
 
 import inference_arithmetic as ia
 from inference_arithmetic.core import printing
-from inference_arithmetic.core.numeric import ArgumentError, CompiledFormula, evaluate, numeric
+from inference_arithmetic.core.numeric import (
+    ArgumentError,
+    CompiledFormula,
+    CompiledFormulas,
+    evaluate,
+    numeric,
+)
 from inference_arithmetic.core.symbols import NOTATION, B, D, L, L_w, N, O, S, T, W, b, d_1, d_2
 from inference_arithmetic.formulas import basics, mlp
 
@@ -558,3 +564,44 @@ def test_a_function_or_none_where_a_formula_belongs_is_named_at_the_door(call):
         call(None)
     with pytest.raises(ArgumentError, match=r"got \[1, 2\]"):
         ia.checks.expression("expr", [1, 2])
+
+
+@pytest.mark.parametrize(
+    "value, shown",
+    [
+        (np.array([1.0, np.inf]), "inf at index 1"),
+        (np.array([np.nan, 1.0]), "nan at index 0"),
+        (np.full((200, 200), np.inf), "inf at index (0, 0)"),  # computed block by block
+        (10**400, "past the largest float64"),
+    ],
+)
+def test_an_infinite_or_too_large_size_is_refused_by_name(value, shown):
+    with pytest.raises(ArgumentError) as info:
+        numeric(FORWARD)(**{**GOOD, "batch": value})
+    assert str(info.value).startswith("batch must be") and shown in str(info.value)
+    with pytest.raises(ArgumentError, match="d_1 must be a finite number"):
+        evaluate(FORWARD, **{**GOOD, "d_1": 10**400})
+
+
+def test_a_complex_number_is_no_size():
+    for value in (1 + 2j, np.array([1 + 0j, 2 + 0j]), sympy.I):
+        with pytest.raises(ArgumentError, match="batch must be a number or an array of numbers"):
+            numeric(FORWARD)(**{**GOOD, "batch": value})
+
+
+def test_values_given_by_position_are_refused_naming_the_arguments():
+    for call in (lambda: numeric(FORWARD)(2, 3, 2), lambda: evaluate(FORWARD, 2, 3, 2)):
+        with pytest.raises(ArgumentError) as info:
+            call()
+        message = str(info.value)
+        assert "by name, not by position (got 3 positional)" in message
+        assert "batch, d_1, d_2, d_3, each as name=value" in message
+    both = CompiledFormulas({"forward": FORWARD})
+    with pytest.raises(ArgumentError, match="by name, not by position"):
+        both(1, 2, 3, 4)
+
+
+def test_numeric_of_a_list_says_one_formula_at_a_time():
+    with pytest.raises(ArgumentError, match="expr must be one SymPy expression, got a list"):
+        numeric([FORWARD])
+    assert numeric(FORWARD) is numeric(FORWARD)  # still cached

@@ -1,6 +1,9 @@
 """Speculative decoding as a serving option (serving.speculative): the methods' sourced
 rates, the tokens a step yields, and every refusal naming its argument and range."""
 
+import json
+from importlib import resources
+
 import pytest
 
 import inference_arithmetic as ia
@@ -50,11 +53,54 @@ def test_a_draft_model_is_read_from_the_registry():
         ({"method": "draft", "draft_model": "llama-3.1-8b"}, "no default draft_len"),
         ({"method": "draft", "draft_len": 4, "acceptance_rate": 0.7}, "draft_model names"),
         ({"method": "mtp", "draft_model": "llama-3.1-8b"}, "for method='draft' only"),
+        ({"method": "eagle3", "hypothetical": True}, "for method='mtp' only"),
+        ({"method": "mtp", "hypothetical": "yes"}, "hypothetical must be True or False"),
     ],
 )
 def test_bad_speculation_is_refused_by_name(arguments, message):
     with pytest.raises(ia.ArgumentError, match=message):
         Speculative(**arguments)
+
+
+@pytest.mark.slow
+def test_mtp_drafts_only_with_a_module_the_model_ships_or_says_hypothetical():
+    # DeepSeek-V3's config sets num_nextn_predict_layers 1; Llama's sets none.
+    assert speculative.mtp_models() == ("deepseek-v3",)
+    assert ia.model("deepseek-v3").mtp_modules == 1 and ia.model("llama-3.1-8b").mtp_modules == 0
+    with pytest.raises(ia.ArgumentError) as refused:
+        ia.calculate("llama-3.1-8b", "h100-sxm", speculative="mtp")
+    for named in ("llama-3.1-8b", "registry models with one: deepseek-v3", "hypothetical=True"):
+        assert named in str(refused.value)
+    with pytest.raises(ia.ArgumentError, match="ships no multi-token"):
+        ia.steady_state(
+            "llama-3.1-8b", "h100-sxm", requests_per_s=2.0, speculative={"method": "mtp"}
+        )
+    # Asked for as hypothetical, the same head is timed: the step of MTP's default drafts.
+    plain = ia.calculate("llama-3.1-8b", "h100-sxm")["tpot"]
+    what_if = Speculative("mtp", hypothetical=True)
+    timed = ia.calculate("llama-3.1-8b", "h100-sxm", speculative=what_if)
+    assert timed["tpot"] < plain and timed["speculative"] == Speculative("mtp").describe()
+    dict_form = {"method": "mtp", "hypothetical": True}
+    assert ia.calculate("llama-3.1-8b", "h100-sxm", speculative=dict_form) == timed
+    # A from_hf_config model keeps its config's module, so it drafts with it as the registry's.
+    path = resources.files("inference_arithmetic.models.configs").joinpath("deepseek-v3.json")
+    config = json.loads(path.read_text())["config"]
+    assert ia.ModelConfig.from_hf_config(config).mtp_modules == 1
+    assert ia.ModelConfig.from_hf_config({**config, "num_nextn_predict_layers": 0}).mtp_modules == 0
+
+
+def test_a_draft_of_another_tokenizer_is_refused_and_padding_is_not_another():
+    drafting = {"method": "draft", "draft_len": 4, "acceptance_rate": 0.7}
+    with pytest.raises(ia.ArgumentError) as refused:
+        ia.calculate("llama-3.1-8b", "h100-sxm", speculative={**drafting, "draft_model": "gpt2"})
+    for named in ("draft_model gpt2", "50,257", "llama-3.1-8b one of 128,256", "tokenizer"):
+        assert named in str(refused.value)
+    # One tokenizer, padded apart: Qwen3 8B (151,936) drafting for Qwen2.5 7B (152,064), GPT-2
+    # (50,257) for GPT-J (50,400); and the book's pair, Llama 3.1 8B for 70B.
+    for draft, target, n_gpus in [("qwen3-8b", "qwen2.5-7b", 1), ("gpt2", "gpt-j-6b", 1),
+                                  ("llama-3.1-8b", "llama-3.1-70b", 4)]:  # fmt: skip
+        spec = {**drafting, "draft_model": draft}
+        assert ia.Scenario(target, "h100-sxm", n_gpus=n_gpus, prompt_len=1024, speculative=spec)
 
 
 def test_a_scenario_takes_a_name_a_dict_or_an_object_alike():

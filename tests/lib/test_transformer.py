@@ -86,3 +86,31 @@ def test_absorbed_mla_decode_does_not_grow_with_the_expansion_of_the_cache():
     assert growth_absorbed.subs(values) < growth_reexpand.subs(values) / 5
     with pytest.raises(ValueError, match="unknown MLA decode 'latent'"):
         tf.decode_flops(m, mla="latent")
+
+
+@pytest.mark.parametrize("arch", ["llama-3.1-8b", {"hidden_size": 4096}, None, 3])
+def test_a_formula_of_something_but_an_architecture_says_how_to_make_one(arch):
+    from inference_arithmetic.core.numeric import ArgumentError
+    from inference_arithmetic.formulas import kv_cache
+
+    calls = (tf.params, tf.forward_flops, tf.decode_flops, kv_cache.kv_cache_bytes)
+    for call in calls:
+        with pytest.raises(ArgumentError) as info:
+            call(arch)
+        message = str(info.value)
+        assert message.startswith("arch must be a model's architecture, a ModelConfig: ia.model(")
+        assert f"got {type(arch).__name__}" in message or "got None" in message
+    if isinstance(arch, str):  # the call to make is named with the name given
+        assert f"ia.model({arch!r})" in message
+
+
+def test_the_roofline_times_no_negative_infinite_or_complex_work():
+    from inference_arithmetic.core.numeric import ArgumentError
+    from inference_arithmetic.formulas import roofline
+
+    for flops, nbytes, bad in [(-5, -3, "flops"), (5, float("inf"), "nbytes"),
+                               (1 + 2j, 3, "flops"), (5, float("nan"), "nbytes")]:  # fmt: skip
+        with pytest.raises(ArgumentError, match=f"{bad} must be a non-negative count"):
+            roofline.roofline_time(flops, nbytes)
+    assert roofline.roofline_time(5, 3).has(sympy.Max)  # numbers and formulas are taken
+    assert roofline.roofline_time(tf.forward_flops(model("gpt2")), B * D).has(sympy.Max)

@@ -750,3 +750,28 @@ def test_a_key_between_the_sliders_steps_is_the_crossing_itself():
 def test_a_key_must_be_a_condition_on_x(key):
     with pytest.raises(ValueError, match="must be a condition on 'batch'"):
         _widget(keys={"bad": key})
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        ((1, 10, 5), None),
+        ((1, 10, 5, float("nan")), "a Range's step must be a finite number, got nan"),
+        (("a", "z", "m"), "a Range's min must be a finite number, got 'a'"),
+        ((1, float("inf"), 5), "a Range's max must be a finite number, got inf"),
+        ((1, 10, True), "a Range's value must be a finite number, got True"),
+    ],
+)
+def test_a_range_is_of_finite_numbers(arguments, message):
+    if message is None:
+        assert Range(*arguments).step == 1
+        return
+    with pytest.raises(ia.ArgumentError, match=message):
+        Range(*arguments)
+
+
+@pytest.mark.parametrize("value", ["x", float("nan"), None, [2]])
+def test_a_slider_refuses_what_is_no_number_by_name(value):
+    w = _widget()
+    with pytest.raises(ia.ArgumentError, match=r"d_1 must be a number \(its slider goes from"):
+        w.update(d_1=value)

@@ -162,7 +162,10 @@ rest of a call's key."""
 
 
 def _dataclass_form(value) -> tuple[str, bool]:
-    forms = [(f.name, _form(getattr(value, f.name))) for f in dataclasses.fields(value)]
+    # A field marked ``metadata={"key": False}`` feeds no formula (a model's count of MTP
+    # modules): it leaves the key, and every key made before it was added, as they were.
+    kept = [f for f in dataclasses.fields(value) if f.metadata.get("key", True)]
+    forms = [(f.name, _form(getattr(value, f.name))) for f in kept]
     text = f"{_name(type(value), 'argument')}(" + ",".join(f"{n}={t}" for n, (t, _) in forms) + ")"
     fixed = type(value).__dataclass_params__.frozen and all(f for _, (_, f) in forms)
     if fixed:

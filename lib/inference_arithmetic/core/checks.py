@@ -28,7 +28,7 @@ import warnings
 from inference_arithmetic.core.numeric import ArgumentError, expression
 
 __all__ = ["ArgumentError", "count", "fraction", "share", "amount", "choice", "renamed"]
-__all__ += ["expression", "is_real"]
+__all__ += ["expression", "is_real", "architecture"]
 
 FRACTION = (0.001, 1.0)
 """The range of every fraction the library takes."""
@@ -104,3 +104,27 @@ def renamed(old: str, old_value, new: str, new_value, default=None):
         raise ArgumentError(f"give {new}= only ({old}= is its old name), not both")
     warnings.warn(f"{old}= is now called {new}=", DeprecationWarning, stacklevel=3)
     return old_value
+
+
+ARCHITECTURE = (
+    "{name} must be a model's architecture, a ModelConfig: {made} makes one of a registry "
+    "name, a config.json's path, folder, text or dict; got {kind}"
+)
+"""The refusal of something else where a formula takes an architecture (``architecture``)."""
+
+
+def architecture(value, name: str = "arch"):
+    """``value`` if it is an architecture (a ``ModelConfig``, or anything with its fields:
+    the formulas read ``n_layers`` and ``is_moe`` of every one), else an ``ArgumentError``
+    that says how to make one: a formula of ``formulas`` is built from an architecture, and a
+    name or a dict there failed deep inside with an ``AttributeError``. (The formulas sit below
+    the models, so they name ``ia.model`` rather than call it.)"""
+    # The class first: asking a model for a field would count as reading it (core.reads),
+    # and the calculator's page shares a family's formulas only over what they read.
+    if not hasattr(type(value), "is_moe") and not (
+        hasattr(value, "n_layers") and hasattr(value, "is_moe")
+    ):
+        kind = f"{type(value).__name__} {value!r:.60}" if value is not None else "None"
+        made = f"ia.model({value!r:.60})" if isinstance(value, str | dict) else "ia.model(name)"
+        raise ArgumentError(ARCHITECTURE.format(name=name, made=made, kind=kind))
+    return value

@@ -19,6 +19,7 @@ Chapter 01 explains the plain formats, chapter 15 the block-scaled ones.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from inference_arithmetic.core.numeric import ArgumentError, UnknownName
@@ -37,6 +38,7 @@ __all__ = [
     "compute_format",
     "compute_path",
     "activation_bytes",
+    "fastest_wide",
 ]
 
 
@@ -209,3 +211,12 @@ def activation_bytes(compute_dtype: str) -> float:
     if compute_dtype == "tf32":
         return 4
     return max(bytes_per_number(compute_dtype), 2)
+
+
+def fastest_wide(rates: Mapping[str, float]) -> str | None:
+    """Of a GPU's peak FLOP rates (``GPU.peak_flop_rate``), the format of 16 bits or more with
+    the highest, of equal rates the narrowest (it moves fewer bytes), else the first: what a
+    refusal of a compute format suggests (``serving.scenario.NO_RATE``), as the calculator's
+    script does. Apple's GPUs, fp32 and fp16 at one rate: fp16."""
+    wide = [d for d in rates if DTYPE_BYTES.get(d, 0) >= 2]
+    return max(wide, key=lambda d: (rates[d], -DTYPE_BYTES[d]), default=None)

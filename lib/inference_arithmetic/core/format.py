@@ -61,7 +61,23 @@ _BINARY = ["", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei", "Zi", "Yi"]
 _WORDS = ["", "thousand", "million", "billion", "trillion", "quadrillion"]
 
 
+def _real(value, digits: int) -> float:
+    """``value`` as a float to print with ``digits`` significant digits (1 to 17, what a
+    float64 holds), else an ``ArgumentError`` naming what is wrong: a past-float64 integer
+    (10**400) or a digit count Python's format has no precision for (-1)."""
+    checks.count("digits", digits, high=17)
+    try:
+        return float(value)
+    except OverflowError:
+        raise ArgumentError(
+            f"cannot format {value!r:.40}...: past the largest float64 (1.8e308)"
+        ) from None
+    except (TypeError, ValueError):
+        raise ArgumentError(f"cannot format {value!r}: not a number") from None
+
+
 def _scaled(value: float, base: int, prefixes: list[str], digits: int) -> tuple[str, str]:
+    value = _real(value, digits)
     if not math.isfinite(value):
         raise ArgumentError(f"cannot format {value!r}: not a finite number")
     magnitude = abs(value)
@@ -98,7 +114,7 @@ def si(value: float, unit: str = "", digits: int = 3, binary: bool = False) -> s
     """``value`` with a decimal (or binary) prefix and ``digits`` significant digits; a unit
     of counted things is singular for exactly one (``SINGULAR``): ``'1 token/s'``."""
     number, prefix = _scaled(
-        float(value), 1024 if binary else 1000, _BINARY if binary else _DECIMAL, digits
+        value, 1024 if binary else 1000, _BINARY if binary else _DECIMAL, digits
     )
     if number in ("1", "-1") and not prefix:
         word = re.match(r"[A-Za-z]*", unit)[0]
@@ -134,7 +150,7 @@ def seconds(value: float, digits: int = 2) -> str:
     the page does the same), so a duration never prints as an exponent, nor a tiny nonzero one
     as ``'0 µs'``. Zero is ``'0 s'`` (the page printed ``'0 µs'``): zero needs no smaller unit.
     """
-    value = float(value)
+    value = _real(value, digits)
     if not math.isfinite(value):
         raise ArgumentError(f"cannot format {value!r}: not a finite number")
     if value == 0:
@@ -147,7 +163,7 @@ def seconds(value: float, digits: int = 2) -> str:
 
 def count(value: float, digits: int = 3) -> str:
     """A large count in words: ``'70.6 billion'``."""
-    number, word = _scaled(float(value), 1000, _WORDS, digits)
+    number, word = _scaled(value, 1000, _WORDS, digits)
     return f"{number} {word}".rstrip()
 
 
@@ -190,7 +206,7 @@ def number(value: float, digits: int = 3) -> str:
     >>> number(2.5e-12)  # below 1e-9 a string of zeros would hide the digits
     '2.50 × 10⁻¹²'
     """
-    value = float(value)
+    value = _real(value, digits)
     if not math.isfinite(value):
         raise ArgumentError(f"cannot format {value!r}: not a finite number")
     magnitude = abs(value)
@@ -226,7 +242,7 @@ def percent(value: float, digits: int = 3) -> str:
     >>> percent(0.0125)
     '1.25%'
     """
-    return number(100 * float(value), digits) + "%"
+    return number(100 * _real(value, digits), digits) + "%"
 
 
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -234,7 +250,7 @@ _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 
 def scientific(value: float, digits: int = 2) -> str:
     """Scientific notation for prose: ``'4.2 × 10²³'``."""
-    value = float(value)
+    value = _real(value, digits)
     if not math.isfinite(value):
         raise ArgumentError(f"cannot format {value!r}: not a finite number")
     if value == 0:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 import functools
 import math
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 
 import numpy as np
 import sympy
@@ -99,6 +99,13 @@ def _called(function) -> str:
     return f"{module.removeprefix(formulas)}.{name}" if module.startswith(formulas) else name
 
 
+_BY_NAME = (
+    "a formula takes its values by name, not by position (got {count} positional): "
+    "{args}, each as name=value"
+)
+"""The refusal of a formula's values given by position (a compiled formula, ``evaluate``)."""
+
+
 class CompiledFormula:
     """A formula compiled with ``lambdify``; call it with one keyword argument per symbol.
 
@@ -167,7 +174,11 @@ class CompiledFormula:
         """The source of ``bind``'s two functions for the arguments ``free`` (JSON-ready)."""
         return _split(self.parts()["source"], tuple(free))
 
-    def _check(self, values: Mapping[str, object]) -> list:
+    def _check(self, values: Mapping[str, object], arrays_finite: bool = True) -> list:
+        """The arguments as float64 arrays, each checked against its symbol's assumptions and
+        finite; ``arrays_finite=False`` leaves an array's finiteness to the caller, which
+        checks its result once instead (``__call__``: a reduction over one array, not one
+        per argument)."""
         missing = [name for name in self.args if name not in values]
         unknown = [name for name in values if name not in self.args]
         if missing or unknown:
@@ -182,49 +193,71 @@ class CompiledFormula:
             value = values[name]
             given = np.asarray(value)
             try:
-                if given.dtype.kind in "bUS":  # True, "bf16" and "3" are not sizes
+                if given.dtype.kind in "bUSc":  # True, "bf16", "3" and 1+2j are not sizes
                     raise TypeError
                 # Objects convert too: SymPy numbers (what evaluate returns), ints past 2**63;
                 # but None would turn into NaN.
                 array = given.astype(np.float64, copy=False)
                 if given.dtype.kind == "O" and np.isnan(array).any():
                     raise TypeError
+            except OverflowError:  # an int past float64's range, 10**400
+                raise ArgumentError(
+                    f"{name} must be a finite number, got {value!r:.40}: past the largest "
+                    "float64 (1.8e308)"
+                ) from None
             except (TypeError, ValueError):
                 raise ArgumentError(
                     f"{name} must be a number or an array of numbers, got {value!r}"
                 ) from None
-            # One reduction per argument keeps the check cheap next to the formula itself.
-            if positive or nonnegative:  # positive symbols are nonnegative too: one reduction
-                if array.ndim == 0:  # a single number: no reduction (a scalar call's cost)
-                    low = float(array)
-                else:
-                    low = np.minimum.reduce(array, axis=None, initial=np.inf)
-                if positive and not low > 0:
-                    raise ArgumentError(f"{name} must be positive, got {_first(array, array <= 0)}")
-                if not low >= 0:
-                    raise ArgumentError(
-                        f"{name} must not be negative, got {_first(array, array < 0)}"
-                    )
+            # A reduction or two per argument keeps the check cheap next to the formula itself.
+            if array.ndim == 0:  # a single number: no reduction (a scalar call's cost)
+                low = high = float(array)
+            else:
+                low = high = np.minimum.reduce(array, axis=None, initial=np.inf)
+                if arrays_finite:
+                    high = np.maximum.reduce(array, axis=None, initial=-np.inf)
+            if positive and not low > 0:
+                raise ArgumentError(f"{name} must be positive, got {_first(array, array <= 0)}")
+            if (positive or nonnegative) and not low >= 0:
+                raise ArgumentError(f"{name} must not be negative, got {_first(array, array < 0)}")
             # A single fractional size (2.5 layers) is a mistake; an array may sweep a size
             # smoothly for a plot, and testing every element would double the cost of a call.
             if integer and array.ndim == 0 and not float(array).is_integer():
                 raise ArgumentError(f"{name} must be a whole number, got {value!r}")
+            # No size (a symbol with a sign) is infinite; NaN, which both reductions carry, is
+            # no size either. A symbol without one (a test's real x) takes what numpy does.
+            if (positive or nonnegative) and not -np.inf < low <= high < np.inf:
+                bad = _first(array, ~np.isfinite(array))
+                raise ArgumentError(f"{name} must be a finite number, got {bad}")
             arrays.append(array)
         return arrays
 
-    def __call__(self, **values):
-        arrays = self._check(values)
+    def __call__(self, *positional, **values):
+        if positional:
+            raise ArgumentError(_BY_NAME.format(count=len(positional), args=", ".join(self.args)))
+        arrays = self._check(values, arrays_finite=False)
         shape = _broadcast_shape(arrays)
         cut = _cut(arrays, shape)
         if cut is not None:
-            return self._by_blocks(arrays, shape, cut)
+            return self._finite(self._by_blocks(arrays, shape, cut), arrays)
         result = np.asarray(self._function(*arrays), dtype=np.float64)
         if result.shape != shape:  # a formula that ignores the shape of some argument
             result = np.broadcast_to(result, shape)
         elif any(result is array for array in arrays):  # a formula that is one argument
             result = result.copy()  # a float64 array comes in uncopied: it stays the caller's
         # A plain float for scalar inputs: it prints as a number (in glue, in f-strings).
-        return float(result) if result.ndim == 0 else result
+        return float(result) if result.ndim == 0 else self._finite(result, arrays)
+
+    def _finite(self, result: np.ndarray, arrays: list) -> np.ndarray:
+        """``result``, unless a size's array holds an infinity (``_check`` refuses one in a
+        single number, and NaN anywhere): each carries into the result, so one sum of it
+        finds them all; only then are the sizes searched, for the one to name."""
+        if result.size and not np.isfinite(np.add.reduce(result, axis=None)):
+            for (name, positive, nonnegative, _), array in zip(self._rules, arrays, strict=True):
+                bad = ~np.isfinite(array)
+                if (positive or nonnegative) and array.ndim and bad.any():
+                    raise ArgumentError(f"{name} must be a finite number, got {_first(array, bad)}")
+        return result
 
     def _by_blocks(self, arrays: list, shape: tuple, cut: list) -> np.ndarray:
         """The result on a large ``shape``, computed a block of rows of its first axis at a time:
@@ -413,7 +446,9 @@ class CompiledFormulas(CompiledFormula):
             numbers.append(number)
         return list(np.array(numbers))  # float64 numbers: numpy's arithmetic, as arrays had
 
-    def __call__(self, **values) -> dict[str, float]:
+    def __call__(self, *positional, **values) -> dict[str, float]:
+        if positional:
+            raise ArgumentError(_BY_NAME.format(count=len(positional), args=", ".join(self.args)))
         numbers = self._numbers(values)
         if numbers is None:
             arrays = self._check(values)
@@ -437,13 +472,22 @@ class CompiledFormulas(CompiledFormula):
         }
 
 
-@functools.lru_cache(maxsize=512)
 def numeric(expr: sympy.Expr) -> CompiledFormula:
     """The compiled, cached numpy function of ``expr`` (see ``CompiledFormula``)."""
+    if not isinstance(expr, Hashable):  # a list of formulas: one at a time (or CompiledFormulas)
+        raise ArgumentError(
+            f"expr must be one SymPy expression, got a {type(expr).__name__}: compile each "
+            "with numeric(expr), or several of the same inputs as CompiledFormulas({name: expr})"
+        )
+    return _numeric(expr)
+
+
+@functools.lru_cache(maxsize=512)
+def _numeric(expr: sympy.Expr) -> CompiledFormula:
     return CompiledFormula(expr)
 
 
-def evaluate(expr: sympy.Expr, **values) -> sympy.Expr:
+def evaluate(expr: sympy.Expr, *positional, **values) -> sympy.Expr:
     """Substitute exact values into ``expr``: integers stay exact integers.
 
     >>> from inference_arithmetic.formulas import mlp
@@ -453,6 +497,9 @@ def evaluate(expr: sympy.Expr, **values) -> sympy.Expr:
     Takes single numbers; ``numeric(expr)`` evaluates arrays.
     """
     expr = expression("expr", expr)
+    if positional:
+        names = ", ".join(sorted(s.name for s in expr.free_symbols))
+        raise ArgumentError(_BY_NAME.format(count=len(positional), args=names))
     arrays = [name for name, value in values.items() if np.ndim(value) > 0]
     if arrays:
         raise ArgumentError(

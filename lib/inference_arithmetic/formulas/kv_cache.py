@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sympy
 
-from inference_arithmetic.core.checks import renamed
+from inference_arithmetic.core.checks import architecture, renamed
 from inference_arithmetic.core.numeric import ArgumentError
 from inference_arithmetic.core.symbols import (
     B,
@@ -45,6 +45,7 @@ def numbers_per_token(arch, mla_cache="latent", *, mla=None):
     avoids (and that a naive implementation would keep).
     """
     form = renamed("mla", mla, "mla_cache", mla_cache, "latent")
+    architecture(arch)
     if form not in MLA_FORMS:
         raise ArgumentError(
             f"unknown MLA cache form {form!r}; choose one of {', '.join(MLA_FORMS)}"
@@ -57,7 +58,7 @@ def numbers_per_token(arch, mla_cache="latent", *, mla=None):
 def cached_tokens(arch):
     """Tokens cached per sequence, summed over layers: S per layer, at most W - 1 in a windowed
     one (a token attends to itself and the W - 1 tokens before it)."""
-    if not arch.n_window_layers:
+    if not architecture(arch).n_window_layers:
         return L * S
     return (L - L_w) * S + L_w * sympy.Min(S, W - 1)
 
@@ -66,4 +67,4 @@ def kv_cache_bytes(arch, mla_cache="latent", *, mla=None):
     """Bytes of the KV cache of B sequences with S cached tokens each (``mla_cache``: which
     form an MLA model stores, ``numbers_per_token``)."""
     form = renamed("mla", mla, "mla_cache", mla_cache, "latent")
-    return B * b * cached_tokens(arch) * numbers_per_token(arch, form)
+    return B * b * cached_tokens(architecture(arch)) * numbers_per_token(arch, form)

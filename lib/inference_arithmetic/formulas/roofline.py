@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import sympy
 
+from inference_arithmetic.core.numeric import ArgumentError, expression
 from inference_arithmetic.core.symbols import B, D, F, b, beta, eta_c, eta_m, pi
 from inference_arithmetic.formulas import basics
 
@@ -45,14 +46,26 @@ def ridge_point():
     return pi / beta
 
 
+def _amount(name: str, value) -> sympy.Expr:
+    """``value`` as an expression of a work's FLOPs or bytes: a formula, or a number that is
+    not negative, infinite, undefined or complex (``Max`` would time those). A formula's sign
+    is left to its symbols' assumptions: asking SymPy costs tens of ms on a large model's."""
+    expr = expression(name, value)
+    if expr.is_number and not (expr.is_extended_nonnegative and expr.is_finite):
+        raise ArgumentError(
+            f"{name} must be a non-negative count or a formula of one, got {value!r}"
+        )
+    return expr
+
+
 def compute_time(flops):
     """Seconds for ``flops`` at eta_c of the peak FLOP/s (chapter 01's time, over eta_c)."""
-    return basics.compute_time(flops) / eta_c
+    return basics.compute_time(_amount("flops", flops)) / eta_c
 
 
 def memory_time(nbytes):
     """Seconds to move ``nbytes`` at eta_m of the peak bandwidth (chapter 01's, over eta_m)."""
-    return basics.memory_time(nbytes) / eta_m
+    return basics.memory_time(_amount("nbytes", nbytes)) / eta_m
 
 
 def roofline_time(flops, nbytes):

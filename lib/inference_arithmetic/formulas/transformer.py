@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import sympy
 
+from inference_arithmetic.core.checks import architecture
 from inference_arithmetic.core.numeric import ArgumentError
 from inference_arithmetic.core.symbols import (
     B,
@@ -187,7 +188,7 @@ def params(arch, active=False, embeddings=True):
     token reads one row of it, and model cards often leave it out of "active parameters"
     (gpt-oss's does). A tied table stays, as the output head every token multiplies by.
     """
-    layers = over_layers(arch, lambda moe: layer_params(arch, moe, active))
+    layers = over_layers(architecture(arch), lambda moe: layer_params(arch, moe, active))
     total = embedding_params(arch) + layers + final_norm_params(arch) + lm_head_params(arch)
     if embeddings:
         return total
@@ -289,7 +290,7 @@ def step_flops(arch, causal=False, last_logits_only=False, mla="reexpand"):
     ``mla`` chooses how an MLA model decodes: "reexpand" as the reference implementation
     does, "absorbed" as its paper and the serving engines do; other models ignore it.
     """
-    weights = matmul_weights(arch, mla)
+    weights = matmul_weights(architecture(arch), mla)
     linear = 2 * B * T * over_layers(arch, weights) + mla_expansion_flops(arch, mla)
     logits = 2 * B * (1 if last_logits_only else T) * D * V
     return linear + attention_flops(arch, causal, mla) + logits

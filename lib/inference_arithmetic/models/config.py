@@ -28,6 +28,7 @@ import numpy as np
 from inference_arithmetic.core.dtypes import bytes_per_number, dtype_name
 from inference_arithmetic.core.numeric import ArgumentError
 from inference_arithmetic.core.registry import Registry, lookup
+from inference_arithmetic.models.checkpoint import QUANTIZATION  # noqa: F401
 
 # The reader's tables are importable from here too (``models.config.FIELDS``), where the page's
 # own-config form and readers' notes look for them beside ``ModelConfig``.
@@ -36,7 +37,6 @@ from inference_arithmetic.models.huggingface import (  # noqa: F401
     FIELDS,
     LAYER_KINDS,
     MODEL_TYPES,
-    QUANTIZATION,
     UNMODELED,
     WRAPPERS,
     as_read,
@@ -106,6 +106,10 @@ class ModelConfig:
     # ((group, format), ...) of a quantized checkpoint (WEIGHT_GROUPS), () for one format
     weight_formats: tuple = ()
     model_type: str = ""
+    # Multi-token prediction modules the checkpoint ships beside the model (DeepSeek-V3's one,
+    # its config's num_nextn_predict_layers): what speculative="mtp" drafts with. They are not
+    # counted (the reference implementation does not build them), so no formula reads this.
+    mtp_modules: int = field(default=0, compare=False, metadata={"key": False})
     source: str = field(default="", compare=False)
     published_params: str = field(default="", compare=False)
 
@@ -123,7 +127,7 @@ class ModelConfig:
         optional += ["q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim"]
         optional += ["v_head_dim"]
         counts = ["n_experts", "n_active_experts", "n_shared_experts", "n_dense_layers"]
-        counts += ["n_window_layers", "norms_per_layer"]
+        counts += ["n_window_layers", "norms_per_layer", "mtp_modules"]
         for name in positive + optional + counts:
             value = getattr(self, name)
             if value is None and name in optional:
@@ -233,10 +237,10 @@ class ModelConfig:
         them per family); a field that would change the architecture in a way the library
         does not model raises ``ArgumentError`` (a ``ValueError``) naming it, and so does a
         constant that is not a positive number or a rotary scaling transformers cannot build
-        (``CONSTANTS``, ``ROPE_TYPES``). ``torch_dtype`` (or ``dtype``) gives the unquantized
-        weights' format (``CHECKPOINT_DTYPES``): a float32 checkpoint's are fp32
-        (``weight_formats``). A rule of the model's that the fields break is refused with the
-        config's own names and values ("num_experts_per_tok=9").
+        (``checkpoint.CONSTANTS``, ``ROPE_TYPES``). ``torch_dtype`` (or ``dtype``) gives the
+        unquantized weights' format (``checkpoint.CHECKPOINT_DTYPES``): a float32 checkpoint's
+        are fp32 (``weight_formats``). A rule of the model's that the fields break is refused
+        with the config's own names and values ("num_experts_per_tok=9").
         The reader is ``models.huggingface.read_hf_config``.
         """
         values = read_hf_config(config, name)

@@ -1,7 +1,8 @@
 """The reader of Hugging Face ``config.json`` files: the fields of a ``ModelConfig``, read typed
 from the config of each supported family (``MODEL_TYPES``), with what each family reads
-(``FIELDS``), what the library refuses (``UNMODELED``) and what it checks without reading
-(``CHECKPOINT_DTYPES``, ``ROPE_TYPES``, ``CONSTANTS``).
+(``FIELDS``) and what the library refuses (``UNMODELED``); what a config says of its
+checkpoint (the weights' formats, the constants checked without being read) is
+``models.checkpoint``'s.
 
 >>> values = read_hf_config({
 ...     "model_type": "qwen3", "vocab_size": 151936, "hidden_size": 4096,
@@ -18,15 +19,15 @@ one ``config.json`` through them field by field.
 from __future__ import annotations
 
 import json
-import math
 import os
 import re
 from pathlib import Path
 
 from inference_arithmetic.core.numeric import ArgumentError, UnknownName
+from inference_arithmetic.models.checkpoint import DTYPE_KEYS, check_constants, checkpoint_formats
 
-__all__ = ["read_hf_config", "MODEL_TYPES", "FIELDS", "WRAPPERS", "UNMODELED", "QUANTIZATION"]
-__all__ += ["CHECKPOINT_DTYPES", "ROPE_TYPES", "CONSTANTS", "Read", "as_read"]
+__all__ = ["read_hf_config", "MODEL_TYPES", "FIELDS", "WRAPPERS", "UNMODELED", "Keys", "Read"]
+__all__ += ["as_read"]
 
 
 def read_hf_config(config, name: str | None = None) -> dict:
@@ -39,7 +40,7 @@ def read_hf_config(config, name: str | None = None) -> dict:
     if wrapper in WRAPPERS and isinstance(config.get("text_config"), dict):
         text = {"model_type": WRAPPERS[wrapper], **config["text_config"]}
         # What the wrapper says of the whole checkpoint holds for its text model too.
-        for key in ("_name_or_path", *_DTYPE_KEYS, "quantization_config"):
+        for key in ("_name_or_path", *DTYPE_KEYS, "quantization_config"):
             if text.get(key) is None and config.get(key) is not None:
                 text[key] = config[key]
         config = text
@@ -51,11 +52,15 @@ def read_hf_config(config, name: str | None = None) -> dict:
     # The folder first: the _name_or_path a saved config.json holds is often the path it
     # was trained or converted at, not the model's name.
     name = name or folder or _last_part(config.get("_name_or_path")) or model_type
-    keys = _Keys(config)
+    keys = Keys(config)
     values = _READERS[model_type](keys)
     keys.refuse_unread(UNMODELED)
-    _check_constants(keys)
-    formats = _formats(keys, is_moe=bool(values.get("n_experts")))
+    check_constants(keys)
+    formats = checkpoint_formats(keys, is_moe=bool(values.get("n_experts")))
+    # A multi-token prediction module (0 or 1 get past ``refuse_unread``) adds nothing the
+    # library counts; it is kept as ``mtp_modules``, for what speculative="mtp" drafts with.
+    if config.get("num_nextn_predict_layers"):
+        values["mtp_modules"] = int(config["num_nextn_predict_layers"])
     return dict(name=name, model_type=model_type, weight_formats=formats, **values)
 
 
@@ -88,82 +93,6 @@ def as_read(message: str, values: dict) -> str:
     return f"{message}; in the config: {', '.join(named)}" if named else message
 
 
-CHECKPOINT_DTYPES = {"bfloat16": "bf16", "float16": "fp16", "float32": "fp32"}
-"""The formats a config's ``torch_dtype`` may give its checkpoint's weights (``dtype`` in
-configs written by transformers 4.56 and later), by PyTorch's name, with the library's."""
-
-_DTYPE_KEYS = ("dtype", "torch_dtype")  # the newer name first: it wins where both are set
-
-ROPE_TYPES = ("default", "linear", "dynamic", "yarn", "longrope", "llama3", "su", "mrope")
-"""The kinds of rotary scaling a ``rope_scaling`` (or transformers 5's ``rope_parameters``)
-may name by its ``rope_type`` (older configs: ``type``): transformers' ROPE_INIT_FUNCTIONS
-(src/transformers/modeling_rope_utils.py), Phi-3's older "su" for longrope, and Qwen2-VL's
-"mrope", which rotates as the default does. None changes a count; a config that names another
-is refused, as transformers cannot build it."""
-
-CONSTANTS = ("rms_norm_eps", "layer_norm_eps", "layer_norm_epsilon", "rope_theta")
-"""Fields that hold a positive number which changes values, not counts (a norm's epsilon, the
-rotary base): not read, but refused when set to anything else (a string, a bool, 0)."""
-
-
-def _check_constants(c: _Keys) -> None:
-    """Refuse a config whose constants (``CONSTANTS``) or rotary scaling (``ROPE_TYPES``) are
-    not what transformers can build, naming the field, the value and what is valid. Checked,
-    not read: none of them changes a count, so ``FIELDS`` does not list them."""
-    for key in CONSTANTS:
-        value = c.config.get(key)
-        if value is not None and not _positive(value):
-            raise c._bad(key, value, "a positive number")
-    for key in ("rope_scaling", "rope_parameters"):
-        rope = c.config.get(key)
-        if rope is None:
-            continue
-        if not isinstance(rope, dict):
-            raise c._bad(key, rope, f"an object with a rope_type ({', '.join(ROPE_TYPES)})")
-        kind = rope.get("rope_type", rope.get("type"))
-        if kind not in ROPE_TYPES:
-            raise c._bad(f"{key}.rope_type", kind, f"one of {', '.join(map(repr, ROPE_TYPES))}")
-        for number in ("factor", "rope_theta"):
-            if rope.get(number) is not None and not _positive(rope[number]):
-                raise c._bad(f"{key}.{number}", rope[number], "a positive number")
-
-
-def _positive(value) -> bool:
-    """A positive finite number, not a bool."""
-    real = isinstance(value, int | float) and not isinstance(value, bool)
-    return real and 0 < value < math.inf
-
-
-def _checkpoint_format(c: _Keys) -> str:
-    """The format of the checkpoint's unquantized weights, from ``dtype`` or ``torch_dtype``
-    (``CHECKPOINT_DTYPES``): bf16 where the config does not say."""
-    given = {key: c.config[key] for key in _DTYPE_KEYS if c.config.get(key) is not None}
-    if len(set(given.values())) > 1:
-        raise ArgumentError(
-            f"config of model_type {c.model_type!r}: dtype={given['dtype']!r} and "
-            f"torch_dtype={given['torch_dtype']!r} disagree: give one"
-        )
-    for key, value in given.items():
-        if value not in CHECKPOINT_DTYPES:
-            valid = f"one of {', '.join(map(repr, CHECKPOINT_DTYPES))} (the weights' format)"
-            raise c._bad(key, value, valid)
-        return CHECKPOINT_DTYPES[value]
-    return "bf16"
-
-
-def _formats(c: _Keys, is_moe: bool) -> tuple:
-    """The weight formats a config gives its checkpoint (``WEIGHT_GROUPS``), () for bf16
-    throughout: a quantization block's (``_quantized``), else fp32 for a float32 checkpoint.
-    A 16-bit checkpoint, fp16 or bf16, counts as bf16 (two bytes a number either way)."""
-    unquantized = _checkpoint_format(c)
-    if c.config.get("quantization_config"):
-        return _quantized(c.config, is_moe, unquantized)
-    if unquantized == "fp32":
-        groups = ("layers", "experts", "vocabulary") if is_moe else ("layers", "vocabulary")
-        return tuple((group, "fp32") for group in groups)
-    return ()
-
-
 WRAPPERS = {"gemma3": "gemma3_text", "llama4": "llama4_text", "mistral3": "mistral"}
 """Multimodal model types whose ``text_config`` is the language model the library counts."""
 
@@ -179,48 +108,6 @@ UNMODELED = {
 a config that sets one (to other than its neutral value) is refused."""
 
 _NEUTRAL = {"num_nextn_predict_layers": (0, 1), "moe_layer_freq": (1,)}
-
-
-QUANTIZATION = {
-    "mxfp4": lambda q: "mxfp4",
-    "fp8": lambda q: {None: "fp8", (128, 128): "fp8-block"}.get(
-        tuple(q["weight_block_size"]) if q.get("weight_block_size") else None
-    ),
-    "awq": lambda q: "int4-g128" if (q.get("bits"), q.get("group_size")) == (4, 128) else None,
-    "gptq": lambda q: "int4-g128" if (q.get("bits"), q.get("group_size")) == (4, 128) else None,
-}
-"""The ``quantization_config`` methods the reader knows: each gives the format of the weights
-it converts (``FORMATS``), or None for settings the library has no format for."""
-
-# Hugging Face's quantizers convert the linear layers inside the decoder layers and keep the
-# embedding and the output head (``lm_head``) in the checkpoint's 16-bit format; a module named
-# in ``modules_to_not_convert`` stays there too.
-_NOT_CONVERTED = {"layers": "self_attn", "experts": "experts"}
-
-
-def _quantized(config: dict, is_moe: bool, unconverted: str) -> tuple:
-    """The weight formats of a config's ``quantization_config`` (``WEIGHT_GROUPS``): gpt-oss's
-    MXFP4 experts with bf16 attention, DeepSeek-V3's fp8 with 128 x 128 block scales;
-    ``unconverted``, the checkpoint's format, for the weights it leaves as they are."""
-    q = config.get("quantization_config")
-    method = q.get("quant_method") if isinstance(q, dict) else None
-    if method not in QUANTIZATION:
-        raise ArgumentError(
-            f"quantization_config: quant_method must be one of {', '.join(QUANTIZATION)}, got "
-            f"{method!r}"
-        )
-    stored = QUANTIZATION[method](q)
-    if stored is None:
-        raise ArgumentError(
-            f"quantization_config: the library has no format for {method} with "
-            f"{ {k: v for k, v in q.items() if k != 'quant_method'} }"
-        )
-    kept = " ".join(q.get("modules_to_not_convert") or ())
-    formats = {"vocabulary": unconverted}
-    for group, module in _NOT_CONVERTED.items():
-        if group != "experts" or is_moe:
-            formats[group] = unconverted if module in kept else stored
-    return tuple(formats.items())
 
 
 def _as_dict(config) -> tuple[dict, str | None]:
@@ -275,7 +162,7 @@ def _parsed(text: str, where: str) -> dict:
     return config
 
 
-class _Keys:
+class Keys:
     """A config whose fields are read typed: a missing required field, a string where a bool
     belongs or 0 where a size belongs is an error naming the field (never "use the
     default"). Each field read is remembered, for ``FIELDS``."""
@@ -294,7 +181,7 @@ class _Keys:
             return None
         return self.config[key]
 
-    def _bad(self, key, value, what):
+    def bad(self, key, value, what):
         return ArgumentError(
             f"config of model_type {self.model_type!r}: {key} must be {what}, got {value!r}"
         )
@@ -314,7 +201,7 @@ class _Keys:
                 return 64
             return int(default) if isinstance(default, Read) else default  # not key's
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise self._bad(key, value, "a positive whole number")
+            raise self.bad(key, value, "a positive whole number")
         return Read(value, key)
 
     def count(self, key, default=0):
@@ -323,7 +210,7 @@ class _Keys:
         if value is None:
             return default
         if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-            raise self._bad(key, value, "a whole number, 0 or more")
+            raise self.bad(key, value, "a whole number, 0 or more")
         return Read(value, key)
 
     def flag(self, key, default=False):
@@ -332,7 +219,7 @@ class _Keys:
         if value is None:
             return default
         if not isinstance(value, bool):
-            raise self._bad(key, value, "true or false")
+            raise self.bad(key, value, "true or false")
         return value
 
     def names(self, key):
@@ -341,7 +228,7 @@ class _Keys:
         if value is not None and (
             not isinstance(value, list) or not all(isinstance(v, str) for v in value)
         ):
-            raise self._bad(key, value, "a list of strings")
+            raise self.bad(key, value, "a list of strings")
         return value
 
     def numbers(self, key):
@@ -350,7 +237,7 @@ class _Keys:
         if not isinstance(value, list) or any(
             isinstance(v, bool) or not isinstance(v, int) for v in value
         ):
-            raise self._bad(key, value, "a list of layer indices")
+            raise self.bad(key, value, "a list of layer indices")
         return value
 
     def refuse_unread(self, unmodeled):
@@ -363,7 +250,7 @@ class _Keys:
                 )
 
 
-def _llama_like(c: _Keys, tied_default=False, qkv_bias=None) -> dict:
+def _llama_like(c: Keys, tied_default=False, qkv_bias=None) -> dict:
     heads = c.size("num_attention_heads")
     bias = c.flag("attention_bias")
     return dict(
@@ -418,7 +305,7 @@ A chunked layer's cache keeps the last chunk of tokens, as a sliding window of t
 length does; the library counts both as windowed layers."""
 
 
-def _windows(c: _Keys, layers: int, pattern=None) -> dict:
+def _windows(c: Keys, layers: int, pattern=None) -> dict:
     """Windowed layers, from ``layer_types`` (any model that lists them), else from
     ``pattern(layers)``: which layers a family's rule windows, as a list of kinds."""
     kinds = c.names("layer_types")
@@ -453,7 +340,7 @@ def _every(layers: int, kind: str, global_every: int | None = None) -> list[str]
     return ["full_attention" if i in full else kind for i in range(layers)]
 
 
-def _window_on_every_layer(c: _Keys, values: dict) -> dict:
+def _window_on_every_layer(c: Keys, values: dict) -> dict:
     """``values`` with a window on every layer where the config sets ``sliding_window``
     (Mistral, Phi-3, StarCoder 2), none where it does not; as ``layer_types`` lists them where
     it does."""
@@ -461,7 +348,7 @@ def _window_on_every_layer(c: _Keys, values: dict) -> dict:
     return {**values, **_windows(c, values["n_layers"], pattern)}
 
 
-def _global_every(c: _Keys, values: dict, every: int) -> dict:
+def _global_every(c: Keys, values: dict, every: int) -> dict:
     """``values`` with windows as ``layer_types`` lists them, else on every layer but every
     ``sliding_window_pattern``-th (``every`` where the config does not say), which attends
     globally (Gemma 3, Cohere 2)."""
@@ -478,11 +365,11 @@ def _classic(bias: bool) -> dict:
     return dict(ffn="classic", norm="layer", qkv_bias=bias, out_bias=bias, ffn_bias=bias)
 
 
-def _mistral(c: _Keys) -> dict:
+def _mistral(c: Keys) -> dict:
     return _window_on_every_layer(c, _llama_like(c))
 
 
-def _experts(c: _Keys, values: dict, experts="num_local_experts", width="intermediate_size"):
+def _experts(c: Keys, values: dict, experts="num_local_experts", width="intermediate_size"):
     values.update(
         n_experts=c.size(experts),
         n_active_experts=c.size("num_experts_per_tok"),
@@ -491,17 +378,17 @@ def _experts(c: _Keys, values: dict, experts="num_local_experts", width="interme
     return values
 
 
-def _mixtral(c: _Keys) -> dict:
+def _mixtral(c: Keys) -> dict:
     return _experts(c, _mistral(c))
 
 
-def _qwen2(c: _Keys) -> dict:
+def _qwen2(c: Keys) -> dict:
     values = _llama_like(c, qkv_bias=True)  # Qwen2 biases q, k and v, not the output
     values["out_bias"] = False
     return {**values, **_qwen_windows(c, values["n_layers"])}
 
 
-def _qwen_windows(c: _Keys, layers: int) -> dict:
+def _qwen_windows(c: Keys, layers: int) -> dict:
     """Qwen's windows: as layer_types lists them, else with use_sliding_window on the layers
     from max_window_layers on."""
     if not c.flag("use_sliding_window") and not c.has("layer_types"):
@@ -511,12 +398,12 @@ def _qwen_windows(c: _Keys, layers: int) -> dict:
     return _windows(c, layers, rule)
 
 
-def _qwen3(c: _Keys) -> dict:
+def _qwen3(c: Keys) -> dict:
     values = _llama_like(c)  # Qwen 3: no q, k, v bias; a norm on each head's queries and keys
     return {**values, "qk_norm": "head", **_qwen_windows(c, values["n_layers"])}
 
 
-def _qwen3_moe(c: _Keys) -> dict:
+def _qwen3_moe(c: Keys) -> dict:
     values = _qwen3(c)
     layers, step = values["n_layers"], c.size("decoder_sparse_step", 1)
     dense = set(c.numbers("mlp_only_layers"))
@@ -525,7 +412,7 @@ def _qwen3_moe(c: _Keys) -> dict:
     return _experts(c, values, experts="num_experts", width="moe_intermediate_size")
 
 
-def _gemma2(c: _Keys) -> dict:
+def _gemma2(c: Keys) -> dict:
     values = _llama_like(c, tied_default=True)
     values.update(norms_per_layer=4)  # before and after both attention and the FFN
     # Gemma 2 alternates: even layers use the window, odd layers attend globally.
@@ -535,7 +422,7 @@ def _gemma2(c: _Keys) -> dict:
     }
 
 
-def _gemma3(c: _Keys) -> dict:
+def _gemma3(c: Keys) -> dict:
     # Gemma 3's published configs leave out what Gemma3TextConfig defaults: a vocabulary of
     # 262,208, a context of 131,072 tokens and a global layer every 6.
     c.config = {"vocab_size": 262_208, "max_position_embeddings": 131_072, **c.config}
@@ -544,28 +431,28 @@ def _gemma3(c: _Keys) -> dict:
     return _global_every(c, values, 6)
 
 
-def _olmo2(c: _Keys) -> dict:
+def _olmo2(c: Keys) -> dict:
     values = _llama_like(c)  # norms after attention and the FFN, and over all queries and keys
     return {**values, "qk_norm": "full"}
 
 
-def _phi3(c: _Keys) -> dict:
+def _phi3(c: Keys) -> dict:
     return _mistral(c)  # Phi-3 windows every layer, like Mistral (2047 tokens for mini-4k)
 
 
-def _phimoe(c: _Keys) -> dict:
+def _phimoe(c: Keys) -> dict:
     values = _experts(c, _mistral(c))
     values.update(norm="layer", lm_head_bias=c.flag("lm_head_bias"))
     return values
 
 
-def _gpt_oss(c: _Keys) -> dict:
+def _gpt_oss(c: Keys) -> dict:
     values = _experts(c, _llama_like(c))
     values.update(attention_sinks=True, router_bias=True, ffn_bias=True)  # experts' biases too
     return {**values, **_windows(c, values["n_layers"])}
 
 
-def _llama4_text(c: _Keys) -> dict:
+def _llama4_text(c: Keys) -> dict:
     values = _llama_like(c)
     layers, step = values["n_layers"], c.size("interleave_moe_layer_step", 1)
     values.update(d_ff=c.size("intermediate_size_mlp"), n_shared_experts=1)
@@ -580,24 +467,24 @@ def _llama4_text(c: _Keys) -> dict:
     return {**_experts(c, values), **_windows(c, layers, lambda n: kinds)}
 
 
-def _granite(c: _Keys) -> dict:
+def _granite(c: Keys) -> dict:
     return _llama_like(c)  # Llama's blocks; its multipliers scale activations, not weights
 
 
-def _starcoder2(c: _Keys) -> dict:
+def _starcoder2(c: Keys) -> dict:
     values = _llama_like(c, tied_default=True)
     values.update(_classic(c.flag("use_bias", True)))
     return _window_on_every_layer(c, values)
 
 
-def _cohere2(c: _Keys) -> dict:
+def _cohere2(c: Keys) -> dict:
     values = _llama_like(c, tied_default=True)
     # Attention and the FFN run in parallel after one norm (a LayerNorm without bias).
     values.update(norms_per_layer=1)
     return _global_every(c, values, 4)
 
 
-def _gpt2(c: _Keys) -> dict:
+def _gpt2(c: Keys) -> dict:
     width = c.size("n_embd")
     return dict(
         vocab_size=c.size("vocab_size"),
@@ -612,14 +499,14 @@ def _gpt2(c: _Keys) -> dict:
     )
 
 
-def _named(c: _Keys, key: str, alias: str) -> str:
+def _named(c: Keys, key: str, alias: str) -> str:
     """The name to read a field by: ``alias`` where the config sets it (transformers takes it
     for ``key``, and it wins over ``key``), else the family's own ``key``."""
     c.has(key)  # FIELDS lists the family's own name first
     return alias if c.has(alias) else key
 
 
-def _gptj(c: _Keys) -> dict:
+def _gptj(c: Keys) -> dict:
     # GPTJConfig also takes Llama's names for its sizes (its attribute_map).
     width = c.size(_named(c, "n_embd", "hidden_size"))
     return dict(
@@ -638,7 +525,7 @@ def _gptj(c: _Keys) -> dict:
     )
 
 
-def _falcon(c: _Keys) -> dict:
+def _falcon(c: Keys) -> dict:
     """Falcon: 7B's multi-query attention, or 40B's and 180B's "new decoder architecture"
     with grouped keys and values; one fused query/key/value projection either way (its
     weights are those of separate ones). ALiBi's biases are computed from the positions, not
@@ -686,7 +573,7 @@ def _falcon(c: _Keys) -> dict:
     return values | dict(n_kv_heads=1 if multi_query else heads, norms_per_layer=1 + (not parallel))
 
 
-def _deepseek(c: _Keys) -> dict:
+def _deepseek(c: Keys) -> dict:
     values = _llama_like(c)
     rank = c.size("q_lora_rank", required=False)
     if rank is None and "q_lora_rank" not in c.config and not c.probe:
@@ -748,13 +635,14 @@ def _fields() -> dict[str, tuple[str, ...]]:
     for model_type, reader in _READERS.items():
         read = []
         for present in (True, False):  # each optional field set, then each left out
-            keys = _Keys({"model_type": model_type}, probe=True, present=present)
+            keys = Keys({"model_type": model_type}, probe=True, present=present)
             try:
                 reader(keys)
             except (KeyError, ValueError):
                 pass  # a reader that refuses the probe's answers still read what came before
             read += keys.read
-        # Every family reads a quantization block where a config has one (``_quantized``).
+        # Every family reads a quantization block where a config has one
+        # (``checkpoint.checkpoint_formats``).
         fields_of[model_type] = tuple(dict.fromkeys([*read, "quantization_config"]))
     return fields_of
 

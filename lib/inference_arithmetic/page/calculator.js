@@ -46,6 +46,9 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     var name = state.speculative, options = [], values = {};
     var method = name === spec.no_speculation ? null : spec.speculative[name];
     if (method && method.error) return {error: method.error};
+    if (method && method.models && method.models.indexOf(state.model) < 0) {
+      return {error: fill(method.refusal, {model: state.model})};  // no MTP module to draft
+    }
     if (state.prefix_hit_rate > 0) options.push("prefix");
     if (method) {
       options.push("speculative");
@@ -71,6 +74,13 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     names.compute_dtype = compute; names.cache_dtype = cache; names.n_gpus = n_gpus;
     names.rates = Object.keys(g.flop_rate).join(", "); names.degrees = m.degrees;
     names.expert_degrees = m.expert_degrees;
+    var fastest = null;  // dtypes.fastest_wide: the fastest of 16 bits or more, narrowest
+    for (var d in g.flop_rate) {
+      if (!(spec.dtypes[d] >= 2)) continue;
+      var r = g.flop_rate[d], best = fastest === null ? -1 : g.flop_rate[fastest];
+      if (r > best || (r === best && spec.dtypes[d] < spec.dtypes[fastest])) fastest = d;
+    }
+    names.fastest = fastest;
     if (!(compute in g.flop_rate)) return {error: spec.no_rate, names: names, fatal: true};
     if (n_gpus > 1 && g.figures.interconnect_bandwidth === null) {
       return {error: spec.no_link, names: names};

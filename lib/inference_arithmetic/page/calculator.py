@@ -20,6 +20,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import json
+import warnings
 
 from inference_arithmetic import serving
 from inference_arithmetic.core import checks
@@ -83,6 +84,15 @@ __all__ += ["used", "amount_message", "amount_range", "rate_message", "not_strea
 __all__ += ["STREAM", "step_key", "JUDGED", "PERCENTILE_KEY", "PERCENTILE_NAMES"]
 
 
+class RefusedWarning(UserWarning):
+    """A ``Calculator`` made with settings the library refuses: its ``result`` is None, and
+    this says why (``message``) to a reader who made it in code, not on the page."""
+
+
+REFUSED = "the calculator's result is None: {message} (its message; update() to change it)"
+"""The warning of a ``Calculator`` made with refused settings (``RefusedWarning``)."""
+
+
 class Calculator:
     """The calculator's controls and readout: ipywidgets in Jupyter, a live page in the book.
 
@@ -131,6 +141,12 @@ class Calculator:
         self.update(**state)
         if "requests_per_s" not in state:
             self.update(requests_per_s=self.default_rate())
+        if self.message is not None:  # made in code, not on the page: say why, where it is read
+            warnings.warn(REFUSED.format(message=self.message), RefusedWarning, stacklevel=2)
+
+    def __repr__(self):
+        shown = f"message={self.message!r}" if self.result is None else f"result={self.result!r}"
+        return f"Calculator(mode={self.state['mode']!r}, {shown:.300})"
 
     def default_rate(self) -> float:
         """Half the saturation rate of the steady state of the current controls, to two

@@ -349,12 +349,20 @@ def _max_and_min_once():
 
 def method(name: str) -> dict:
     """A speculation method as the page takes it: its draft (``step_key``) and its defaults'
-    values, or the library's refusal of a method that has none (a draft model's)."""
+    values, or the library's refusal of a method that has none (a draft model's); for
+    ``"mtp"``, the models that ship its module (``models``) and the refusal of any other
+    (``refusal``, a template of the model's name: ``speculative.check_target``)."""
     try:
         speculation = speculative.Speculative(name)
     except ValueError as error:
         return {"error": str(error)}
-    return {"draft": str(speculation.draft), **speculation.values()}
+    data = {"draft": str(speculation.draft), **speculation.values()}
+    if name == "mtp":
+        others = ", ".join(m for m in speculative.METHODS if m != "mtp")
+        models = ", ".join(speculative.mtp_models()) or "none"
+        refusal = speculative.NO_MTP.format(model="{model}", models=models, methods=others)
+        data |= {"models": list(speculative.mtp_models()), "refusal": refusal}
+    return data
 
 
 _FORM_VALUES = ("bytes_per_number", "expert_bytes_per_number", "vocab_bytes_per_number")

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from inference_arithmetic.core import checks
 from inference_arithmetic.core import format as fmt
 from inference_arithmetic.core.numeric import ArgumentError
 
@@ -157,6 +158,10 @@ class Range:
     only: tuple[float, ...] = ()
 
     def __post_init__(self):
+        for name in ("min", "max", "value", "step"):  # "a" < "z" would pass what follows
+            number = getattr(self, name)
+            if not checks.is_real(number) or not math.isfinite(number):
+                raise ArgumentError(f"a Range's {name} must be a finite number, got {number!r}")
         if not self.min < self.max:
             raise ArgumentError(f"Range needs min < max, got {self.min} and {self.max}")
         if self.step <= 0:

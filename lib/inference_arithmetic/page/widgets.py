@@ -265,7 +265,12 @@ class FormulaWidget:
         elif isinstance(spec, Choice):
             self.labels[name] = spec.label_for(value, self.labels[name])
             self.values[name] = spec.labels[self.labels[name]]
-        else:
+        else:  # a slider takes any finite number (clamped), not text or NaN
+            if not checks.is_real(value) or not math.isfinite(value):
+                raise ArgumentError(
+                    f"{name} must be a number (its slider goes from {spec.min:g} to "
+                    f"{spec.max:g}), got {value!r}"
+                )
             self.values[name] = spec.clamp(value)
 
     def redraw(self) -> dict[str, float]:

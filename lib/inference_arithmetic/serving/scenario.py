@@ -33,6 +33,7 @@ from inference_arithmetic.core.dtypes import (
     cache_format,
     compute_format,
     dtype_name,
+    fastest_wide,
 )
 from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas, UnknownName, numeric
 from inference_arithmetic.core.symbols import B, E, H, H_kv, L, M, O, S, S_max, T, n_gpus
@@ -55,7 +56,7 @@ from inference_arithmetic.serving.efficiencies import (
     OVERHEADS,
     found_figures,
 )
-from inference_arithmetic.serving.speculative import Speculative, speculation
+from inference_arithmetic.serving.speculative import Speculative, check_target, speculation
 
 __all__ = [
     "STEPS",
@@ -123,8 +124,8 @@ step-by-step timing evaluates every step, so the library needs some bound."""
 
 NO_RATE = (
     "{gpu} has no peak FLOP rate for {compute_dtype}, the format the weights would be "
-    "multiplied in; it has: {rates}. Give compute_dtype, one of those (weights stored in one "
-    "format may be multiplied in another: weight-only quantization)"
+    "multiplied in; it has: {rates}. Give compute_dtype, one of those: {fastest} is its fastest "
+    "of 16 bits or more, what weight-only quantization multiplies in"
 )
 """The message for a compute format the GPU has no FLOP rate for (a ``KeyError``)."""
 NO_LINK = (
@@ -429,6 +430,7 @@ class Scenario:
             error = ArgumentError(latency.NO_EXPERTS.format(model=arch.name))
             error.check = "experts"
             raise error
+        check_target(self.speculative, arch)
         tokens = self.prompt_len + self.output_len
         if arch.context_window is None and tokens > MAX_TOKENS and "window" not in self._unchecked:
             raise ArgumentError(NO_WINDOW.format(model=arch.name, tokens=tokens))
@@ -492,6 +494,7 @@ class Scenario:
             "model": self.model.name,
             "gpu": self.gpu.name,
             "rates": ", ".join(self.gpu.peak_flop_rate),
+            "fastest": fastest_wide(self.gpu.peak_flop_rate),
             "degrees": ", ".join(map(str, tensor_parallel_degrees(self.model))),
             "expert_degrees": ", ".join(map(str, expert_parallel_degrees(self.model))),
             **{

@@ -13,6 +13,11 @@ tokens of each decoding request in every step, gamma + 1 rows where plain decodi
 (``techniques.expected_tokens``). Each method's acceptance rate is what its source
 published, never fitted to the book's measurements (``METHODS``). Chapter 15 derives it.
 
+Only a model that ships an MTP module (``ModelConfig.mtp_modules``, as DeepSeek-V3 does) drafts
+with ``"mtp"`` (``check_target``). To ask what such a module would buy a model without one,
+say so: ``Speculative("mtp", hypothetical=True)`` times a head of the module's shape on any
+model (chapter 15's comparison on Llama 3.1 70B does).
+
 A separate draft model (``method="draft"``) also takes memory: its weights, of the size its
 registry config.json gives (each config names its source), and its own KV cache, both split
 over the target's GPUs (``latency.draft_bytes_per_gpu``). They count wherever a scenario's
@@ -23,15 +28,16 @@ continuous engine's capacity. A head (EAGLE-3, MTP) is one layer; its memory is 
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from inference_arithmetic.core import checks
 from inference_arithmetic.core.numeric import ArgumentError, numeric
 from inference_arithmetic.formulas import techniques
-from inference_arithmetic.models.config import ModelConfig
+from inference_arithmetic.models.config import ModelConfig, model_names
 from inference_arithmetic.models.config import model as registry_model
 
 __all__ = ["Method", "METHODS", "Speculative", "speculation", "acceptance_from_length"]
+__all__ += ["check_target", "NO_MTP", "mtp_models", "OTHER_TOKENIZER", "PADDING"]
 
 
 @dataclass(frozen=True)
@@ -136,12 +142,16 @@ class Speculative:
     """Speculative decoding: ``method`` (``METHODS``), ``draft_len`` tokens drafted a step
     (gamma, from 1), ``acceptance_rate`` per drafted token (a, from 0 up to, not including,
     1), each by default the method's; ``draft_model`` (a registry name or ``ModelConfig``)
-    for ``method="draft"``. Checked when made; errors name the argument and its range."""
+    for ``method="draft"``; ``hypothetical=True`` (``method="mtp"`` only) times an MTP module
+    on a target that ships none (``check_target``). Checked when made; errors name the argument
+    and its range."""
 
     method: str
     draft_len: int | None = None
     acceptance_rate: float | None = None
     draft_model: ModelConfig | str | None = None
+    # What a scenario accepts, not what it computes: no formula, so no cache key, reads it.
+    hypothetical: bool = field(default=False, metadata={"key": False})
 
     def __post_init__(self):
         method = METHODS[checks.choice("method", self.method, tuple(METHODS))]
@@ -158,6 +168,13 @@ class Speculative:
             raise ArgumentError(
                 "draft_model names the model that drafts, for method='draft' only; got "
                 f"method={self.method!r}, draft_model={model!r}"
+            )
+        if not isinstance(self.hypothetical, bool):
+            raise ArgumentError(f"hypothetical must be True or False, got {self.hypothetical!r}")
+        if self.hypothetical and self.method != "mtp":
+            raise ArgumentError(
+                "hypothetical=True times an MTP module on a model that ships none, for "
+                f"method='mtp' only; got method={self.method!r}"
             )
         object.__setattr__(self, "draft_len", checks.count("draft_len", draft_len, high=64))
         object.__setattr__(self, "acceptance_rate", checks.share("acceptance_rate", rate, True))
@@ -190,6 +207,61 @@ class Speculative:
     def tokens_per_step(self) -> float:
         """Tokens a verification step yields on average (``techniques.expected_tokens``)."""
         return _expected().from_values(self.values())
+
+
+NO_MTP = (
+    "{model} ships no multi-token prediction module for speculative='mtp' to draft with (its "
+    "config's num_nextn_predict_layers; registry models with one: {models}). Draft another "
+    "way ({methods}), or time a module of MTP's shape it does not have: "
+    "Speculative('mtp', hypothetical=True)"
+)
+"""The refusal of ``"mtp"`` on a model without the module (``check_target``)."""
+
+
+@functools.cache
+def mtp_models() -> tuple[str, ...]:
+    """The registry's models that ship an MTP module (``ModelConfig.mtp_modules``)."""
+    return tuple(name for name in model_names() if registry_model(name).mtp_modules)
+
+
+PADDING = 256
+"""How far apart two vocabulary sizes of one tokenizer may lie (``OTHER_TOKENIZER``)."""
+OTHER_TOKENIZER = (
+    "draft_model {draft} has a vocabulary of {draft_vocab:,} tokens and {model} one of "
+    "{vocab:,}: a draft proposes tokens of its target's tokenizer, so their vocabularies "
+    "differ by padding only (fewer than {padding} rows). Draft with a model of {model}'s "
+    "family"
+)
+"""The refusal of a draft model of another tokenizer (``check_target``)."""
+
+
+def check_target(speculative: Speculative | None, target: ModelConfig) -> None:
+    """Refuse ``"mtp"`` drafting for a ``target`` that ships no MTP module, unless the
+    speculation says it is ``hypothetical`` (``NO_MTP``), and a draft model whose vocabulary
+    is not its target's (``OTHER_TOKENIZER``)."""
+    if speculative is None:
+        return
+    draft = speculative.draft_model
+    # One tokenizer's checkpoints pad their embedding to a multiple of 64 to 256 rows (Qwen2.5's
+    # 0.5B has 151,936, its 7B 152,064; GPT-J pads GPT-2's 50,257 to 50,400), so vocabularies
+    # within PADDING rows are taken as one. A size cannot tell two tokenizers of the same size
+    # apart (Llama 2's and Mistral's 32,000): the rule refuses only what cannot be shared.
+    if draft is not None and abs(draft.vocab_size - target.vocab_size) >= PADDING:
+        raise ArgumentError(
+            OTHER_TOKENIZER.format(
+                draft=draft.name,
+                draft_vocab=draft.vocab_size,
+                model=target.name,
+                vocab=target.vocab_size,
+                padding=PADDING,
+            )
+        )
+    if speculative.method != "mtp" or speculative.hypothetical:
+        return
+    if not target.mtp_modules:
+        others = ", ".join(m for m in METHODS if m != "mtp")
+        models = ", ".join(mtp_models()) or "none"
+        raise ArgumentError(NO_MTP.format(model=target.name, models=models, methods=others))
 
 
 def speculation(value) -> Speculative | None:
