@@ -153,7 +153,7 @@ def _deployment(args) -> dict:
     """The deployment options given (the library's defaults stand for the rest)."""
     names = ("n_gpus", "parallel", "dtype", "cache_dtype", "compute_dtype", "engine", "step")
     names += ("replicas", "expert_imbalance")
-    names += ("memory_utilization", "price_per_hour", "prefix_hit_rate")
+    names += ("memory_utilization", "price_per_hour", "prefix_hit_rate", "token_budget")
     options = {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
     drafting = {n: getattr(args, n, None) for n in ("draft_len", "acceptance_rate", "draft_model")}
     drafting = {n: v for n, v in drafting.items() if v is not None}
@@ -281,9 +281,13 @@ GPUS = (
 AUTO_HELP = f"weights' format: bf16, fp8, nvfp4, q4_k_m, ... ({ia.AUTO}: as the checkpoint ships)"
 
 
-def _percentile(p, default: str) -> None:
-    """The percentile a command's targets are on."""
+def _percentile(p) -> None:
+    """The percentile a command's targets are on: the library's default (the mean) unless
+    given, the same for every command."""
     choices = [*map(str, ia.queueing.PERCENTILES), "mean"]
+    default = (
+        "mean" if ia.targets.DEFAULT_PERCENTILE is None else str(ia.targets.DEFAULT_PERCENTILE)
+    )
     text = f"targets on this percentile of each request's times ({default})"
     p.add_argument("--percentile", choices=choices, default=default, help=text)
 
@@ -297,6 +301,7 @@ def _add_deployment(p, n_gpus=True):
     p.add_argument("--cache-dtype", help="KV cache's format (the compute format)")
     p.add_argument("--compute-dtype", help="the products' format (the weights')")
     p.add_argument("--engine", help="serving engine: " + ", ".join(ia.engine_names()))
+    p.add_argument("--token-budget", type=int, help="tokens a step computes at most (the engine's)")
     p.add_argument("--step", choices=("kernels", "roofline"), help="step model (kernels)")
     p.add_argument("--memory-utilization", type=float, help="share of memory used (0.9)")
     p.add_argument("--prefix-hit-rate", type=float, help="share of each prompt cached (0)")
@@ -399,7 +404,7 @@ def parser():
     p.add_argument("--ttft", type=float, required=True, help="time-to-first-token target, s")
     p.add_argument("--tpot", type=float, required=True, help="time-per-output-token target, s")
     _add_workload(p)
-    _percentile(p, "mean")
+    _percentile(p)
     text = "one engine, pools of prefill and decode, or the cheaper (colocated)"
     p.add_argument("--layout", choices=ia.planning.LAYOUTS, default="colocated", help=text)
     p.add_argument("--most-gpus", type=int, default=64, help="GPUs at most, in all (64)")
@@ -411,7 +416,7 @@ def parser():
     p.add_argument("--tpot", type=float, required=True, help="time-per-output-token target, s")
     _add_workload(p)
     p.add_argument("--replicas", type=int, help="copies sharing the requests (1)")
-    _percentile(p, "90")
+    _percentile(p)
 
     p = command("kernels", _kernels, KERNELS, "one step, kernel by kernel")
     _add_deployment(p)

@@ -211,6 +211,23 @@ def test_prefix_cache_and_speculation_are_options(capsys):
     assert got["speculative"]["draft_len"] == 3
 
 
+def test_the_engine_and_its_token_budget_are_options(capsys):
+    # A p99 plan at an engine's newer budget (issue 35): the library's answer, and cheaper.
+    argv = ("plan", "llama-3.1-70b", "h100-sxm", "--rate", "10", "--ttft", "0.5", "--tpot", "0.05")
+    asked = dict(requests_per_s=10, prompt_len=2048, output_len=256, ttft_target=0.5,
+                 tpot_target=0.05, percentile=99)  # fmt: skip
+    argv += ("--percentile", "99", "--engine", "vllm", "--token-budget", "8192")
+    budget = as_json(capsys, *argv)
+    assert budget.pop("inputs")["token_budget"] == 8192
+    want = ia.plan("llama-3.1-70b", "h100-sxm", **asked, engine="vllm", token_budget=8192)
+    assert budget == json.loads(json.dumps(want))
+    assert budget["gpus"] < ia.plan("llama-3.1-70b", "h100-sxm", **asked)["gpus"]
+    got = as_json(capsys, "calculate", "llama-3.1-8b", "h100-sxm", "--token-budget", "4096")
+    assert got["memory"] == ia.calculate("llama-3.1-8b", "h100-sxm", token_budget=4096)["memory"]
+    assert "--token-budget" in refused(capsys, "calculate", "llama-3.1-8b", "h100-sxm",
+                                       "--token-budget", "0")  # fmt: skip
+
+
 def test_drafting_options_without_speculation_are_refused(capsys):
     err = refused(capsys, "steady-state", "llama-3.1-8b", "h100-sxm", "--rate", "1",
                   "--draft-len", "3")  # fmt: skip
@@ -322,3 +339,11 @@ def test_a_name_in_prose_keeps_its_word():
     assert flagged("requests_per_s must be positive", ["--rate", "0"]) == "--rate must be positive"
     assert flagged("n_gpus must divide 32", [], {"n_gpus"}) == "--n-gpus must divide 32"
     assert flagged("n_gpus must divide 32", [], ()) == "n_gpus must divide 32"  # not its flag
+
+
+def test_every_command_judges_targets_on_the_librarys_default_percentile(capsys):
+    got = as_json(capsys, "goodput", "llama-3.1-8b", "h100-sxm", "--ttft", "1", "--tpot", "0.05")
+    assert got.pop("inputs")["percentile"] == "mean" and ia.targets.DEFAULT_PERCENTILE is None
+    want = ia.goodput("llama-3.1-8b", "h100-sxm", prompt_len=2048, output_len=256,
+                      ttft_target=1, tpot_target=0.05)  # fmt: skip
+    assert got["requests_per_s"] == want["requests_per_s"]
