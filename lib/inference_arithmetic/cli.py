@@ -77,8 +77,9 @@ CALCULATE = (
     ("tokens_per_s_per_user", "tokens/s per user", "number"),
     ("request_time", "request time", "seconds"),
     ("throughput", "throughput, output tokens/s", "number"),
-    ("cost.input", "$ per million input tokens", "usd"),
-    ("cost.output", "$ per million output tokens", "usd"),
+    ("cost.input", "$ per million input tokens (prefill)", "usd"),
+    ("cost.output", "$ per million output tokens (decode)", "usd"),
+    ("cost.blended", "$ per million output tokens, blended", "usd"),
     ("cost.request", "$ per request", "usd"),
     ("cost.price_per_hour", "$ per GPU-hour", "usd"),
     ("bound.prefill", "prefill bound by", "text"),
@@ -109,7 +110,7 @@ PLAN = (
     ("ttft", "time to first token (as judged)", "seconds"),
     ("tpot", "time per output token (as judged)", "seconds"),
     ("binds", "one replica fewer misses", "text"),
-    ("cost.output", "$ per million output tokens", "usd"),
+    ("cost.blended", "$ per million output tokens, blended", "usd"),
     ("cost.price_per_hour", "$ per GPU-hour", "usd"),
 )
 GOODPUT = (

@@ -657,7 +657,7 @@ def _check_new_controls(page, root):
     steady = choose("mode", "continuous serving")
     assert 0.4 < steady["utilization"] < 0.6  # the default rate: half the saturation rate
     keys = root.evaluate("r => [...r.querySelectorAll('.ia-calc-value')].map(c => c.dataset.key)")
-    assert {"weights", "kv_cache", "memory", "budget", "cost_output", "cost_request"} <= set(keys)
+    assert {"weights", "kv_cache", "memory", "budget", "cost_blended", "cost_request"} <= set(keys)
     # Each assumption: a value in range changes the readout; one out of range names its range.
     controls = [
         ("memory_utilization", 0.85, 1.5, "memory_utilization must be a number from 0.001 to 1"),

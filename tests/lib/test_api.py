@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 
 import inference_arithmetic as ia
+from inference_arithmetic.formulas.economics import COST_KEYS, COSTS
+from inference_arithmetic.serving.planning import PLAN_COSTS
 
 M, G = "llama-3.1-8b", "h100-sxm"
 # Each function that answers with a dict, called once: its keys must be in its docstring.
@@ -94,19 +96,47 @@ def test_n_gpus_counts_one_replica_everywhere():
 
 
 def test_the_same_cost_keys():
-    costs = ia.token_costs(M, G)
-    assert {"input", "output", "request"} <= set(ia.calculate(M, G)["cost"]) & set(costs)
-    assert set(
-        ia.plan(
-            M,
-            G,
-            requests_per_s=2.0,
-            prompt_len=2048,
-            output_len=256,
-            ttft_target=1.0,
-            tpot_target=0.05,
-        )["cost"]
-    ) == {"output", "price_per_hour", "price_date"}
+    """One meaning per cost key (``formulas.economics.COST_KEYS``): a static batch's
+    ``input``, ``output`` and ``blended`` alike in ``calculate``, ``token_costs`` and ``sweep``,
+    ``blended`` its request's cost over its output tokens; a plan's ``blended`` its GPUs' rent
+    over its rate's output tokens, and the plan no ``input`` or ``output`` split."""
+    keys = {"input", "output", "blended", "request", "price_per_hour", "price_date"}
+    report, costs = ia.calculate(M, G)["cost"], ia.token_costs(M, G)
+    assert keys == set(report) and keys <= set(costs) and set(COST_KEYS) <= keys
+    table = ia.sweep(M, G)
+    for key in ("input", "output", "blended", "request"):
+        assert costs[key] == pytest.approx(report[key], rel=1e-12)
+        assert table[f"cost.{key}"][0] == pytest.approx(report[key], rel=1e-12)
+    for cost in (report, costs):
+        assert cost["blended"] == pytest.approx(cost["request"] / 256 * 1e6, rel=1e-12)
+        assert cost["input"] * 2048 / 256 + cost["output"] == pytest.approx(cost["blended"])
+    rate = 2.0
+    p = ia.plan(
+        M,
+        G,
+        requests_per_s=rate,
+        prompt_len=2048,
+        output_len=256,
+        ttft_target=1.0,
+        tpot_target=0.05,
+    )
+    assert set(p["cost"]) == {"blended", "price_per_hour", "price_date"}
+    rent = p["gpus"] * p["cost"]["price_per_hour"] / 3600  # dollars a second, busy or idle
+    assert p["cost"]["blended"] == pytest.approx(rent / (rate * 256) * 1e6, rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    "function", [ia.calculate, ia.token_costs, ia.sweep, ia.plan, ia.planning.plan_colocated]
+)
+def test_every_docstring_names_the_costs_in_the_same_words(function):
+    """Each entry point that prices tokens points to ``COST_KEYS`` in ``COSTS``'s words; a
+    plan, which has only the blended cost, to ``PLAN_COSTS``, which says why."""
+    words = " ".join(function.__doc__.split())
+    if function in (ia.plan, ia.planning.plan_colocated):
+        assert "``PLAN_COSTS``" in words and "``blended``" in words
+        assert "``blended`` as ``formulas.economics.COST_KEYS`` says" in PLAN_COSTS
+    else:
+        assert COSTS in words
 
 
 @pytest.mark.parametrize(

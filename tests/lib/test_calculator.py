@@ -264,20 +264,20 @@ def test_the_continuous_mode_shows_memory_and_cost_at_the_rate():
         static["weights"], static["kv_cache"], static["budget"]
     )  # fmt: skip
     assert v["memory"] == pytest.approx(v["weights"] + v["kv_cache"] + static["activations"])
-    assert v["cost_output"] == pytest.approx(ia.planning.output_cost(s, 3.0))
+    assert v["cost_blended"] == pytest.approx(ia.planning.output_cost(s, 3.0))
     gpu_seconds = 8 / 3.0  # 8 GPUs paid for each second, which serves 3 requests
     assert v["cost_request"] == pytest.approx(
         gpu_seconds * ia.gpu("h100-sxm").price_per_hour / 3600
     )
     assert "KV cache per GPU (requests in the engine" in w.html() and "$" in w.text()
     w.update(gpu="b300")  # no example price: the costs are unavailable, the rest stands
-    assert w.values["cost_output"] is None and w.values["ttft"] > 0
+    assert w.values["cost_blended"] is None and w.values["ttft"] > 0
     w.update(price_per_hour=4.0)  # a price typed in: every cost at it
-    rent = calculator.STREAM["cost_output"]
+    rent = calculator.STREAM["cost_blended"]
     at_four = ia.numeric(rent).from_values(
         {"price_per_hour": 4.0, "n_gpus": 8, "requests_per_s": 3.0, "output_len": 256}
     )
-    assert w.values["cost_output"] == pytest.approx(at_four)
+    assert w.values["cost_blended"] == pytest.approx(at_four)
     assert f"price {ia.format.usd(4.0)} per GPU-hour, as given" in w.text()
 
 
@@ -349,7 +349,7 @@ def test_the_plan_is_a_mode_of_the_form():
         ttft_target=0.5,
         tpot_target=0.05,
     )
-    assert w.result == expected and w.values["cost_output"] == expected["cost"]["output"]
+    assert w.result == expected and w.values["cost_blended"] == expected["cost"]["blended"]
     assert "GPUs per replica (its parallelism's degree)" in w.html()
     w.update(ttft_target=0.001)  # no deployment meets it: the library's message
     assert w.result is None and w.message.startswith("no deployment of up to 64 x h100-sxm")

@@ -76,6 +76,7 @@ def test_memory_ttft_tokens_per_user_and_cost_at_a_price(capsys):
     assert got["memory"]["total"] == want["memory"]["total"]
     assert got["ttft"] == want["ttft"] and got["tokens_per_s_per_user"] == 1 / want["tpot"]
     assert got["cost"]["output"] == want["cost"]["output"] and got["cost"]["price_per_hour"] == 2.5
+    assert got["cost"]["blended"] == want["cost"]["blended"]
     assert got["band"]["ttft"] == list(want["band"]["ttft"])
     text = run(capsys, *argv, "--price-per-hour", "2.5")
     assert "memory per GPU" in text and ia.format.nbytes(want["memory"]["total"]) in text

@@ -168,7 +168,7 @@ def test_the_plan_meets_both_targets_at_the_fewest_gpus_of_its_degree():
     )
     assert p["ttft"] <= 1.0 and p["tpot"] <= 0.05 and p["gpus"] == p["replicas"] * p["n_gpus"]
     price = ia.gpu("h100-sxm").price_per_hour
-    assert p["cost"]["output"] == pytest.approx(p["gpus"] * price / 3600 / (20 * 256) * 1e6)
+    assert p["cost"]["blended"] == pytest.approx(p["gpus"] * price / 3600 / (20 * 256) * 1e6)
     assert p["cost"]["price_per_hour"] == price and p["cost"]["price_date"]
     mine = ia.plan(
         "llama-3.1-70b",
@@ -179,7 +179,7 @@ def test_the_plan_meets_both_targets_at_the_fewest_gpus_of_its_degree():
         **target,
         price_per_hour=price / 2,
     )
-    assert mine["cost"]["output"] == pytest.approx(p["cost"]["output"] / 2, rel=1e-12)
+    assert mine["cost"]["blended"] == pytest.approx(p["cost"]["blended"] / 2, rel=1e-12)
     assert mine["cost"]["price_date"] is None and mine["gpus"] == p["gpus"]
     if p["replicas"] > 1:  # one replica fewer of the same degree misses a target or saturates
         try:
@@ -253,7 +253,7 @@ def test_the_plan_chooses_colocated_or_disaggregated_by_cost():
     either = ia.plan(model, "h100-sxm", requests_per_s=rate, **long, layout="either")
     alone = ia.plan(model, "h100-sxm", requests_per_s=rate, **long)
     assert either["layout"] == "disaggregated" and alone["layout"] == "colocated"
-    assert either["gpus"] < alone["gpus"] and either["cost"]["output"] < alone["cost"]["output"]
+    assert either["gpus"] < alone["gpus"] and either["cost"]["blended"] < alone["cost"]["blended"]
     pools = {k: either[k] for k in ia.disaggregated.POOL_KEYWORDS}
     assert either["gpus"] == (pools["prefill_gpus"] * pools["prefill_replicas"]
                               + pools["decode_gpus"] * pools["decode_replicas"])  # fmt: skip

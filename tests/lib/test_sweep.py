@@ -99,8 +99,10 @@ def test_a_gpu_without_a_price_has_no_costs_unless_one_is_given():
     assert ia.gpu("rtx-3090").price_per_hour is None
     table = ia.sweep("llama-3.1-8b", "rtx-3090", dtype="fp16", price_per_hour=[None, 0.3][0])
     assert np.isnan(table["cost.output"]).all() and table["fits"].all()
+    assert np.isnan(table["cost.blended"]).all()
     priced = ia.sweep("llama-3.1-8b", "rtx-3090", dtype="fp16", price_per_hour=[0.2, 0.3])
     assert priced["cost.output"][1] == pytest.approx(1.5 * priced["cost.output"][0], rel=1e-12)
+    assert priced["cost.blended"][1] == pytest.approx(1.5 * priced["cost.blended"][0], rel=1e-12)
 
 
 @pytest.mark.parametrize(

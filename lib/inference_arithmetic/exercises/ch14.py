@@ -167,7 +167,7 @@ register(
         hints=(lambda: {_saturation() / _rate(LOOSE): SATURATION}),
     ),
     Part(
-        "output_cost_loose",
+        "blended_cost_loose",
         lambda: _output_cost(_rate(LOOSE)),
         unit="dollars per million tokens",
         tolerance=0.02,  # the rounded promise of 33 ms gives about 1% more

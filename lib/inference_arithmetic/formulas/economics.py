@@ -5,6 +5,13 @@ computes or idles, so a token's price is the GPU time it takes, times the price 
 divided by the fraction u of the paid time that does useful work. Prefill and decode take very
 different times per token (chapters 08 and 09), so input and output tokens get two prices.
 
+Every entry point that prices tokens (``ia.calculate``, ``ia.token_costs``, ``ia.sweep``,
+``ia.plan``, the command line, the calculator's page) names its costs as ``COST_KEYS`` says:
+``input``, USD per million input tokens, the prefill's GPU time; ``output``, USD per million
+output tokens, the decode's GPU time (the split an API's price sheet makes); ``blended``, USD
+per million output tokens, all the GPU time paid for (prefill and decode, and in a plan idle
+time too) over the output tokens (``blended_cost``; at a rate, ``output_cost_at_rate``).
+
 >>> cost_per_second()
 n_gpus*price_per_hour/3600
 >>> seconds, tokens = sympy.symbols("seconds tokens", positive=True)
@@ -20,6 +27,8 @@ from inference_arithmetic.core.symbols import B, O, T, c, h_p, n_gpus, p_c, p_in
 from inference_arithmetic.formulas import latency
 
 __all__ = [
+    "COST_KEYS",
+    "COSTS",
     "cost_per_second",
     "cost_per_million_tokens",
     "cost_per_million_input_tokens",
@@ -29,6 +38,7 @@ __all__ = [
     "input_cost",
     "output_cost",
     "request_cost",
+    "blended_cost",
     "api_request_cost",
     "api_input_price_with_cache",
     "break_even_utilization",
@@ -36,6 +46,19 @@ __all__ = [
 
 MILLION = 10**6
 SECONDS_PER_HOUR = 3600
+
+COST_KEYS = {
+    "input": "USD per million input tokens, the prefill's GPU time",
+    "output": "USD per million output tokens, the decode's GPU time (the split an API's price "
+    "sheet makes)",
+    "blended": "USD per million output tokens, all the GPU time paid for (prefill and decode, "
+    "and in a plan idle time too) over the output tokens",
+}
+"""The one meaning of each cost key, wherever the library returns costs: a static batch
+(``ia.calculate``, ``ia.token_costs``, ``ia.sweep``) gives all three, a plan (``ia.plan``)
+``blended`` only."""
+COSTS = "``input``, ``output`` and ``blended`` as ``formulas.economics.COST_KEYS`` says"
+"""The words in which every entry point's docstring points to ``COST_KEYS``."""
 
 
 def cost_per_second():
@@ -107,6 +130,17 @@ def request_cost(input_price, output_price):
     api_input_price*seq_len/1000000 + api_output_price*output_len/1000000
     """
     return (T * input_price + O * output_price) / MILLION
+
+
+def blended_cost(input_price, output_price):
+    """Dollars per million output tokens of all the GPU time a request of T input and O output
+    tokens takes, at the given prices per million input and output tokens: its cost
+    (``request_cost``) over its O output tokens.
+
+    >>> blended_cost(p_in, p_out)
+    (api_input_price*seq_len + api_output_price*output_len)/output_len
+    """
+    return request_cost(input_price, output_price) * MILLION / O
 
 
 def api_request_cost():

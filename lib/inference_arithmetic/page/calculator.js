@@ -272,7 +272,7 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
       saturation_rate: call(spec.replicas.saturation_rate, one),
       weights: memory.weights, kv_cache: memory.kv_cache, memory: memory.memory,
       budget: memory.budget, capacity: memory.capacity, gpus: gpus,
-      cost_output: cost === null ? null : costs.cost_output,
+      cost_blended: cost === null ? null : costs.cost_blended,
       cost_request: cost === null ? null : costs.cost_request};
     var spread = s.percentiles();  // by the readout's keys (calculator_readout.percentile_values)
     for (var time in spread) {

@@ -247,7 +247,7 @@ class Calculator:
                 price_per_hour=price,
                 **options,
             )
-            return r, {**r, "cost_output": r["cost"]["output"]}
+            return r, {**r, "cost_blended": r["cost"]["blended"]}
         s = scenario.Scenario(**self._scenario_arguments())
         if mode == STATIC:
             return serving.report(s, price), serving.report_values(s, price)

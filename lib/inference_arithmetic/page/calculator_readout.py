@@ -45,8 +45,9 @@ tpot           | time per output token                        | seconds
 request_time   | time per request                             | seconds
 throughput     | throughput (output tokens/s)                 | number
 gpus           | GPUs in all (replicas x GPUs each)           | integer
-cost_input     | cost per million input tokens                | usd
-cost_output    | cost per million output tokens               | usd
+cost_input     | cost per million input tokens (prefill)      | usd
+cost_output    | cost per million output tokens (decode)      | usd
+cost_blended   | blended cost per million output tokens       | usd
 cost_request   | cost per request                             | usd
 prefill_compute_bound                                  | prefill is bound by | bound
 decode_compute_bound_first decode_compute_bound_last   | decode is bound by  | bound
@@ -69,18 +70,18 @@ memory          | memory per GPU                           | nbytes
 budget          | memory budget per GPU (memory utilization) | nbytes
 capacity        | GPU memory                               | nbytes
 gpus            | GPUs in all (replicas x GPUs each)       | integer
-cost_output     | cost per million output tokens (GPUs paid busy or idle) | usd
+cost_blended    | blended cost per million output tokens (GPUs paid busy or idle) | usd
 cost_request    | cost per request (GPUs paid busy or idle) | usd
 """
 
-# The plan's readout: a key of ``ia.plan``'s result (its output cost as cost_output).
+# The plan's readout: a key of ``ia.plan``'s result (its blended cost as cost_blended).
 _PLAN_TABLE = """
 replicas        | replicas                                 | integer
 n_gpus          | GPUs per replica (its parallelism's degree) | integer
 gpus            | GPUs in all                              | integer
 ttft            | time to first token                      | seconds
 tpot            | time per output token                    | seconds
-cost_output     | cost per million output tokens (GPUs paid busy or idle) | usd
+cost_blended    | blended cost per million output tokens (GPUs paid busy or idle) | usd
 """
 
 
@@ -120,11 +121,12 @@ _MODE_ROWS = {STATIC: ROWS, CONTINUOUS: CONTINUOUS_ROWS, PLAN: PLAN_ROWS}
 
 _rate = sympy.Symbol("requests_per_s", positive=True)  # continuous.STEADY's rate
 STREAM = {
-    "cost_output": economics.output_cost_at_rate(_rate),
+    "cost_blended": economics.output_cost_at_rate(_rate),
     "cost_request": economics.request_cost_at_rate(_rate),
 }
 """The continuous mode's costs: all the GPUs (``n_gpus``: every replica's) paid busy or idle
-while they serve the rate (``formulas.economics``)."""
+while they serve the rate (``formulas.economics``), per million output tokens the ``blended``
+cost of ``formulas.economics.COST_KEYS``."""
 
 
 NOTES = {

@@ -38,10 +38,10 @@ window.iaPlan = window.iaPlan || function (plan, degrees, engineOf, stateOf, t, 
       }
       if (meets(judged)) {
         var gpus = r * degree, cost = call(stream, {price_per_hour: t.price_per_hour,
-          n_gpus: gpus, requests_per_s: t.rate, output_len: t.output_len}).cost_output;
-        if (best === null || cost < best.cost_output) {
+          n_gpus: gpus, requests_per_s: t.rate, output_len: t.output_len}).cost_blended;
+        if (best === null || cost < best.cost_blended) {
           best = {replicas: r, n_gpus: degree, gpus: gpus, ttft: judged.ttft,
-                  tpot: judged.tpot, percentile: t.percentile, cost_output: cost};
+                  tpot: judged.tpot, percentile: t.percentile, cost_blended: cost};
         }
         break;  // more replicas of this degree only cost more
       }

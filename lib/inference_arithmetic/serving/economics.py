@@ -41,10 +41,12 @@ def _formulas(parallel):
     per_input = economics.cost_per_million_input_tokens(_seconds, parallel)
     per_output = economics.cost_per_million_output_tokens(_seconds, parallel)
     request = economics.request_cost(_input, _output)
+    blended = economics.blended_cost(_input, _output)
     # The self-hosted request at full utilization against the API's bill for the same request.
     full = economics.request_cost(_input / economics.u, _output / economics.u)
     even = economics.break_even_utilization(full, economics.api_request_cost())
-    return numeric(per_input), numeric(per_output), numeric(request), numeric(even)
+    compiled = (per_input, per_output, request, blended, even)
+    return tuple(numeric(formula) for formula in compiled)
 
 
 def _price(gpu, price_per_hour):
@@ -65,7 +67,7 @@ def token_costs(
     utilization: float = 1.0,
     **deployment,
 ) -> dict:
-    """Dollars per million input tokens, per million output tokens and per request, for a batch
+    """Dollars per million input and output tokens and per request, for a batch
     of ``batch`` identical requests served on rented GPUs (``n_gpus`` of them).
 
     ``price_per_hour`` is USD per GPU-hour (default: the GPU's dated example price);
@@ -73,8 +75,9 @@ def token_costs(
     ``Scenario``'s, as in ``timing.generation``. With ``prefix_hit_rate`` the prefill computes
     only the uncached tokens, and its seconds are spread over all the prompt tokens, cached or
     not, as an API counts them. Returns
-    ``input`` and ``output`` ($ per million tokens), ``request`` ($ per request, its T input
-    and O output tokens priced at those rates), ``price_per_hour``, ``price_date`` (None for a
+    ``input``, ``output`` and ``blended`` as ``formulas.economics.COST_KEYS`` says ($ per
+    million tokens), ``request`` ($ per request, its T input and O output tokens priced at the
+    ``input`` and ``output`` rates), ``price_per_hour``, ``price_date`` (None for a
     given price), ``price_source``, ``utilization``, and the ``ttft`` and ``tpot`` the costs
     come from (seconds).
     """
@@ -83,16 +86,16 @@ def token_costs(
     s = Scenario(model, gpu, **workload, **deployment)
     price, date, source = _price(s.gpu, price_per_hour)
     run = timing.run(s)
-    per_input, per_output, request, _ = _formulas(s.parallel)
+    per_input, per_output, request, blended, _ = _formulas(s.parallel)
     values = {**s.values(), "price_per_hour": price, "utilization": utilization}
     per_input = per_input.from_values({**values, "seconds": run["ttft"]})
     per_output = per_output.from_values({**values, "seconds": run["tpot"]})
+    prices = {**values, "input_cost": per_input, "output_cost": per_output}
     return {
         "input": per_input,
         "output": per_output,
-        "request": request.from_values(
-            {**values, "input_cost": per_input, "output_cost": per_output}
-        ),
+        "blended": blended.from_values(prices),
+        "request": request.from_values(prices),
         "price_per_hour": price,
         "price_date": date,
         "price_source": source,

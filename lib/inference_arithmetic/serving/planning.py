@@ -9,7 +9,8 @@ pools of each (``disaggregated.fewest_gpus``), and what it costs: ``ia.plan``.
 
 A deployment meets its targets where its steady state does (``serving.targets``): on the mean
 of each request's TTFT and TPOT, or on a percentile of them. Its cost is its GPUs' rent over
-the output tokens the rate asks for, paid busy or idle (``output_cost``).
+the output tokens the rate asks for, paid busy or idle (``output_cost``): its ``blended``
+cost, as ``formulas.economics.COST_KEYS`` says.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ from inference_arithmetic.serving.scenario import (
 )
 
 __all__ = ["plan", "plan_colocated", "output_cost", "LAYOUTS", "PLAN_DEGREE", "NO_DEPLOYMENT"]
-__all__ += ["POOLS_OF_ONE_LENGTH"]
+__all__ += ["POOLS_OF_ONE_LENGTH", "PLAN_COSTS"]
 
 LAYOUTS = ("colocated", "disaggregated", "either")
 """How ``plan`` may lay a deployment out: one engine doing prefill and decode, pools of each
@@ -47,6 +48,13 @@ POOLS_OF_ONE_LENGTH = (
     "requests of one length, so layout={layout!r} cannot weigh them"
 )
 """``plan``'s message for a workload's lengths (``serving.lengths``) laid out in pools."""
+PLAN_COSTS = (
+    "A plan's cost is ``blended`` as ``formulas.economics.COST_KEYS`` says, and a plan reports "
+    "the blended cost only. In its steady state a step computes prompt chunks and decode tokens "
+    "together, and the library has no documented attribution of such a step's time to prefill "
+    "and decode, so the input and output split is ``ia.calculate``'s, of a static batch."
+)
+"""What a plan's cost is, and why it has no ``input`` and ``output`` split."""
 PLAN_DEGREE = 8
 """The largest tensor-parallel (or pipeline) degree ``plan`` tries: one NVLink domain of eight
 GPUs."""
@@ -92,9 +100,10 @@ def plan(
     sizes for a disaggregated answer (``disaggregated.POOL_KEYWORDS``), ``gpus`` (in all),
     ``ttft`` and ``tpot`` (the means, or the percentile judged), ``percentile``, ``binds``
     (what one replica fewer misses; None for pools and for one replica) and ``cost``
-    (``output``: USD per million output tokens, the GPUs paid busy or idle; ``price_per_hour``;
-    ``price_date``, None for a given price); ``ValueError`` if no deployment of ``most_gpus``
-    GPUs meets the targets."""
+    (``blended``: USD per million output tokens, the GPUs paid busy or idle, ``PLAN_COSTS``;
+    ``price_per_hour``; ``price_date``, None for a given price); ``ValueError`` if no
+    deployment of ``most_gpus`` GPUs meets the targets. The cheapest is the one of least
+    ``blended`` cost."""
     layout = checks.choice("layout", layout, LAYOUTS)
     most_gpus = checks.count("most_gpus", most_gpus)
     if layout != "colocated" and sequences(prompt_len, output_len) is not None:
@@ -129,7 +138,7 @@ def plan(
         )
         if split is not None:
             cost = _output_cost(price, split["gpus"], requests_per_s, output_len)
-            paid = {"output": cost, "price_per_hour": price, "price_date": date}
+            paid = {"blended": cost, "price_per_hour": price, "price_date": date}
             found.append(
                 {
                     "layout": "disaggregated",
@@ -145,7 +154,7 @@ def plan(
             return _planned(
                 None, most_gpus, device, requests_per_s, ttft_target, tpot_target, percentile
             )
-    return min(found, key=lambda p: p["cost"]["output"])
+    return min(found, key=lambda p: p["cost"]["blended"])
 
 
 def plan_colocated(
@@ -172,10 +181,10 @@ def plan_colocated(
     ``n_gpus`` (per replica, its tensor-parallel or pipeline degree, as every deployment
     argument counts them), ``gpus`` (in all), ``ttft`` and ``tpot`` (the means, or the
     percentile judged), ``percentile``, ``binds`` (what one replica fewer of that degree
-    misses: "saturation", "ttft" or "tpot"; None for one replica) and ``cost`` (``output``:
+    misses: "saturation", "ttft" or "tpot"; None for one replica) and ``cost`` (``blended``:
     USD per million output tokens, the GPUs paid busy or idle, at ``price_per_hour`` or the
-    GPU's example price; ``price_per_hour``; ``price_date``, None for a given price);
-    ``ValueError`` if no deployment of ``most_gpus`` GPUs meets them.
+    GPU's example price, ``PLAN_COSTS``; ``price_per_hour``; ``price_date``, None for a given
+    price); ``ValueError`` if no deployment of ``most_gpus`` GPUs meets them.
 
     An MoE model's experts may be spread over each replica's GPUs
     (``parallel="expert"`` or ``"expert-dp"``), its degrees those of tensor parallelism."""
@@ -246,7 +255,7 @@ def plan_colocated(
                 continue
             gpus = replicas * degree
             cost = _output_cost(price, gpus, rate, output_len)
-            if best is None or cost < best["cost"]["output"]:
+            if best is None or cost < best["cost"]["blended"]:
                 judged = targets.judged_times(state, percentile)
                 best = {
                     "replicas": replicas,
@@ -256,7 +265,7 @@ def plan_colocated(
                     "tpot": judged["tpot"],
                     "percentile": percentile,
                     "binds": missed,
-                    "cost": {"output": cost, "price_per_hour": price, "price_date": date},
+                    "cost": {"blended": cost, "price_per_hour": price, "price_date": date},
                 }
             break  # more replicas of this degree only cost more
     return _planned(best, most_gpus, device, rate, ttft_target, tpot_target, percentile)
@@ -276,7 +285,8 @@ def _planned(best, most_gpus, device, rate, ttft_target, tpot_target, percentile
 
 def output_cost(s: Scenario, rate: float) -> float:
     """Dollars per million output tokens of ``s``'s GPUs (every replica's) serving ``rate``
-    requests a second, at the GPU's example price, paid busy or idle
+    requests a second, at the GPU's example price, paid busy or idle: a plan's ``blended`` cost
+    (``PLAN_COSTS``)
     (``formulas.economics.output_cost_at_rate``); ``ValueError`` for a GPU without a price."""
     price, _, _ = s.gpu.price(required=True)
     rate = checks.amount("requests_per_s", rate, "requests per second", positive=True)

@@ -151,6 +151,7 @@ def report_formulas(arch, step=DEFAULT_STEP, parallel="tensor", **options) -> di
         "cost_input": cost_input,
         "cost_output": cost_output,
         "cost_request": economics.request_cost(cost_input, cost_output),
+        "cost_blended": economics.blended_cost(cost_input, cost_output),
         "prefill_compute_bound": _flag(
             latency.compute_bound(
                 latency.prefill_compute_time(arch, parallel),
@@ -215,9 +216,12 @@ def calculate(
     tokens, ``draft`` (speculating with a draft model: its weights and cache, in ``total``
     too), ``activations`` (the reserve for one step of the token budget), ``total``,
     ``budget``, ``capacity``, and ``fits``), ``ttft``, ``tpot``, ``request_time`` (seconds),
-    ``throughput`` (output tokens per second), ``cost`` (USD per million ``input`` and
-    ``output`` tokens, per ``request``, and the ``price_per_hour`` with its ``price_date``:
-    ``price_per_hour`` if given, with no date, else the GPU's example; None where neither is),
+    ``throughput`` (output tokens per second), ``cost`` (USD per million tokens:
+    ``input``, ``output`` and ``blended`` as ``formulas.economics.COST_KEYS`` says, ``blended``
+    being ``request`` over the O output tokens; USD per ``request``, its T input and O output
+    tokens at the ``input`` and ``output`` prices; and the ``price_per_hour`` with its
+    ``price_date``: ``price_per_hour`` if given, with no date, else the GPU's example; None
+    where neither is),
     ``bound`` (compute or bandwidth, for ``prefill`` and ``decode``; "bandwidth, then compute"
     if decode changes bound during the output), ``band`` (for ttft, tpot, request_time and
     throughput, the range in which eight of ten held-out measurements fell,
@@ -293,7 +297,7 @@ def report(s: Scenario, price_per_hour: float | None = None) -> dict:
             f"{s.batch}) is timed by ia.serve(...) or ia.timing.in_waves(s)"
         )
     r = report_values(s, price_per_hour)
-    cost = {key: r[f"cost_{key}"] for key in ("input", "output", "request")}
+    cost = {key: r[f"cost_{key}"] for key in ("input", "output", "blended", "request")}
     price, date, _ = s.gpu.price(price_per_hour)
     return {
         "model": s.model.name,

@@ -102,6 +102,7 @@ COLUMNS = {
     "throughput": "throughput",
     "cost.input": "cost_input",
     "cost.output": "cost_output",
+    "cost.blended": "cost_blended",
     "cost.request": "cost_request",
 }
 """The table's numbers: column -> the ``report_formulas`` entry it is; named as the keys of
@@ -188,8 +189,10 @@ def sweep(
     given (and
     ``calculate``'s defaults), ``fits`` (True where ``calculate`` would answer), ``reason`` (its
     refusal, else ""), then ``COLUMNS`` (bytes per GPU, seconds, output tokens per second, USD
-    per million tokens: NaN where the scenario does not fit, costs NaN where the GPU has no
-    price and none is given), ``bound.prefill`` and ``bound.decode``, and the bands' ends
+    per million tokens, ``cost.input``, ``cost.output`` and ``cost.blended``: ``input``,
+    ``output`` and ``blended`` as ``formulas.economics.COST_KEYS`` says; NaN where the scenario
+    does not fit, costs NaN where the GPU has no price and none is given), ``bound.prefill``
+    and ``bound.decode``, and the bands' ends
     (``band.ttft_low``, ..., NaN with ``step="roofline"``).
 
     A structured array, not a DataFrame: the same type wherever the library runs (it needs
