@@ -135,6 +135,7 @@ def test_every_docstring_names_the_costs_in_the_same_words(function):
     if function in (ia.plan, ia.planning.plan_colocated):
         assert "``PLAN_COSTS``" in words and "``blended``" in words
         assert "``blended`` as ``formulas.economics.COST_KEYS`` says" in PLAN_COSTS
+        assert function is not ia.plan or PLAN_COSTS.removesuffix(".") in words
     else:
         assert COSTS in words
 

@@ -54,7 +54,8 @@ PLAN_COSTS = (
     "together, and the library has no documented attribution of such a step's time to prefill "
     "and decode, so the input and output split is ``ia.calculate``'s, of a static batch."
 )
-"""What a plan's cost is, and why it has no ``input`` and ``output`` split."""
+"""What a plan's cost is, and why it has no ``input`` and ``output`` split (``plan`` says it in
+these words)."""
 PLAN_DEGREE = 8
 """The largest tensor-parallel (or pipeline) degree ``plan`` tries: one NVLink domain of eight
 GPUs."""
@@ -100,10 +101,15 @@ def plan(
     sizes for a disaggregated answer (``disaggregated.POOL_KEYWORDS``), ``gpus`` (in all),
     ``ttft`` and ``tpot`` (the means, or the percentile judged), ``percentile``, ``binds``
     (what one replica fewer misses; None for pools and for one replica) and ``cost``
-    (``blended``: USD per million output tokens, the GPUs paid busy or idle, ``PLAN_COSTS``;
-    ``price_per_hour``; ``price_date``, None for a given price); ``ValueError`` if no
-    deployment of ``most_gpus`` GPUs meets the targets. The cheapest is the one of least
-    ``blended`` cost."""
+    (``blended``: USD per million output tokens, the GPUs paid busy or idle; ``price_per_hour``;
+    ``price_date``, None for a given price); ``ValueError`` if no deployment of ``most_gpus``
+    GPUs meets the targets. The cheapest is the one of least ``blended`` cost.
+
+    A plan's cost is ``blended`` as ``formulas.economics.COST_KEYS`` says, and a plan reports
+    the blended cost only. In its steady state a step computes prompt chunks and decode tokens
+    together, and the library has no documented attribution of such a step's time to prefill
+    and decode, so the input and output split is ``ia.calculate``'s, of a static batch
+    (``PLAN_COSTS``)."""
     layout = checks.choice("layout", layout, LAYOUTS)
     most_gpus = checks.count("most_gpus", most_gpus)
     if layout != "colocated" and sequences(prompt_len, output_len) is not None:
