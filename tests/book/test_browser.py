@@ -11,6 +11,7 @@ import json
 import math
 import os
 import shutil
+import warnings
 
 import pytest
 import sympy
@@ -493,7 +494,7 @@ def test_the_built_book_is_there():
 def _calculator_agrees(page, root):
     """The page's readout (or message) is what the library gives for its controls: the
     Calculator's values, or its message, word for word."""
-    from inference_arithmetic.page.calculator import Calculator
+    from inference_arithmetic.page.calculator import Calculator, RefusedWarning
 
     state = root.evaluate(
         "r => { const v = {}; r.querySelectorAll('[name]').forEach(e => { v[e.name] = e.value; });"
@@ -505,7 +506,11 @@ def _calculator_agrees(page, root):
             continue
         number = float(state[name])
         state[name] = int(number) if number.is_integer() else number
-    library = Calculator(**state)
+    with warnings.catch_warnings(record=True) as caught:  # a refused form says so once
+        warnings.simplefilter("always")
+        library = Calculator(**state)
+    refusals = [w for w in caught if issubclass(w.category, RefusedWarning)]
+    assert len(refusals) == (library.message is not None), (state, caught)
     message = root.evaluate(
         "r => { const m = r.querySelector('.ia-calc-message'); return m && m.textContent; }"
     )
