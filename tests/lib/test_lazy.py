@@ -2,6 +2,7 @@
 sum is built (SymPy's first imports its tensor and combinatorics modules, a tenth of a second),
 each checked in a fresh process."""
 
+import functools
 import json
 import subprocess
 import sys
@@ -17,6 +18,7 @@ print(json.dumps({"opened": opened, "modules": sorted(sys.modules)}))
 """
 
 
+@functools.cache  # one fresh process for both tests
 def _fresh_import() -> dict:
     done = subprocess.run([sys.executable, "-c", _IMPORT], capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
