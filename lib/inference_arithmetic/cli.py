@@ -25,6 +25,7 @@ import io
 import json
 import math
 import os
+import re
 import sys
 
 import inference_arithmetic as ia
@@ -74,7 +75,7 @@ CALCULATE = (
     ("tpot", "time per output token", "seconds"),
     ("speculative.tokens_per_step", "tokens per verification step", "number"),
     ("tokens_per_s_per_user", "tokens/s per user", "number"),
-    ("total", "request time", "seconds"),
+    ("request_time", "request time", "seconds"),
     ("throughput", "throughput, output tokens/s", "number"),
     ("cost.input", "$ per million input tokens", "usd"),
     ("cost.output", "$ per million output tokens", "usd"),
@@ -152,7 +153,7 @@ def _deployment(args) -> dict:
     """The deployment options given (the library's defaults stand for the rest)."""
     names = ("n_gpus", "parallel", "dtype", "cache_dtype", "compute_dtype", "engine", "step")
     names += ("replicas", "expert_imbalance")
-    names += ("memory_utilization", "price_per_hour", "prefix_hit_rate")
+    names += ("memory_utilization", "price_per_hour", "prefix_hit_rate", "token_budget")
     options = {n: getattr(args, n) for n in names if getattr(args, n, None) is not None}
     drafting = {n: getattr(args, n, None) for n in ("draft_len", "acceptance_rate", "draft_model")}
     drafting = {n: v for n, v in drafting.items() if v is not None}
@@ -173,9 +174,11 @@ def _count(args) -> dict:
         "params": ia.param_count(m),
         "active_params": ia.param_count(m, active=True),
         "params_without_embeddings": ia.param_count(m, embeddings=False),
-        "weights_bytes": ia.timing.weights_per_gpu(m, 1, args.dtype),
-        "kv_cache_bytes_per_token": ia.kv_cache_bytes(m, 1, 1, args.cache_dtype or layers),
-        "decode_flops_per_token": ia.decode_flops(m, 1, 1),
+        "weights_bytes": ia.timing.weights_per_gpu(m, n_gpus=1, dtype=args.dtype),
+        "kv_cache_bytes_per_token": ia.kv_cache_bytes(
+            m, batch=1, context_len=1, dtype=args.cache_dtype or layers
+        ),
+        "decode_flops_per_token": ia.decode_flops(m, batch=1, context_len=1),
         "context_window": m.context_window,
         "n_layers": m.n_layers,
         "d_model": m.d_model,
@@ -196,14 +199,19 @@ def _calculate(args) -> dict:
 def _steady(args) -> dict:
     workload = dict(prompt_len=args.prompt_len, output_len=args.output_len)
     options = _deployment(args)  # a steady state has no cost: its parser takes no price
-    return ia.steady_state(_model(args.model), _gpu(args.gpu), args.rate, **workload, **options)
+    return ia.steady_state(
+        _model(args.model), _gpu(args.gpu), requests_per_s=args.rate, **workload, **options
+    )
 
 
 def _plan(args) -> dict:
     options = _deployment(args)  # no n_gpus: the plan chooses it
-    workload = (args.rate, args.prompt_len, args.output_len, args.ttft, args.tpot)
+    workload = dict(
+        requests_per_s=args.rate, prompt_len=args.prompt_len, output_len=args.output_len
+    )
+    workload.update(ttft_target=args.ttft, tpot_target=args.tpot)
     choices = dict(percentile=_judged(args), layout=args.layout, most_gpus=args.most_gpus)
-    return ia.plan(_model(args.model), _gpu(args.gpu), *workload, **choices, **options)
+    return ia.plan(_model(args.model), _gpu(args.gpu), **workload, **choices, **options)
 
 
 def _judged(args):
@@ -221,7 +229,9 @@ def _goodput(args) -> dict:
 
 def _kernels(args) -> list[dict]:
     step = dict(phase=args.phase, **_deployment(args))
-    return ia.kernels(_model(args.model), _gpu(args.gpu), args.batch, args.context_len, **step)
+    return ia.kernels(
+        _model(args.model), _gpu(args.gpu), batch=args.batch, context_len=args.context_len, **step
+    )
 
 
 def _models(args) -> list[dict]:
@@ -271,9 +281,13 @@ GPUS = (
 AUTO_HELP = f"weights' format: bf16, fp8, nvfp4, q4_k_m, ... ({ia.AUTO}: as the checkpoint ships)"
 
 
-def _percentile(p, default: str) -> None:
-    """The percentile a command's targets are on."""
+def _percentile(p) -> None:
+    """The percentile a command's targets are on: the library's default (the mean) unless
+    given, the same for every command."""
     choices = [*map(str, ia.queueing.PERCENTILES), "mean"]
+    default = (
+        "mean" if ia.targets.DEFAULT_PERCENTILE is None else str(ia.targets.DEFAULT_PERCENTILE)
+    )
     text = f"targets on this percentile of each request's times ({default})"
     p.add_argument("--percentile", choices=choices, default=default, help=text)
 
@@ -287,6 +301,7 @@ def _add_deployment(p, n_gpus=True):
     p.add_argument("--cache-dtype", help="KV cache's format (the compute format)")
     p.add_argument("--compute-dtype", help="the products' format (the weights')")
     p.add_argument("--engine", help="serving engine: " + ", ".join(ia.engine_names()))
+    p.add_argument("--token-budget", type=int, help="tokens a step computes at most (the engine's)")
     p.add_argument("--step", choices=("kernels", "roofline"), help="step model (kernels)")
     p.add_argument("--memory-utilization", type=float, help="share of memory used (0.9)")
     p.add_argument("--prefix-hit-rate", type=float, help="share of each prompt cached (0)")
@@ -389,7 +404,7 @@ def parser():
     p.add_argument("--ttft", type=float, required=True, help="time-to-first-token target, s")
     p.add_argument("--tpot", type=float, required=True, help="time-per-output-token target, s")
     _add_workload(p)
-    _percentile(p, "mean")
+    _percentile(p)
     text = "one engine, pools of prefill and decode, or the cheaper (colocated)"
     p.add_argument("--layout", choices=ia.planning.LAYOUTS, default="colocated", help=text)
     p.add_argument("--most-gpus", type=int, default=64, help="GPUs at most, in all (64)")
@@ -401,7 +416,7 @@ def parser():
     p.add_argument("--tpot", type=float, required=True, help="time-per-output-token target, s")
     _add_workload(p)
     p.add_argument("--replicas", type=int, help="copies sharing the requests (1)")
-    _percentile(p, "90")
+    _percentile(p)
 
     p = command("kernels", _kernels, KERNELS, "one step, kernel by kernel")
     _add_deployment(p)
@@ -463,10 +478,30 @@ def _band_text(record, key, kind):
     return f"  ({fmt.show(low, kind)} to {fmt.show(high, kind)})"
 
 
-def render(result, table, output: str | None) -> str:
-    """``result`` (a record or a list of them) as text: a table, JSON or CSV."""
+# What a subcommand took that is not an input: argparse's bookkeeping and the output's form.
+_NOT_INPUTS = frozenset({"command", "function", "table", "output", "help", "version"})
+
+
+def inputs(args) -> dict:
+    """What a subcommand took, as ``--json`` carries it beside its answer: the model and the GPU
+    as typed, then every option by the library's name of its argument (``--rate`` as
+    ``requests_per_s``, ``--ttft`` as ``ttft_target``), each as given or by default; None where
+    the library's default stands (``n_gpus``: 1, ``engine``: the newest vLLM, ...)."""
+    names = {flag.removeprefix("--").replace("-", "_"): name for name, flag in FLAGS.items()}
+    return {
+        names.get(key, key): value for key, value in vars(args).items() if key not in _NOT_INPUTS
+    }
+
+
+def render(result, table, output: str | None, given: dict | None = None) -> str:
+    """``result`` (a record or a list of them) as text: a table, JSON or CSV. JSON carries
+    ``given`` (``inputs``), where there is any, as its ``inputs``: beside a record's keys, or
+    with a list of records as its ``rows``."""
     records = result if isinstance(result, list) else [result]
     if output == "json":
+        if given:
+            rows = {"rows": result} if isinstance(result, list) else result
+            result = {"inputs": given, **rows}
         return json.dumps(_plain(result), indent=2)
     if output == "csv":
         flat = [_flat(r) for r in records]
@@ -503,15 +538,36 @@ def render(result, table, output: str | None) -> str:
 FLAGS = {"requests_per_s": "--rate", "ttft_target": "--ttft", "tpot_target": "--tpot"}
 
 
-def flagged(message: str, typed: list[str]) -> str:
-    """A library refusal as the command line says it: one that starts with an argument's name
-    starts with the flag instead, where that flag was typed (``--rate 0``: "--rate must be a
-    positive number...", not "requests_per_s must be...")."""
-    name = message.split(" ", 1)[0]
-    flag = FLAGS.get(name, "--" + name.replace("_", "-"))
-    if any(word == flag or word.startswith(flag + "=") for word in typed):
-        return flag + message[len(name) :]
-    return message
+def _flag(name: str) -> str:
+    return FLAGS.get(name, "--" + name.replace("_", "-"))
+
+
+def flagged(message: str, typed: list[str], options=()) -> str:
+    """A library refusal as the command line says it: every argument it names is named by its
+    flag, where that flag was typed or is one of the subcommand's ``options`` (the library's
+    names of its arguments, ``inputs``): ``--rate 0`` gives "--rate must be a positive
+    number...", not "requests_per_s must be..."; ``--context-len`` past the window, "...
+    --context-len + 1 tokens". A name with an underscore is an argument's wherever it stands; a
+    plain word (``batch``, ``dtype``) only where the message starts with it or it is followed by
+    "must", so that prose keeps its words."""
+    names = set(options) | {
+        name
+        for name in (*FLAGS, *(w.split("=")[0].removeprefix("--").replace("-", "_") for w in typed))
+        if any(word == _flag(name) or word.startswith(_flag(name) + "=") for word in typed)
+    }
+    names = {n for n in names if n not in ("model", "gpu")}  # positional: no flag
+
+    def named(match):
+        name = match.group(0)
+        plain = "_" not in name
+        if name not in names or (
+            plain and match.start() > 0 and not message[match.end() :].startswith(" must")
+        ):
+            return name
+        return _flag(name)
+
+    # Identifiers not already part of a flag, a quoted value or a dotted name.
+    return re.sub(r"(?<![\w.'\"-])[a-z][a-z0-9_]*(?![\w'\"(-])", named, message)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -523,9 +579,10 @@ def main(argv: list[str] | None = None) -> int:
         result = args.function(args)
     except (ValueError, KeyError, OSError) as error:  # the library's refusals name the input
         message = str(error) if not isinstance(error, KeyError) else error.args[0]
-        p.exit(2, f"ia {args.command}: error: {flagged(message, typed)}\n")
+        options = inputs(args)
+        p.exit(2, f"ia {args.command}: error: {flagged(message, typed, options)}\n")
     try:
-        print(render(result, args.table, args.output))
+        print(render(result, args.table, args.output, inputs(args)))
         sys.stdout.flush()
     except BrokenPipeError:  # the reader stopped early (| head): not an error of ours
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 (Python flushes it at exit)

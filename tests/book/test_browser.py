@@ -845,7 +845,7 @@ def test_the_calculator_plans_on_percentiles_as_ia_plan_does(browser):
         enter(name, value)
     on_means = _calculator_agrees(page, root)[1]
     on_p99 = choose("percentile", "p99")
-    expected = ia.plan("llama-3.1-70b", "h100-sxm", *asked.values(), percentile=99)
+    expected = ia.plan("llama-3.1-70b", "h100-sxm", **asked, percentile=99)
     for key in ("replicas", "n_gpus", "gpus"):
         assert on_p99[key] == expected[key], key
     assert on_p99["gpus"] > on_means["gpus"]  # the tail costs GPUs the means do not
@@ -857,9 +857,9 @@ def test_the_calculator_plans_on_percentiles_as_ia_plan_does(browser):
     library = ia.steady_state(
         "llama-3.1-70b",
         "h100-sxm",
-        asked["requests_per_s"],
-        asked["prompt_len"],
-        asked["output_len"],
+        requests_per_s=asked["requests_per_s"],
+        prompt_len=asked["prompt_len"],
+        output_len=asked["output_len"],
         n_gpus=expected["n_gpus"],
         replicas=expected["replicas"],
     )

@@ -15,10 +15,12 @@ M, G = "llama-3.1-8b", "h100-sxm"
 # Each function that answers with a dict, called once: its keys must be in its docstring.
 ANSWERS = {
     "calculate": lambda: ia.calculate(M, G),
-    "steady_state": lambda: ia.steady_state(M, G, 2.0),
-    "plan": lambda: ia.plan(M, G, 2.0, 2048, 256, 1.0, 0.05),
+    "steady_state": lambda: ia.steady_state(M, G, requests_per_s=2.0),
+    "plan": lambda: ia.plan(
+        M, G, requests_per_s=2.0, prompt_len=2048, output_len=256, ttft_target=1.0, tpot_target=0.05
+    ),
     "generation": lambda: ia.generation(M, G),
-    "serve": lambda: ia.serve(M, G, 64),
+    "serve": lambda: ia.serve(M, G, requests=64),
     "token_costs": lambda: ia.token_costs(M, G),
     "kernels": lambda: ia.kernels(M, G)[0],
 }
@@ -74,8 +76,18 @@ def test_every_cost_takes_a_price_per_hour(name):
 
 
 def test_n_gpus_counts_one_replica_everywhere():
-    p = ia.plan("llama-3.1-70b", G, 10, 2048, 256, 0.5, 0.05)
-    again = ia.steady_state("llama-3.1-70b", G, 10, n_gpus=p["n_gpus"], replicas=p["replicas"])
+    p = ia.plan(
+        "llama-3.1-70b",
+        G,
+        requests_per_s=10,
+        prompt_len=2048,
+        output_len=256,
+        ttft_target=0.5,
+        tpot_target=0.05,
+    )
+    again = ia.steady_state(
+        "llama-3.1-70b", G, requests_per_s=10, n_gpus=p["n_gpus"], replicas=p["replicas"]
+    )
     assert again["ttft"] == p["ttft"] and p["gpus"] == p["n_gpus"] * p["replicas"]
     r = ia.calculate("llama-3.1-70b", G, n_gpus=4, replicas=3)
     assert r["n_gpus"] == 4 and r["gpus"] == 12
@@ -84,8 +96,17 @@ def test_n_gpus_counts_one_replica_everywhere():
 def test_the_same_cost_keys():
     costs = ia.token_costs(M, G)
     assert {"input", "output", "request"} <= set(ia.calculate(M, G)["cost"]) & set(costs)
-    assert set(ia.plan(M, G, 2.0, 2048, 256, 1.0, 0.05)["cost"]) == {
-        "output", "price_per_hour", "price_date"}  # fmt: skip
+    assert set(
+        ia.plan(
+            M,
+            G,
+            requests_per_s=2.0,
+            prompt_len=2048,
+            output_len=256,
+            ttft_target=1.0,
+            tpot_target=0.05,
+        )["cost"]
+    ) == {"output", "price_per_hour", "price_date"}
 
 
 @pytest.mark.parametrize(
@@ -113,7 +134,16 @@ def test_an_unknown_name_is_an_unknown_name(call, message):
     [
         lambda: ia.calculate(M, G, batch=0),
         lambda: ia.calculate(M, G, price_per_hour=-1),
-        lambda: ia.plan(M, G, 1.0, 2048, 256, 1.0, 0.05, price_per_hour=0),
+        lambda: ia.plan(
+            M,
+            G,
+            requests_per_s=1.0,
+            prompt_len=2048,
+            output_len=256,
+            ttft_target=1.0,
+            tpot_target=0.05,
+            price_per_hour=0,
+        ),
         lambda: ia.GPU("x", {"bf16": -1.0}, memory_bandwidth=1e12, memory_bytes=1e10),
         lambda: dataclasses.replace(ia.engine("vllm"), batching="sometimes"),
         lambda: ia.token_costs(M, G, utilization=2),
@@ -151,26 +181,28 @@ def test_max_batch_names_context_len_past_the_window():
 
 # Every entry point takes a model and a GPU as ia.model and ia.gpu do: a config.json as a dict,
 # JSON text or a path; a device's figures as a dict or JSON text (issue 36).
+LENGTHS = {"prompt_len": 512, "output_len": 64}
+TARGETS = {"ttft_target": 1.0, "tpot_target": 0.1}
 TAKES = {
     "calculate": lambda f, m, g: f(m, g, batch=4, prompt_len=512, output_len=64),
     "sweep": lambda f, m, g: f(m, g, batch=[1, 4]).tolist(),
-    "steady_state": lambda f, m, g: f(m, g, 1.0, 512, 64),
-    "plan": lambda f, m, g: f(m, g, 1.0, 512, 64, 1.0, 0.1),
-    "goodput": lambda f, m, g: f(m, g, 512, 64, ttft_target=1.0, tpot_target=0.1),
+    "steady_state": lambda f, m, g: f(m, g, requests_per_s=1.0, prompt_len=512, output_len=64),
+    "plan": lambda f, m, g: f(m, g, requests_per_s=1.0, **LENGTHS, **TARGETS),
+    "goodput": lambda f, m, g: f(m, g, **LENGTHS, **TARGETS),
     "prefill_time": lambda f, m, g: f(m, g, batch=1, prompt_len=512),
     "decode_step_time": lambda f, m, g: f(m, g, batch=1, context_len=512),
     "generation": lambda f, m, g: f(m, g, batch=2, prompt_len=512, output_len=64),
-    "serve": lambda f, m, g: f(m, g, 16, prompt_len=512, output_len=64),
+    "serve": lambda f, m, g: f(m, g, requests=16, prompt_len=512, output_len=64),
     "max_batch": lambda f, m, g: f(m, g, context_len=512),
     "compute_bound_batch": lambda f, m, g: f(m, g, context_len=512),
-    "kernels": lambda f, m, g: f(m, g, 2, 512),
-    "token_costs": lambda f, m, g: f(m, g, 8),
-    "break_even_utilization": lambda f, m, g: f(m, g, 0.1, 0.4),
+    "kernels": lambda f, m, g: f(m, g, batch=2, context_len=512),
+    "token_costs": lambda f, m, g: f(m, g, batch=8),
+    "break_even_utilization": lambda f, m, g: f(m, g, api_input_price=0.1, api_output_price=0.4),
     "weight_formats": lambda f, m, g: f(m),
     "param_count": lambda f, m, g: f(m, active=True),
-    "kv_cache_bytes": lambda f, m, g: f(m, 2, 512),
-    "forward_flops": lambda f, m, g: f(m, 1, 512),
-    "decode_flops": lambda f, m, g: f(m, 1, 512),
+    "kv_cache_bytes": lambda f, m, g: f(m, batch=2, context_len=512),
+    "forward_flops": lambda f, m, g: f(m, batch=1, seq_len=512),
+    "decode_flops": lambda f, m, g: f(m, batch=1, context_len=512),
 }
 
 
@@ -192,3 +224,55 @@ def test_every_entry_point_takes_a_model_and_a_gpu_as_the_command_line_does(name
     for m, g in given:
         got = call(function, m, g)
         assert repr(got) == repr(expected), (name, type(m), type(g))
+
+
+def _entry_points():
+    """Every public function that takes a model first: ``ia``'s own and those of its public
+    modules (``ia.disaggregated.steady_state``, ``ia.simulation.simulate``...)."""
+    found = {}
+    modules = [ia] + [getattr(ia, n) for n in ia.__all__ if inspect.ismodule(getattr(ia, n))]
+    for module in modules:
+        prefix = "" if module is ia else module.__name__.rsplit(".", 1)[-1] + "."
+        for name in getattr(module, "__all__", ()):
+            function = getattr(module, name, None)
+            if inspect.isfunction(function):
+                parameters = list(inspect.signature(function).parameters)
+                if parameters[:1] == ["model"]:
+                    found[prefix + name] = function
+    return found
+
+
+def test_model_and_gpu_are_the_only_positional_arguments_of_every_entry_point():
+    # One calling convention (DESIGN, issue 36): ia.calculate(m, g, 8) meant 8 GPUs, where
+    # ia.generation(m, g, 8) meant a batch of 8 and ia.goodput(m, g, 8) a prompt of 8 tokens.
+    entry_points = _entry_points()
+    assert {"calculate", "steady_state", "plan", "goodput", "kv_cache_bytes"} <= set(entry_points)
+    assert "disaggregated.steady_state" in entry_points and "simulation.simulate" in entry_points
+    for name, function in entry_points.items():
+        parameters = list(inspect.signature(function).parameters.values())
+        lead = 2 if len(parameters) > 1 and parameters[1].name == "gpu" else 1
+        for p in parameters[:lead]:
+            assert p.kind is p.POSITIONAL_OR_KEYWORD, (name, p.name)
+        for p in parameters[lead:]:
+            assert p.kind in (p.KEYWORD_ONLY, p.VAR_KEYWORD), (name, p.name, p.kind)
+    with pytest.raises(TypeError, match="takes 2 positional arguments but 3 were given"):
+        ia.calculate(M, G, 8)
+    with pytest.raises(TypeError, match="takes 1 positional argument but 2 were given"):
+        ia.kv_cache_bytes(M, 8)
+
+
+def test_one_percentile_default_everywhere():
+    # plan judged its targets on the means and goodput on p90 by default (issue 36): one
+    # default now, the means, for every function that takes a percentile.
+    with_percentile = {
+        name: inspect.signature(function).parameters["percentile"].default
+        for name, function in _entry_points().items()
+        if "percentile" in inspect.signature(function).parameters
+    }
+    assert {"plan", "goodput", "planning.plan_colocated", "disaggregated.fewest_gpus"} <= set(
+        with_percentile
+    )
+    assert set(with_percentile.values()) == {ia.targets.DEFAULT_PERCENTILE}
+    assert ia.targets.DEFAULT_PERCENTILE is None
+    T = dict(prompt_len=1024, output_len=128, ttft_target=0.5, tpot_target=0.03)
+    assert ia.goodput(M, G, **T) == ia.goodput(M, G, **T, percentile=None)

@@ -24,11 +24,11 @@ def test_an_unknown_kind_names_the_kinds():
 def test_calculate_serve_and_the_steady_state_carry_their_bands():
     r = ia.calculate("llama-3.1-8b", "h100-sxm", batch=16)
     assert r["band"]["ttft"] == bands.band("ttft", r["ttft"])
-    assert r["band"]["total"] == bands.band("request", r["total"])
+    assert r["band"]["request_time"] == bands.band("request", r["request_time"])
     assert r["band"]["throughput"] == bands.band("request", r["throughput"], speed=True)
-    served = ia.serve("llama-3.1-8b", "h100-sxm", 64)
+    served = ia.serve("llama-3.1-8b", "h100-sxm", requests=64)
     assert served["band"]["elapsed"] == bands.band("request", served["elapsed"])
-    steady = ia.steady_state("llama-3.1-8b", "h100-sxm", 4.0)
+    steady = ia.steady_state("llama-3.1-8b", "h100-sxm", requests_per_s=4.0)
     assert steady["band"]["tpot"] == bands.band("tpot", steady["tpot"])
     low, high = steady["band"]["saturation_rate"]
     assert low < steady["saturation_rate"] / bands.bands()["request"]["low"] + 1e-9
@@ -39,7 +39,7 @@ def test_calculate_serve_and_the_steady_state_carry_their_bands():
 def test_the_single_roofline_has_no_band():
     # The bands are the kernel model's residuals; chapter 08's roofline is not that model.
     assert ia.calculate("llama-3.1-8b", "h100-sxm", step="roofline")["band"] is None
-    assert ia.serve("llama-3.1-8b", "h100-sxm", 8, step="roofline")["band"] is None
+    assert ia.serve("llama-3.1-8b", "h100-sxm", requests=8, step="roofline")["band"] is None
 
 
 def test_the_calculator_shows_the_band_and_says_what_it_is():

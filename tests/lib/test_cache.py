@@ -127,7 +127,8 @@ def test_a_cached_step_gives_the_compiled_numbers_on_arrays(folder):
 def test_the_steady_states_formulas_are_warmed_and_read_back(folder):
     code = (
         "import inference_arithmetic as ia; "
-        "r = ia.steady_state('llama-3.1-8b', 'h100-sxm', 2.0, 1024, 128); "
+        "r = ia.steady_state('llama-3.1-8b', 'h100-sxm', requests_per_s=2.0, prompt_len=1024, "
+        "output_len=128); "
         "print(repr(r['ttft']), repr(r['saturation_rate']))"
     )
     command = [sys.executable, "-c", code]

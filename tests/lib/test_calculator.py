@@ -111,12 +111,22 @@ def test_the_pages_script_holds_no_message_or_formula():
 
 def test_the_continuous_mode_is_the_steady_state_of_the_library():
     w = calculator.widget(mode=calculator.CONTINUOUS, requests_per_s=3.0, prompt_len=1024)
-    expected = ia.steady_state("llama-3.1-8b", "h100-sxm", 3.0, 1024, 256)
+    expected = ia.steady_state(
+        "llama-3.1-8b", "h100-sxm", requests_per_s=3.0, prompt_len=1024, output_len=256
+    )
     assert w.result == expected and w.message is None
     assert "requests in the engine" in w.text() and "utilization" in w.text()
     w.update(model="llama-3.1-70b", n_gpus=4, dtype="int4", compute_dtype="bf16")
-    assert w.result == ia.steady_state("llama-3.1-70b", "h100-sxm", 3.0, 1024, 256, n_gpus=4,
-                                       dtype="int4", compute_dtype="bf16")  # fmt: skip
+    assert w.result == ia.steady_state(
+        "llama-3.1-70b",
+        "h100-sxm",
+        requests_per_s=3.0,
+        prompt_len=1024,
+        output_len=256,
+        n_gpus=4,
+        dtype="int4",
+        compute_dtype="bf16",
+    )
     top = w.result["saturation_rate"]
     w.update(requests_per_s=2 * top)  # past saturation: the message names the most it takes
     assert w.result is None and w.message.startswith(f"{ia.format.number(2 * top)} requests")
@@ -232,7 +242,9 @@ def test_a_value_no_field_can_hold_is_refused_by_name(name, bad, words):
 
 def test_the_default_rate_is_half_the_saturation_rate():
     w = calculator.widget(model="llama-3.1-70b", n_gpus=4, mode=calculator.CONTINUOUS)
-    top = ia.steady_state("llama-3.1-70b", "h100-sxm", 1.0, n_gpus=4)["saturation_rate"]
+    top = ia.steady_state("llama-3.1-70b", "h100-sxm", requests_per_s=1.0, n_gpus=4)[
+        "saturation_rate"
+    ]
     assert w.state["requests_per_s"] == float(f"{top / 2:.2g}")
     assert 0.45 < w.values["utilization"] < 0.55  # not at the saturation rate's edge
     given = calculator.widget(model="llama-3.1-70b", n_gpus=4, requests_per_s=3.0)
@@ -328,7 +340,15 @@ def test_fp4_formats_are_choices_where_the_gpu_has_an_fp4_rate():
 @pytest.mark.slow
 def test_the_plan_is_a_mode_of_the_form():
     w = calculator.widget(model="llama-3.1-70b", mode=calculator.PLAN, requests_per_s=10.0)
-    expected = ia.planning.plan_colocated("llama-3.1-70b", "h100-sxm", 10.0, 2048, 256, 0.5, 0.05)
+    expected = ia.planning.plan_colocated(
+        "llama-3.1-70b",
+        "h100-sxm",
+        requests_per_s=10.0,
+        prompt_len=2048,
+        output_len=256,
+        ttft_target=0.5,
+        tpot_target=0.05,
+    )
     assert w.result == expected and w.values["cost_output"] == expected["cost"]["output"]
     assert "GPUs per replica (its parallelism's degree)" in w.html()
     w.update(ttft_target=0.001)  # no deployment meets it: the library's message
@@ -339,7 +359,14 @@ def test_the_plan_is_a_mode_of_the_form():
         "GPU-hour)"  # fmt: skip
     w.update(price_per_hour=5.0)
     assert w.result == ia.planning.plan_colocated(
-        "llama-3.1-70b", "b300", 10.0, 2048, 256, 0.5, 0.05, price_per_hour=5.0
+        "llama-3.1-70b",
+        "b300",
+        requests_per_s=10.0,
+        prompt_len=2048,
+        output_len=256,
+        ttft_target=0.5,
+        tpot_target=0.05,
+        price_per_hour=5.0,
     )
     w.update(ttft_target=-1)
     assert w.message == calculator.amount_message("ttft_target").format(value=-1)
@@ -421,16 +448,19 @@ def test_expert_parallelism_is_a_choice_of_the_form_for_moe_models():
 @pytest.mark.slow
 def test_the_serving_options_are_controls_of_the_stream_and_the_plan():
     w = calculator.widget(mode=calculator.CONTINUOUS, requests_per_s=4.0, prefix_hit_rate=0.5)
-    assert w.result == ia.steady_state("llama-3.1-8b", "h100-sxm", 4.0, prefix_hit_rate=0.5)
+    assert w.result == ia.steady_state(
+        "llama-3.1-8b", "h100-sxm", requests_per_s=4.0, prefix_hit_rate=0.5
+    )
     for method in ("eagle3", "ngram"):
         w.update(speculative=method)
-        assert w.result == ia.steady_state("llama-3.1-8b", "h100-sxm", 4.0, prefix_hit_rate=0.5,
-                                           speculative=method), method  # fmt: skip
+        assert w.result == ia.steady_state(
+            "llama-3.1-8b", "h100-sxm", requests_per_s=4.0, prefix_hit_rate=0.5, speculative=method
+        ), method
     w.update(speculative="mtp")  # Llama ships no MTP module: the library's refusal, as the page's
     refusal = calculator_data.method("mtp")["refusal"].format(model="llama-3.1-8b")
     assert w.result is None and w.message == refusal
     with pytest.raises(ia.ArgumentError) as refused:
-        ia.steady_state("llama-3.1-8b", "h100-sxm", 4.0, speculative="mtp")
+        ia.steady_state("llama-3.1-8b", "h100-sxm", requests_per_s=4.0, speculative="mtp")
     assert str(refused.value) == refusal
     w.update(speculative="draft")  # no defaults: the library's refusal, word for word
     assert w.message == calculator_data.method("draft")["error"]
@@ -441,8 +471,16 @@ def test_the_serving_options_are_controls_of_the_stream_and_the_plan():
     assert w.message == scenario.NOT_KERNELS.format(step="roofline")
     w.update(step="kernels", mode=calculator.PLAN, speculative="eagle3", requests_per_s=10.0)
     options = dict(prefix_hit_rate=0.5, speculative="eagle3")
-    assert w.result == ia.planning.plan_colocated("llama-3.1-8b", "h100-sxm", 10.0, 2048, 256, 0.5,
-                                          0.05, **options)  # fmt: skip
+    assert w.result == ia.planning.plan_colocated(
+        "llama-3.1-8b",
+        "h100-sxm",
+        requests_per_s=10.0,
+        prompt_len=2048,
+        output_len=256,
+        ttft_target=0.5,
+        tpot_target=0.05,
+        **options,
+    )
     w.update(speculative="draft")  # refused by name, not "no deployment" (every one skipped)
     assert w.message == calculator_data.method("draft")["error"]
     w.update(mode=calculator.STATIC)  # the static mode's batch has no serving options
@@ -463,7 +501,7 @@ def test_a_pipeline_is_a_choice_of_the_stream_and_the_plan():
     # The steady state of n micro-batches in flight, its memory of each batch in flight.
     big = dict(model="llama-3.1-70b", n_gpus=4, parallel="pipeline")
     w = calculator.widget(mode=calculator.CONTINUOUS, requests_per_s=3.0, **big)
-    assert w.result == ia.steady_state("llama-3.1-70b", "h100-sxm", 3.0, n_gpus=4,
+    assert w.result == ia.steady_state("llama-3.1-70b", "h100-sxm", requests_per_s=3.0, n_gpus=4,
                                        parallel="pipeline")  # fmt: skip
     tensor = calculator.widget(mode=calculator.CONTINUOUS, requests_per_s=3.0,
                                **{**big, "parallel": "tensor"})  # fmt: skip
@@ -477,7 +515,9 @@ def test_a_pipeline_is_a_choice_of_the_stream_and_the_plan():
     # itself is test_continuous's; one run of it here, not two, for the test's time).
     w.update(mode=calculator.PLAN, requests_per_s=2.0, ttft_target=1.0, tpot_target=0.15)
     assert (w.result["replicas"], w.result["n_gpus"]) == (1, 3)
-    chosen = ia.steady_state("llama-3.1-70b", "h100-sxm", 2.0, n_gpus=3, parallel="pipeline")
+    chosen = ia.steady_state(
+        "llama-3.1-70b", "h100-sxm", requests_per_s=2.0, n_gpus=3, parallel="pipeline"
+    )
     assert (w.result["ttft"], w.result["tpot"]) == (chosen["ttft"], chosen["tpot"])
     page = w.spec()["models"]["llama-3.1-70b"]["plan_degrees"]
     assert page["pipeline"] == scenario.pipeline_degrees(ia.model("llama-3.1-70b"), 8)
@@ -523,7 +563,9 @@ def test_max_and_min_are_built_once_while_the_page_data_is_built():
 
 def test_the_continuous_mode_shows_the_percentiles_of_the_steady_state():
     w = calculator.widget(mode=calculator.CONTINUOUS, requests_per_s=3.0, prompt_len=1024)
-    expected = ia.steady_state("llama-3.1-8b", "h100-sxm", 3.0, 1024, 256)["percentiles"]
+    expected = ia.steady_state(
+        "llama-3.1-8b", "h100-sxm", requests_per_s=3.0, prompt_len=1024, output_len=256
+    )["percentiles"]
     keys = [row[0] for row in calculator.CONTINUOUS_ROWS]
     for time, named in expected.items():
         assert list(named) == list(calculator.PERCENTILE_NAMES)  # the library's names, in order
@@ -563,16 +605,18 @@ def test_the_plan_is_judged_on_the_percentile_chosen():
     }
     assert not calculator.used("percentile", {"mode": calculator.CONTINUOUS})
     mean = w.result
-    asked = ("llama-3.1-70b", "h100-sxm", 10.0, 2048, 256, 0.5, 0.05)
+    pair = ("llama-3.1-70b", "h100-sxm")
+    asked = dict(requests_per_s=10.0, prompt_len=2048, output_len=256)
+    asked |= dict(ttft_target=0.5, tpot_target=0.05)
     w.update(percentile="p99")
-    assert {"layout": "colocated", **w.result} == ia.plan(*asked, percentile=99)
+    assert {"layout": "colocated", **w.result} == ia.plan(*pair, **asked, percentile=99)
     assert w.result["percentile"] == 99
     assert w.result["gpus"] > mean["gpus"]  # the tail costs GPUs the means do not
     assert "its times are each request's p99" in w.text()
     assert "its times are each" not in calculator.widget(mode=calculator.PLAN).text()
     w.update(tpot_target=0.005)  # no deployment meets it: the library's message, on the p99
     with pytest.raises(ValueError) as refused:
-        ia.plan(*asked[:-1], 0.005, percentile=99)
+        ia.plan(*pair, **{**asked, "tpot_target": 0.005}, percentile=99)
     assert w.message == str(refused.value) and w.message.endswith(" (on each request's p99)")
     with pytest.raises(ValueError, match="percentile must be one of"):
         w.update(percentile="p50")

@@ -1,9 +1,11 @@
 """The command line: each subcommand's answer is the library's, in a table, JSON or CSV; bad
 arguments exit with status 2 and a message naming them."""
 
+import argparse
 import csv
 import io
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -13,7 +15,8 @@ from pathlib import Path
 import pytest
 
 import inference_arithmetic as ia
-from inference_arithmetic.cli import main
+from inference_arithmetic.cli import flagged, main
+from inference_arithmetic.cli import parser as cli_parser
 
 
 def run(capsys, *argv) -> str:
@@ -56,7 +59,11 @@ def test_params_and_kv_per_token_of_a_config_json(capsys, config_folder):
     for given in (config_folder / "config.json", config_folder):
         got = as_json(capsys, "count", str(given))
         assert got["params"] == ia.param_count(m) == 8_030_261_248
-        assert got["kv_cache_bytes_per_token"] == ia.kv_cache_bytes(m, 1, 1) == 131_072
+        assert (
+            got["kv_cache_bytes_per_token"]
+            == ia.kv_cache_bytes(m, batch=1, context_len=1)
+            == 131_072
+        )
         assert got["model"] == "Meta-Llama-3.1-8B"
     text = run(capsys, "count", str(config_folder / "config.json"))
     assert "8,030,261,248" in text and "131 kB" in text
@@ -78,9 +85,19 @@ def test_memory_ttft_tokens_per_user_and_cost_at_a_price(capsys):
 def test_fewest_gpus_for_a_rate_and_two_targets(capsys):
     argv = ("plan", "llama-3.1-70b", "h100-sxm", "--rate", "10", "--ttft", "0.5", "--tpot", "0.05")
     got = as_json(capsys, *argv)
-    want = ia.plan("llama-3.1-70b", "h100-sxm", 10, 2048, 256, 0.5, 0.05)
+    want = ia.plan(
+        "llama-3.1-70b",
+        "h100-sxm",
+        requests_per_s=10,
+        prompt_len=2048,
+        output_len=256,
+        ttft_target=0.5,
+        tpot_target=0.05,
+    )
+    given = got.pop("inputs")
     assert got == json.loads(json.dumps(want))
     assert got["ttft"] <= 0.5 and got["tpot"] <= 0.05
+    assert given["requests_per_s"] == 10 and given["percentile"] == "mean"
 
 
 # Each subcommand and output.
@@ -88,10 +105,10 @@ def test_fewest_gpus_for_a_rate_and_two_targets(capsys):
 
 def test_steady_state_and_kernels_are_the_librarys(capsys):
     got = as_json(capsys, "steady-state", "llama-3.1-8b", "h100-sxm", "--rate", "2")
-    assert got["tpot"] == ia.steady_state("llama-3.1-8b", "h100-sxm", 2.0)["tpot"]
+    assert got["tpot"] == ia.steady_state("llama-3.1-8b", "h100-sxm", requests_per_s=2.0)["tpot"]
     rows = list(csv.DictReader(io.StringIO(run(capsys, "kernels", "llama-3.1-8b", "h100-sxm",
                                                 "--batch", "8", "--csv"))))  # fmt: skip
-    want = ia.kernels("llama-3.1-8b", "h100-sxm", 8)
+    want = ia.kernels("llama-3.1-8b", "h100-sxm", batch=8)
     assert [r["kernel"] for r in rows] == [w["kernel"] for w in want]
     assert [float(r["time"]) for r in rows] == [w["time"] for w in want]
 
@@ -107,10 +124,10 @@ def test_csv_of_one_answer_is_one_row_of_flat_keys(capsys):
 def test_a_pipeline_and_the_note_past_one_link_domain(capsys):
     argv = ("calculate", "llama-3.1-70b", "h100-sxm", "--batch", "8")
     got = as_json(capsys, *argv, "--n-gpus", "4", "--parallel", "pipeline")
-    want = ia.calculate("llama-3.1-70b", "h100-sxm", 4, batch=8, parallel="pipeline")
+    want = ia.calculate("llama-3.1-70b", "h100-sxm", n_gpus=4, batch=8, parallel="pipeline")
     assert got["parallel"] == "pipeline" and got["throughput"] == want["throughput"]
     text = run(capsys, *argv, "--n-gpus", "16")
-    (note,) = ia.calculate("llama-3.1-70b", "h100-sxm", 16, batch=8)["notes"]
+    (note,) = ia.calculate("llama-3.1-70b", "h100-sxm", n_gpus=16, batch=8)["notes"]
     assert text.endswith(f"note: {note}\n") and "parallelism  " in text
     (row,) = csv.DictReader(io.StringIO(run(capsys, *argv, "--n-gpus", "16", "--csv")))
     assert row["notes"] == note
@@ -164,7 +181,6 @@ def test_your_own_gpu_as_json(capsys, tmp_path):
     ],
 )
 def test_a_bad_argument_exits_2_naming_it(capsys, argv, message):
-    import re
 
     assert re.search(message, refused(capsys, *argv))
 
@@ -195,6 +211,23 @@ def test_prefix_cache_and_speculation_are_options(capsys):
     assert got["speculative"]["draft_len"] == 3
 
 
+def test_the_engine_and_its_token_budget_are_options(capsys):
+    # A p99 plan at an engine's newer budget (issue 35): the library's answer, and cheaper.
+    argv = ("plan", "llama-3.1-70b", "h100-sxm", "--rate", "10", "--ttft", "0.5", "--tpot", "0.05")
+    asked = dict(requests_per_s=10, prompt_len=2048, output_len=256, ttft_target=0.5,
+                 tpot_target=0.05, percentile=99)  # fmt: skip
+    argv += ("--percentile", "99", "--engine", "vllm", "--token-budget", "8192")
+    budget = as_json(capsys, *argv)
+    assert budget.pop("inputs")["token_budget"] == 8192
+    want = ia.plan("llama-3.1-70b", "h100-sxm", **asked, engine="vllm", token_budget=8192)
+    assert budget == json.loads(json.dumps(want))
+    assert budget["gpus"] < ia.plan("llama-3.1-70b", "h100-sxm", **asked)["gpus"]
+    got = as_json(capsys, "calculate", "llama-3.1-8b", "h100-sxm", "--token-budget", "4096")
+    assert got["memory"] == ia.calculate("llama-3.1-8b", "h100-sxm", token_budget=4096)["memory"]
+    assert "--token-budget" in refused(capsys, "calculate", "llama-3.1-8b", "h100-sxm",
+                                       "--token-budget", "0")  # fmt: skip
+
+
 def test_drafting_options_without_speculation_are_refused(capsys):
     err = refused(capsys, "steady-state", "llama-3.1-8b", "h100-sxm", "--rate", "1",
                   "--draft-len", "3")  # fmt: skip
@@ -206,9 +239,111 @@ def test_drafting_options_without_speculation_are_refused(capsys):
 def test_expert_parallelism_and_its_imbalance(capsys):
     argv = ("calculate", "deepseek-v3", "h200", "--n-gpus", "8", "--parallel", "expert-dp")
     got = as_json(capsys, *argv, "--expert-imbalance", "1.5")
-    want = ia.calculate("deepseek-v3", "h200", 8, parallel="expert-dp", expert_imbalance=1.5)
+    want = ia.calculate("deepseek-v3", "h200", n_gpus=8, parallel="expert-dp", expert_imbalance=1.5)
     assert got["parallel"] == "expert-dp" and got["tpot"] == want["tpot"]
     assert got["expert_imbalance"] == 1.5 and got["memory"] == want["memory"]
     default = as_json(capsys, *argv)
     assert default["expert_imbalance"] == ia.timing.DEFAULT_EXPERT_IMBALANCE
     assert default["tpot"] < got["tpot"]  # the busiest GPU sets the pace
+
+
+# Every subcommand that takes inputs: its --json carries them, as it took them (issue 36).
+SUBCOMMANDS = {
+    "count": ("llama-3.1-8b",),
+    "calculate": ("llama-3.1-8b", "h100-sxm", "--batch", "4"),
+    "steady-state": ("llama-3.1-8b", "h100-sxm", "--rate", "2"),
+    "plan": ("llama-3.1-8b", "h100-sxm", "--rate", "2", "--ttft", "1", "--tpot", "0.05"),
+    "goodput": ("llama-3.1-8b", "h100-sxm", "--ttft", "1", "--tpot", "0.05"),
+    "kernels": ("llama-3.1-8b", "h100-sxm", "--batch", "4"),
+}
+
+
+def _subcommands():
+    top = cli_parser()
+    actions = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    return {name: p for name, p in actions.choices.items() if name in actions._name_parser_map}
+
+
+def test_every_subcommand_is_probed_below():
+    # A new subcommand with arguments joins SUBCOMMANDS; models and gpus take none.
+    taking = {
+        name
+        for name, p in _subcommands().items()
+        if any(a.dest not in ("help", "output") for a in p._actions)
+    }
+    assert taking - {"calc", "steady"} == set(SUBCOMMANDS)
+
+
+@pytest.mark.parametrize("command", sorted(SUBCOMMANDS))
+def test_every_subcommands_json_carries_its_inputs(capsys, command):
+    argv = SUBCOMMANDS[command]
+    options = {a.dest for a in _subcommands()[command]._actions} - {"help", "output"}
+    lengths = ("--prompt-len", "1024") if "prompt_len" in options else ()
+    got = as_json(capsys, command, *argv, *lengths)
+    given = got["inputs"]
+    assert given["model"] == "llama-3.1-8b"
+    names = {"rate": "requests_per_s", "ttft": "ttft_target", "tpot": "tpot_target"}
+    assert set(given) == {names.get(o, o) for o in options}
+    if lengths:
+        assert given["gpu"] == "h100-sxm" and given["prompt_len"] == 1024
+        assert given["output_len"] == 256  # a default is taken too
+    if "--rate" in argv:
+        assert given["requests_per_s"] == 2.0
+    if command == "kernels":  # records: beside the inputs, as rows
+        assert got["rows"][-1]["kernel"] == "step"
+    for listing in ("models", "gpus"):  # no inputs: the registry, as a list
+        assert isinstance(as_json(capsys, listing), list)
+
+
+def _numbers(command):
+    """Each option of ``command`` that takes a number."""
+    return [
+        a.option_strings[0]
+        for a in _subcommands()[command]._actions
+        if a.option_strings and a.type in (int, float)
+    ]
+
+
+@pytest.mark.parametrize("command", sorted(set(SUBCOMMANDS) - {"count"}))
+def test_every_refusal_names_the_flag_not_the_librarys_argument(capsys, command):
+    # --rate 0 said "requests_per_s must be...", --context-len past the window "context_len +
+    # 1 tokens": the command line speaks of its flags (issue 36).
+    argv = list(SUBCOMMANDS[command])
+    library_names = {"requests_per_s", "ttft_target", "tpot_target"}
+    library_names |= {f.removeprefix("--").replace("-", "_") for f in _numbers(command)}
+    checked = 0
+    for flag in _numbers(command):
+        if flag in argv:
+            at = argv.index(flag)
+            rest = argv[:at] + argv[at + 2 :]
+        else:
+            rest = argv
+        for bad in ("0", "-1", "100000000"):
+            try:
+                main([command, *rest, flag, bad])
+            except SystemExit as exit:
+                assert exit.code == 2
+                message = capsys.readouterr().err
+                words = set(re.findall(r"(?<![-\w])[a-z][a-z0-9]*_[a-z0-9_]+", message))
+                assert not words & library_names, (flag, bad, message)
+                checked += 1
+            else:
+                capsys.readouterr()
+    assert checked >= 3, command
+
+
+def test_a_name_in_prose_keeps_its_word():
+    message = "llama-3.1-8b does not fit: a batch of 8; batch must be a whole number"
+    got = flagged(message, ["--batch", "8"], {"batch"})
+    assert got == "llama-3.1-8b does not fit: a batch of 8; --batch must be a whole number"
+    assert flagged("requests_per_s must be positive", ["--rate", "0"]) == "--rate must be positive"
+    assert flagged("n_gpus must divide 32", [], {"n_gpus"}) == "--n-gpus must divide 32"
+    assert flagged("n_gpus must divide 32", [], ()) == "n_gpus must divide 32"  # not its flag
+
+
+def test_every_command_judges_targets_on_the_librarys_default_percentile(capsys):
+    got = as_json(capsys, "goodput", "llama-3.1-8b", "h100-sxm", "--ttft", "1", "--tpot", "0.05")
+    assert got.pop("inputs")["percentile"] == "mean" and ia.targets.DEFAULT_PERCENTILE is None
+    want = ia.goodput("llama-3.1-8b", "h100-sxm", prompt_len=2048, output_len=256,
+                      ttft_target=1, tpot_target=0.05)  # fmt: skip
+    assert got["requests_per_s"] == want["requests_per_s"]

@@ -34,8 +34,16 @@ def _simulated(name, n, prompt, output, load, seed=0):
     """A run of ``REQUESTS[load]`` requests at ``load`` of the saturation rate, shared by the
     tests that judge the same runs (one worker runs a file's tests)."""
     rate = load * _saturation(name, n, prompt, output)
-    return simulation.simulate(name, "h100-sxm", rate, prompt, output, n_gpus=n, seed=seed,
-                               requests=REQUESTS[load])  # fmt: skip
+    return simulation.simulate(
+        name,
+        "h100-sxm",
+        requests_per_s=rate,
+        prompt_len=prompt,
+        output_len=output,
+        n_gpus=n,
+        seed=seed,
+        requests=REQUESTS[load],
+    )
 
 
 @pytest.mark.parametrize("name, n, prompt, output", CASES)
@@ -43,7 +51,9 @@ def _simulated(name, n, prompt, output, load, seed=0):
 @pytest.mark.slow
 def test_the_steady_state_is_within_10_percent_of_the_simulation(name, n, prompt, output, load):
     rate = load * _saturation(name, n, prompt, output)
-    closed = ia.steady_state(name, "h100-sxm", rate, prompt, output, n_gpus=n)
+    closed = ia.steady_state(
+        name, "h100-sxm", requests_per_s=rate, prompt_len=prompt, output_len=output, n_gpus=n
+    )
     runs = [_simulated(name, n, prompt, output, load, seed) for seed in range(3)]
     for key in ("ttft", "tpot"):
         simulated = np.mean([run[key] for run in runs])
@@ -64,7 +74,14 @@ def test_a_queues_usual_guess_at_the_tail_misses_the_simulation():
     name, n, prompt, output = CASES[0]
     saturation = _saturation(name, n, prompt, output)
     for load in (0.3, 0.85):
-        closed = ia.steady_state(name, "h100-sxm", load * saturation, prompt, output, n_gpus=n)
+        closed = ia.steady_state(
+            name,
+            "h100-sxm",
+            requests_per_s=load * saturation,
+            prompt_len=prompt,
+            output_len=output,
+            n_gpus=n,
+        )
         run = _simulated(name, n, prompt, output, load)
         simulated = run["percentiles"]["ttft"]["p99"]
         guess = closed["ttft"] * np.log(100)
@@ -85,10 +102,18 @@ def test_without_the_fluctuations_of_the_decodes_the_tpot_falls_short_near_satur
     rate = 0.9 * continuous.saturation_rate(s)
     state = Engine(s).state(rate)
     runs = [
-        simulation.simulate(name, "h100-sxm", rate, prompt, output, seed=seed,
-                            requests=REQUESTS[0.9], **whole)
+        simulation.simulate(
+            name,
+            "h100-sxm",
+            requests_per_s=rate,
+            prompt_len=prompt,
+            output_len=output,
+            seed=seed,
+            requests=REQUESTS[0.9],
+            **whole,
+        )
         for seed in range(3)
-    ]  # fmt: skip
+    ]
     simulated = np.mean([run["tpot"] for run in runs])
     assert state["mean_step"] < 0.9 * simulated < state["tpot"]
     assert state["variance"] > 10 * state["decoding"]  # far from Poisson's variance, the mean
@@ -109,12 +134,16 @@ def test_the_steady_relations_are_littles_law_and_the_request_weighted_step():
 
 def test_the_bookkeeping_of_a_steady_state():
     rate = 8.0
-    r = ia.steady_state("llama-3.1-8b", "h100-sxm", rate, 1024, 128)
+    r = ia.steady_state(
+        "llama-3.1-8b", "h100-sxm", requests_per_s=rate, prompt_len=1024, output_len=128
+    )
     assert r["throughput"] == rate * 128
     assert r["concurrency"] == pytest.approx(rate * r["request_time"])  # Little's law
     assert r["request_time"] == pytest.approx(r["ttft"] + 127 * r["tpot"])
     assert r["utilization"] == pytest.approx(rate / r["saturation_rate"])
-    slower = ia.steady_state("llama-3.1-8b", "h100-sxm", 2 * rate, 1024, 128)
+    slower = ia.steady_state(
+        "llama-3.1-8b", "h100-sxm", requests_per_s=2 * rate, prompt_len=1024, output_len=128
+    )
     assert slower["tpot"] > r["tpot"] and slower["ttft"] > r["ttft"]  # busier, slower
 
 
@@ -122,31 +151,59 @@ def test_past_saturation_is_a_clear_error():
     top = _saturation("llama-3.1-8b", 1, 1024, 128)
     most = rf"keeps up with at most {ia.format.number(top)} requests per second"
     with pytest.raises(ValueError, match=most):
-        ia.steady_state("llama-3.1-8b", "h100-sxm", 1.05 * top, 1024, 128)
+        ia.steady_state(
+            "llama-3.1-8b", "h100-sxm", requests_per_s=1.05 * top, prompt_len=1024, output_len=128
+        )
     with pytest.raises(ValueError, match="requests_per_s must be a positive number"):
-        ia.steady_state("llama-3.1-8b", "h100-sxm", 0, 1024, 128)
+        ia.steady_state(
+            "llama-3.1-8b", "h100-sxm", requests_per_s=0, prompt_len=1024, output_len=128
+        )
 
 
 @pytest.mark.slow
 def test_the_plan_meets_both_targets_at_the_fewest_gpus_of_its_degree():
     target = dict(ttft_target=1.0, tpot_target=0.05)
-    p = ia.plan("llama-3.1-70b", "h100-sxm", 20, 2048, 256, **target)
+    p = ia.plan(
+        "llama-3.1-70b", "h100-sxm", requests_per_s=20, prompt_len=2048, output_len=256, **target
+    )
     assert p["ttft"] <= 1.0 and p["tpot"] <= 0.05 and p["gpus"] == p["replicas"] * p["n_gpus"]
     price = ia.gpu("h100-sxm").price_per_hour
     assert p["cost"]["output"] == pytest.approx(p["gpus"] * price / 3600 / (20 * 256) * 1e6)
     assert p["cost"]["price_per_hour"] == price and p["cost"]["price_date"]
-    mine = ia.plan("llama-3.1-70b", "h100-sxm", 20, 2048, 256, **target, price_per_hour=price / 2)
+    mine = ia.plan(
+        "llama-3.1-70b",
+        "h100-sxm",
+        requests_per_s=20,
+        prompt_len=2048,
+        output_len=256,
+        **target,
+        price_per_hour=price / 2,
+    )
     assert mine["cost"]["output"] == pytest.approx(p["cost"]["output"] / 2, rel=1e-12)
     assert mine["cost"]["price_date"] is None and mine["gpus"] == p["gpus"]
     if p["replicas"] > 1:  # one replica fewer of the same degree misses a target or saturates
         try:
-            fewer = ia.steady_state("llama-3.1-70b", "h100-sxm", 20 / (p["replicas"] - 1), 2048,
-                                    256, n_gpus=p["n_gpus"])  # fmt: skip
+            fewer = ia.steady_state(
+                "llama-3.1-70b",
+                "h100-sxm",
+                requests_per_s=20 / (p["replicas"] - 1),
+                prompt_len=2048,
+                output_len=256,
+                n_gpus=p["n_gpus"],
+            )
             assert fewer["ttft"] > 1.0 or fewer["tpot"] > 0.05
         except ValueError:
             pass
     with pytest.raises(ValueError, match="no deployment of up to 8"):
-        ia.plan("llama-3.1-70b", "h100-sxm", 20, 2048, 256, most_gpus=8, **target)
+        ia.plan(
+            "llama-3.1-70b",
+            "h100-sxm",
+            requests_per_s=20,
+            prompt_len=2048,
+            output_len=256,
+            most_gpus=8,
+            **target,
+        )
 
 
 @pytest.mark.slow
@@ -156,14 +213,31 @@ def test_a_plan_on_percentiles_is_one_the_simulation_shows_meeting_them():
     # target the plan says binds, in the simulation too.
     model, rate, prompt, output = "llama-3.1-70b", 10.0, 2048, 256
     targets = dict(ttft_target=0.5, tpot_target=0.05)
-    p = ia.plan(model, "h100-sxm", rate, prompt, output, **targets, percentile=99)
+    p = ia.plan(
+        model,
+        "h100-sxm",
+        requests_per_s=rate,
+        prompt_len=prompt,
+        output_len=output,
+        **targets,
+        percentile=99,
+    )
     assert p["percentile"] == 99 and p["binds"] in ("ttft", "tpot") and p["replicas"] > 1
     assert p["ttft"] <= 0.5 and p["tpot"] <= 0.05
-    on_means = ia.plan(model, "h100-sxm", rate, prompt, output, **targets)
+    on_means = ia.plan(
+        model, "h100-sxm", requests_per_s=rate, prompt_len=prompt, output_len=output, **targets
+    )
     assert on_means["gpus"] < p["gpus"]  # the tail asks for more than the mean
     for replicas, meets in ((p["replicas"], True), (p["replicas"] - 1, False)):
-        run = simulation.simulate(model, "h100-sxm", rate / replicas, prompt, output,
-                                  n_gpus=p["n_gpus"], requests=20_000)["percentiles"]  # fmt: skip
+        run = simulation.simulate(
+            model,
+            "h100-sxm",
+            requests_per_s=rate / replicas,
+            prompt_len=prompt,
+            output_len=output,
+            n_gpus=p["n_gpus"],
+            requests=20_000,
+        )["percentiles"]
         met = {k: run[k]["p99"] <= targets[f"{k}_target"] for k in ("ttft", "tpot")}
         assert all(met.values()) == meets, (replicas, run)
         if not meets:
@@ -176,43 +250,57 @@ def test_the_plan_chooses_colocated_or_disaggregated_by_cost():
     # and a loose TPOT: one engine. Each answer meets the targets at its own steady state.
     model, rate = "llama-3.1-70b", 10.0
     long = dict(prompt_len=2048, output_len=256, ttft_target=1.0, tpot_target=0.025)
-    either = ia.plan(model, "h100-sxm", rate, **long, layout="either")
-    alone = ia.plan(model, "h100-sxm", rate, **long)
+    either = ia.plan(model, "h100-sxm", requests_per_s=rate, **long, layout="either")
+    alone = ia.plan(model, "h100-sxm", requests_per_s=rate, **long)
     assert either["layout"] == "disaggregated" and alone["layout"] == "colocated"
     assert either["gpus"] < alone["gpus"] and either["cost"]["output"] < alone["cost"]["output"]
     pools = {k: either[k] for k in ia.disaggregated.POOL_KEYWORDS}
     assert either["gpus"] == (pools["prefill_gpus"] * pools["prefill_replicas"]
                               + pools["decode_gpus"] * pools["decode_replicas"])  # fmt: skip
-    state = ia.disaggregated.steady_state(model, "h100-sxm", rate, 2048, 256, **pools)
+    state = ia.disaggregated.steady_state(
+        model, "h100-sxm", requests_per_s=rate, prompt_len=2048, output_len=256, **pools
+    )
     assert state["ttft"] <= 1.0 and state["tpot"] <= 0.025
     short = dict(prompt_len=512, output_len=256, ttft_target=1.0, tpot_target=0.1)
-    assert ia.plan(model, "h100-sxm", rate, **short, layout="either")["layout"] == "colocated"
+    assert (
+        ia.plan(model, "h100-sxm", requests_per_s=rate, **short, layout="either")["layout"]
+        == "colocated"
+    )
     with pytest.raises(ValueError, match="layout must be one of"):
-        ia.plan(model, "h100-sxm", rate, **long, layout="split")
+        ia.plan(model, "h100-sxm", requests_per_s=rate, **long, layout="split")
 
 
 @pytest.mark.slow
 def test_goodput_is_the_highest_rate_meeting_both_percentile_targets():
-    args = ("llama-3.1-8b", "h100-sxm", 1024, 128)
-    g = ia.goodput(*args, ttft_target=0.3, tpot_target=0.015, percentile=99)
+    args = ("llama-3.1-8b", "h100-sxm")
+    lengths = dict(prompt_len=1024, output_len=128)
+    g = ia.goodput(*args, **lengths, ttft_target=0.3, tpot_target=0.015, percentile=99)
     assert g["percentile"] == 99 and g["per_gpu"] == g["requests_per_s"]
     assert g["ttft"] <= 0.3 and g["tpot"] <= 0.015
     s = ia.Scenario(*args[:2], prompt_len=1024, output_len=128, in_waves=True)
     above = continuous.steady_state_of(s, 1.01 * g["requests_per_s"])["percentiles"]
     assert above[g["binds"]]["p99"] > {"ttft": 0.3, "tpot": 0.015}[g["binds"]]
-    two = ia.goodput(*args, ttft_target=0.3, tpot_target=0.015, percentile=99, n_gpus=2)
+    two = ia.goodput(*args, **lengths, ttft_target=0.3, tpot_target=0.015, percentile=99, n_gpus=2)
     assert two["per_gpu"] == pytest.approx(two["requests_per_s"] / 2)
     most = targets.MOST_SECONDS  # the loosest targets it takes: only saturation binds
-    loose = ia.goodput(*args, ttft_target=most["ttft_target"], tpot_target=most["tpot_target"])
+    loose = ia.goodput(
+        *args,
+        **lengths,
+        ttft_target=most["ttft_target"],
+        tpot_target=most["tpot_target"],
+        percentile=90,
+    )
     assert loose["binds"] == "saturation"
     assert loose["requests_per_s"] == pytest.approx(continuous.saturation_rate(s))
     # On the mean, a TPOT target alone gives the highest rate's answer.
-    mean = ia.goodput(*args, ttft_target=most["ttft_target"], tpot_target=0.015, percentile=None)
+    mean = ia.goodput(
+        *args, **lengths, ttft_target=most["ttft_target"], tpot_target=0.015, percentile=None
+    )
     assert mean["requests_per_s"] == pytest.approx(targets.highest_rate(s, 0.015), rel=1e-3)
     with pytest.raises(ValueError, match="percentile must be one of 50, 90, 99"):
-        ia.goodput(*args, ttft_target=0.3, tpot_target=0.015, percentile=95)
+        ia.goodput(*args, **lengths, ttft_target=0.3, tpot_target=0.015, percentile=95)
     with pytest.raises(ValueError, match="ttft_target"):
-        ia.goodput(*args, ttft_target=-1, tpot_target=0.015)
+        ia.goodput(*args, **lengths, ttft_target=-1, tpot_target=0.015)
 
 
 def test_a_percentile_written_as_a_float_is_that_percentile():
@@ -222,9 +310,12 @@ def test_a_percentile_written_as_a_float_is_that_percentile():
     for bad in (True, "90", 95.0):
         with pytest.raises(ia.ArgumentError, match="percentile must be one of 50, 90, 99"):
             targets.check_percentile(bad)
-    args = ("llama-3.1-8b", "h100-sxm", 1024, 128)
-    as_float = ia.goodput(*args, ttft_target=0.3, tpot_target=0.015, percentile=50.0)
-    assert as_float == ia.goodput(*args, ttft_target=0.3, tpot_target=0.015, percentile=50)
+    args = ("llama-3.1-8b", "h100-sxm")
+    lengths = dict(prompt_len=1024, output_len=128)
+    as_float = ia.goodput(*args, **lengths, ttft_target=0.3, tpot_target=0.015, percentile=50.0)
+    assert as_float == ia.goodput(
+        *args, **lengths, ttft_target=0.3, tpot_target=0.015, percentile=50
+    )
 
 
 @pytest.mark.parametrize("ttft, tpot, name", [(500, 0.05, "ttft_target"), (0.5, 50, "tpot_target")])
@@ -233,32 +324,81 @@ def test_targets_typed_in_milliseconds_are_refused_by_name(ttft, tpot, name):
     most = ia.serving.targets.MOST_SECONDS[name]
     message = f"{name} must be a positive number of seconds up to {most:g}"
     with pytest.raises(ia.ArgumentError, match=message):
-        ia.plan("llama-3.1-8b", "h100-sxm", 5.0, 1024, 128, ttft, tpot)
+        ia.plan(
+            "llama-3.1-8b",
+            "h100-sxm",
+            requests_per_s=5.0,
+            prompt_len=1024,
+            output_len=128,
+            ttft_target=ttft,
+            tpot_target=tpot,
+        )
     with pytest.raises(ia.ArgumentError, match=message):
-        ia.goodput("llama-3.1-8b", "h100-sxm", 1024, 128, ttft_target=ttft, tpot_target=tpot)
-    ia.plan("llama-3.1-8b", "h100-sxm", 5.0, 1024, 128, 0.5, 0.05)  # the same in seconds
+        ia.goodput(
+            "llama-3.1-8b",
+            "h100-sxm",
+            prompt_len=1024,
+            output_len=128,
+            ttft_target=ttft,
+            tpot_target=tpot,
+        )
+    ia.plan(
+        "llama-3.1-8b",
+        "h100-sxm",
+        requests_per_s=5.0,
+        prompt_len=1024,
+        output_len=128,
+        ttft_target=0.5,
+        tpot_target=0.05,
+    )  # the same in seconds
 
 
 @pytest.mark.parametrize("most_gpus", [-8, 0, 2.5, True])
 def test_a_plan_of_no_gpus_at_all_is_refused_by_name(most_gpus):
     with pytest.raises(ia.ArgumentError, match="most_gpus must be a whole number from 1 up"):
-        ia.plan("llama-3.1-8b", "h100-sxm", 5.0, 1024, 128, 0.5, 0.05, most_gpus=most_gpus)
+        ia.plan(
+            "llama-3.1-8b",
+            "h100-sxm",
+            requests_per_s=5.0,
+            prompt_len=1024,
+            output_len=128,
+            ttft_target=0.5,
+            tpot_target=0.05,
+            most_gpus=most_gpus,
+        )
     with pytest.raises(ia.ArgumentError, match="most_gpus must be a whole number from 1 up"):
         planning.plan_colocated(
-            "llama-3.1-8b", "h100-sxm", 5.0, 1024, 128, 0.5, 0.05, most_gpus=most_gpus
+            "llama-3.1-8b",
+            "h100-sxm",
+            requests_per_s=5.0,
+            prompt_len=1024,
+            output_len=128,
+            ttft_target=0.5,
+            tpot_target=0.05,
+            most_gpus=most_gpus,
         )
 
 
 def test_replicas_share_the_requests_evenly():
-    one = ia.steady_state("llama-3.1-8b", "h100-sxm", 3.0, 1024, 128)
-    two = ia.steady_state("llama-3.1-8b", "h100-sxm", 6.0, 1024, 128, replicas=2)
+    one = ia.steady_state(
+        "llama-3.1-8b", "h100-sxm", requests_per_s=3.0, prompt_len=1024, output_len=128
+    )
+    two = ia.steady_state(
+        "llama-3.1-8b", "h100-sxm", requests_per_s=6.0, prompt_len=1024, output_len=128, replicas=2
+    )
     assert two["ttft"] == pytest.approx(one["ttft"]) and two["tpot"] == pytest.approx(one["tpot"])
     assert two["concurrency"] == pytest.approx(2 * one["concurrency"])
     assert two["saturation_rate"] == pytest.approx(2 * one["saturation_rate"])
     assert two["throughput"] == pytest.approx(2 * one["throughput"])
     with pytest.raises(ValueError, match="2 replicas of 1 x h100-sxm"):
-        ia.steady_state("llama-3.1-8b", "h100-sxm", 3 * two["saturation_rate"], 1024, 128,
-                        replicas=2)  # fmt: skip
+        ia.steady_state(
+            "llama-3.1-8b",
+            "h100-sxm",
+            requests_per_s=3 * two["saturation_rate"],
+            prompt_len=1024,
+            output_len=128,
+            replicas=2,
+        )
 
 
 # --- A burst: every request at once, on the kernel model ---------------------------------------
@@ -315,7 +455,15 @@ def test_a_smaller_token_budget_takes_longer_to_prefill_a_burst():
     small, large = (simulation.burst(_burst_scenario(token_budget=b)) for b in (512, 8192))
     assert small["ttft"] > large["ttft"] and small["elapsed"] > large["elapsed"]
     # serve() takes the burst for a continuous engine on the kernel model.
-    served = ia.serve("llama-3.1-8b", "h100-sxm", 96, 1500, 40, step="kernels", token_budget=512)
+    served = ia.serve(
+        "llama-3.1-8b",
+        "h100-sxm",
+        requests=96,
+        prompt_len=1500,
+        output_len=40,
+        step="kernels",
+        token_budget=512,
+    )
     assert served["elapsed"] == pytest.approx(small["elapsed"])
 
 
@@ -325,10 +473,19 @@ def test_the_steady_state_responds_to_the_token_budget_as_the_simulation_does(bu
     # The issue's case: 70B on 4 H100 at 2 requests a second. A budget under a prompt spreads
     # it over steps; the closed form follows the simulation within 10% either way.
     kw = dict(n_gpus=4, token_budget=budget, step="roofline")
-    closed = ia.steady_state("llama-3.3-70b", "h100-sxm", 2.0, 2048, 256, **kw)
+    closed = ia.steady_state(
+        "llama-3.3-70b", "h100-sxm", requests_per_s=2.0, prompt_len=2048, output_len=256, **kw
+    )
     runs = [
         simulation.simulate(
-            "llama-3.3-70b", "h100-sxm", 2.0, 2048, 256, seed=k, requests=3000, **kw
+            "llama-3.3-70b",
+            "h100-sxm",
+            requests_per_s=2.0,
+            prompt_len=2048,
+            output_len=256,
+            seed=k,
+            requests=3000,
+            **kw,
         )
         for k in range(2)
     ]
@@ -339,8 +496,24 @@ def test_the_steady_state_responds_to_the_token_budget_as_the_simulation_does(bu
 
 def test_a_smaller_budget_lengthens_the_time_to_first_token():
     kw = dict(n_gpus=4, step="roofline")
-    small = ia.steady_state("llama-3.3-70b", "h100-sxm", 2.0, 2048, 256, token_budget=1024, **kw)
-    large = ia.steady_state("llama-3.3-70b", "h100-sxm", 2.0, 2048, 256, token_budget=8192, **kw)
+    small = ia.steady_state(
+        "llama-3.3-70b",
+        "h100-sxm",
+        requests_per_s=2.0,
+        prompt_len=2048,
+        output_len=256,
+        token_budget=1024,
+        **kw,
+    )
+    large = ia.steady_state(
+        "llama-3.3-70b",
+        "h100-sxm",
+        requests_per_s=2.0,
+        prompt_len=2048,
+        output_len=256,
+        token_budget=8192,
+        **kw,
+    )
     assert small["ttft"] > 1.02 * large["ttft"]
 
 
@@ -376,23 +549,48 @@ def test_a_steady_state_of_one_output_token_is_refused_by_name():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with pytest.raises(ia.ArgumentError) as raised:
-            ia.steady_state("llama-3.1-8b", "h100-sxm", 1.0, output_len=1)
+            ia.steady_state("llama-3.1-8b", "h100-sxm", requests_per_s=1.0, output_len=1)
         s = ia.Scenario("llama-3.1-8b", "h100-sxm", output_len=1, in_waves=True)
         with pytest.raises(ia.ArgumentError, match="output_len must be a whole number from 2"):
             continuous.saturation_rate(s)
         with pytest.raises(ia.ArgumentError, match="output_len must be a whole number from 2"):
-            planning.plan_colocated("llama-3.1-8b", "h100-sxm", 1.0, 1024, 1, 1.0, 0.1)
+            planning.plan_colocated(
+                "llama-3.1-8b",
+                "h100-sxm",
+                requests_per_s=1.0,
+                prompt_len=1024,
+                output_len=1,
+                ttft_target=1.0,
+                tpot_target=0.1,
+            )
     assert str(raised.value).startswith("output_len must be a whole number from 2 up, got 1: a")
     assert "got 1" in str(raised.value)
-    assert ia.steady_state("llama-3.1-8b", "h100-sxm", 1.0, 1024, 2)["tpot"] > 0
+    assert (
+        ia.steady_state(
+            "llama-3.1-8b", "h100-sxm", requests_per_s=1.0, prompt_len=1024, output_len=2
+        )["tpot"]
+        > 0
+    )
 
 
 @pytest.mark.slow
 def test_simpy_is_needed_only_to_simulate(monkeypatch):
     monkeypatch.setitem(sys.modules, "simpy", None)  # as if it were not installed
     with pytest.raises(ImportError, match=r"needs SimPy, .*: pip install simpy"):
-        simulation.simulate("llama-3.1-8b", "h100-sxm", 1.0, 512, 16, requests=10)
-    assert ia.steady_state("llama-3.1-8b", "h100-sxm", 1.0, 512, 16)["tpot"] > 0
+        simulation.simulate(
+            "llama-3.1-8b",
+            "h100-sxm",
+            requests_per_s=1.0,
+            prompt_len=512,
+            output_len=16,
+            requests=10,
+        )
+    assert (
+        ia.steady_state(
+            "llama-3.1-8b", "h100-sxm", requests_per_s=1.0, prompt_len=512, output_len=16
+        )["tpot"]
+        > 0
+    )
     code = "import sys, inference_arithmetic; print('simpy' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
@@ -420,7 +618,7 @@ def test_a_larger_budget_trades_time_per_token_for_first_tokens_and_throughput(n
     kw = dict(n_gpus=n, prompt_len=2048, output_len=256)
     whole = ia.Scenario(name, "h100-sxm", **kw, token_budget=8192, in_waves=True)
     rate = 0.4 * continuous.saturation_rate(whole)
-    states = [ia.steady_state(name, "h100-sxm", rate, **kw, token_budget=256 * 2**k)
+    states = [ia.steady_state(name, "h100-sxm", requests_per_s=rate, **kw, token_budget=256 * 2**k)
               for k in range(6)]  # fmt: skip
     chunked, past = states[:4], states[4:]  # budgets up to the prompt; 4096 and 8192
     for smaller, larger in zip(chunked, chunked[1:], strict=False):
@@ -434,21 +632,31 @@ def test_a_larger_budget_trades_time_per_token_for_first_tokens_and_throughput(n
 def test_requests_of_many_lengths_in_the_simulation():
     # Lengths as sequences: one length repeated is the engine of one length exactly; a spread
     # about the same means, at one rate, widens the tail of the first token.
-    args = ("llama-3.1-8b", "h100-sxm", 4.0)
-    one = simulation.simulate(*args, 1024, 128, requests=1500)
-    repeated = simulation.simulate(*args, [1024] * 5, [128] * 5, requests=1500)
+    args = ("llama-3.1-8b", "h100-sxm")
+    one = simulation.simulate(
+        *args, requests_per_s=4.0, prompt_len=1024, output_len=128, requests=1500
+    )
+    repeated = simulation.simulate(
+        *args, requests_per_s=4.0, prompt_len=[1024] * 5, output_len=[128] * 5, requests=1500
+    )
     assert repeated == one
     rng = np.random.default_rng(0)
     prompts = (1024 * rng.lognormal(0, 0.8, 4000) / np.exp(0.32)).astype(int) + 1
     outputs = (128 * rng.lognormal(0, 0.8, 4000) / np.exp(0.32)).astype(int) + 2
-    spread = simulation.simulate(*args, prompts, outputs, requests=1500)
+    spread = simulation.simulate(
+        *args, requests_per_s=4.0, prompt_len=prompts, output_len=outputs, requests=1500
+    )
     assert spread["percentiles"]["ttft"]["p99"] > 1.3 * one["percentiles"]["ttft"]["p99"]
-    short = simulation.simulate(*args, prompts, 1, requests=500)  # prefills only: no TPOT
+    short = simulation.simulate(
+        *args, requests_per_s=4.0, prompt_len=prompts, output_len=1, requests=500
+    )  # prefills only: no TPOT
     assert np.isnan(short["tpot"]) and short["ttft"] > 0
     with pytest.raises(ValueError, match="of one length, to keep their pairs"):
-        simulation.simulate(*args, [1024, 2048], [128, 256, 512])
+        simulation.simulate(
+            *args, requests_per_s=4.0, prompt_len=[1024, 2048], output_len=[128, 256, 512]
+        )
     with pytest.raises(ValueError, match="prompt_len must be a whole number of tokens from 1"):
-        simulation.simulate(*args, [1024, 0], 128)
+        simulation.simulate(*args, requests_per_s=4.0, prompt_len=[1024, 0], output_len=128)
 
 
 @pytest.mark.slow
@@ -469,9 +677,18 @@ def test_the_simulation_gives_percentiles_whose_tail_grows_with_the_load():
 
 
 def test_no_prefix_cache_and_no_speculation_are_todays_steady_state_exactly():
-    plain = ia.steady_state("llama-3.1-8b", "h100-sxm", 4.0, 1024, 128)
-    same = ia.steady_state("llama-3.1-8b", "h100-sxm", 4.0, 1024, 128, prefix_hit_rate=0.0,
-                           speculative=None)  # fmt: skip
+    plain = ia.steady_state(
+        "llama-3.1-8b", "h100-sxm", requests_per_s=4.0, prompt_len=1024, output_len=128
+    )
+    same = ia.steady_state(
+        "llama-3.1-8b",
+        "h100-sxm",
+        requests_per_s=4.0,
+        prompt_len=1024,
+        output_len=128,
+        prefix_hit_rate=0.0,
+        speculative=None,
+    )
     assert same == plain
 
 
@@ -481,25 +698,43 @@ def test_a_prefix_cache_in_the_steady_state_matches_the_simulation():
     args = ("llama-3.1-8b", "h100-sxm")
     s = ia.Scenario(*args, prompt_len=1024, output_len=128, in_waves=True, prefix_hit_rate=0.5)
     rate = 0.3 * continuous.saturation_rate(s)
-    state = ia.steady_state(*args, rate, 1024, 128, prefix_hit_rate=0.5)
-    simulated = simulation.simulate(*args, rate, 1024, 128, prefix_hit_rate=0.5, requests=4_000)
+    state = ia.steady_state(
+        *args, requests_per_s=rate, prompt_len=1024, output_len=128, prefix_hit_rate=0.5
+    )
+    simulated = simulation.simulate(
+        *args,
+        requests_per_s=rate,
+        prompt_len=1024,
+        output_len=128,
+        prefix_hit_rate=0.5,
+        requests=4_000,
+    )
     for key in ("ttft", "tpot"):
         assert state[key] == pytest.approx(simulated[key], rel=MEANS), key
         for tail in ("p90", "p99"):  # the tails prefill the uncached tokens too
             mine, theirs = state["percentiles"][key][tail], simulated["percentiles"][key][tail]
             assert mine == pytest.approx(theirs, rel=TAILS), (key, tail, mine, theirs)
-    plain = ia.steady_state(*args, rate, 1024, 128)
+    plain = ia.steady_state(*args, requests_per_s=rate, prompt_len=1024, output_len=128)
     assert state["ttft"] < plain["ttft"] and state["saturation_rate"] > plain["saturation_rate"]
 
 
 def test_a_speculating_request_decodes_in_fewer_steps():
     # Little's law on steps: lambda (O - 1) / E requests decode in a mean step.
     spec = ia.Speculative("eagle3", draft_len=3)
-    state = ia.steady_state("llama-3.1-8b", "h100-sxm", 2.0, 512, 256, speculative=spec)
+    state = ia.steady_state(
+        "llama-3.1-8b",
+        "h100-sxm",
+        requests_per_s=2.0,
+        prompt_len=512,
+        output_len=256,
+        speculative=spec,
+    )
     decoding = 2.0 * (256 - 1) / spec.tokens_per_step * state["mean_step"]
     assert state["decoding"] == pytest.approx(decoding, rel=1e-9)
     assert state["concurrency"] == pytest.approx(2.0 * state["request_time"], rel=1e-12)
-    plain = ia.steady_state("llama-3.1-8b", "h100-sxm", 2.0, 512, 256)
+    plain = ia.steady_state(
+        "llama-3.1-8b", "h100-sxm", requests_per_s=2.0, prompt_len=512, output_len=256
+    )
     assert state["tpot"] < plain["tpot"] / 1.5 and state["decoding"] < plain["decoding"]
     # Its percentiles are per token too: the normal's median is the mean.
     assert state["percentiles"]["tpot"]["p50"] == pytest.approx(state["tpot"], rel=1e-12)
@@ -510,21 +745,37 @@ def test_speculation_costs_capacity_where_the_step_turns_compute_bound():
     # verification steps are compute-bound, the gain falls, and the engine saturates sooner.
     args = ("llama-3.1-70b", "h100-sxm")
     head = {"method": "eagle3", "draft_len": 3}
-    plain = ia.steady_state(*args, 0.01, 128, 1024, 4)
-    spec = ia.steady_state(*args, 0.01, 128, 1024, 4, speculative=head)
+    plain = ia.steady_state(*args, requests_per_s=0.01, prompt_len=128, output_len=1024, n_gpus=4)
+    spec = ia.steady_state(
+        *args, requests_per_s=0.01, prompt_len=128, output_len=1024, n_gpus=4, speculative=head
+    )
     assert spec["saturation_rate"] < plain["saturation_rate"]
 
     def gain(share):
         rate = share * spec["saturation_rate"]
-        with_head = ia.steady_state(*args, rate, 128, 1024, 4, speculative=head)
-        return ia.steady_state(*args, rate, 128, 1024, 4)["tpot"] / with_head["tpot"]
+        with_head = ia.steady_state(
+            *args, requests_per_s=rate, prompt_len=128, output_len=1024, n_gpus=4, speculative=head
+        )
+        return (
+            ia.steady_state(*args, requests_per_s=rate, prompt_len=128, output_len=1024, n_gpus=4)[
+                "tpot"
+            ]
+            / with_head["tpot"]
+        )
 
     assert gain(0.98) < gain(0.5)
 
 
 def test_the_step_by_step_engine_refuses_speculation():
     with pytest.raises(ia.ArgumentError, match="decodes one token a step; speculative decoding"):
-        simulation.simulate("llama-3.1-8b", "h100-sxm", 1.0, 512, 64, speculative="ngram")
+        simulation.simulate(
+            "llama-3.1-8b",
+            "h100-sxm",
+            requests_per_s=1.0,
+            prompt_len=512,
+            output_len=64,
+            speculative="ngram",
+        )
 
 
 @pytest.mark.slow
@@ -534,24 +785,69 @@ def test_expert_parallelism_steps_the_same_chain_with_the_busiest_gpus_step():
     name, work = "deepseek-v2-lite", dict(n_gpus=4, parallel="expert-dp")
     s = ia.Scenario(name, "h100-sxm", prompt_len=1024, output_len=128, in_waves=True, **work)
     rate = 0.6 * continuous.saturation_rate(s)
-    closed = ia.steady_state(name, "h100-sxm", rate, 1024, 128, **work)
-    run = simulation.simulate(name, "h100-sxm", rate, 1024, 128, requests=4_000, **work)
+    closed = ia.steady_state(
+        name, "h100-sxm", requests_per_s=rate, prompt_len=1024, output_len=128, **work
+    )
+    run = simulation.simulate(
+        name,
+        "h100-sxm",
+        requests_per_s=rate,
+        prompt_len=1024,
+        output_len=128,
+        requests=4_000,
+        **work,
+    )
     for key in ("ttft", "tpot"):
         assert closed[key] == pytest.approx(run[key], rel=MEANS), (key, closed[key], run[key])
-    tensor = ia.steady_state(name, "h100-sxm", rate, 1024, 128, n_gpus=4)
+    tensor = ia.steady_state(
+        name, "h100-sxm", requests_per_s=rate, prompt_len=1024, output_len=128, n_gpus=4
+    )
     assert tensor["tpot"] != pytest.approx(closed["tpot"], rel=1e-3)  # its own step, not TP's
     with pytest.raises(ValueError, match="kernel by kernel"):
-        ia.steady_state(name, "h100-sxm", rate, 1024, 128, step="roofline", **work)
+        ia.steady_state(
+            name,
+            "h100-sxm",
+            requests_per_s=rate,
+            prompt_len=1024,
+            output_len=128,
+            step="roofline",
+            **work,
+        )
 
 
 def test_a_plan_refuses_a_setting_no_deployment_changes_by_name():
     # Each deployment would be refused by it, and skipped as if it saturated: the plan's
     # message would blame the targets. A rule of one deployment (fit) is still the search's.
     with pytest.raises(ValueError, match="has no default"):
-        ia.planning.plan_colocated("llama-3.1-8b", "h100-sxm", 1.0, 2048, 256, 0.5, 0.05,
-                           speculative="draft")  # fmt: skip
+        ia.planning.plan_colocated(
+            "llama-3.1-8b",
+            "h100-sxm",
+            requests_per_s=1.0,
+            prompt_len=2048,
+            output_len=256,
+            ttft_target=0.5,
+            tpot_target=0.05,
+            speculative="draft",
+        )
     with pytest.raises(ValueError, match="does not model them"):
-        ia.planning.plan_colocated("llama-3.1-8b", "h100-sxm", 1.0, 2048, 256, 0.5, 0.05,
-                           prefix_hit_rate=0.5, step="roofline")  # fmt: skip
-    big = ia.planning.plan_colocated("llama-3.1-70b", "h100-sxm", 1.0, 2048, 256, 0.5, 0.05)
+        ia.planning.plan_colocated(
+            "llama-3.1-8b",
+            "h100-sxm",
+            requests_per_s=1.0,
+            prompt_len=2048,
+            output_len=256,
+            ttft_target=0.5,
+            tpot_target=0.05,
+            prefix_hit_rate=0.5,
+            step="roofline",
+        )
+    big = ia.planning.plan_colocated(
+        "llama-3.1-70b",
+        "h100-sxm",
+        requests_per_s=1.0,
+        prompt_len=2048,
+        output_len=256,
+        ttft_target=0.5,
+        tpot_target=0.05,
+    )
     assert big["n_gpus"] > 1  # one GPU does not fit: skipped, not refused

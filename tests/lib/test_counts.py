@@ -71,7 +71,7 @@ def test_prefill_flops_equal_the_flop_counter(name):
     for seq_len, measured in prefill.items():
         t = int(seq_len)
         extra = every_expert(m, t)
-        assert ia.forward_flops(m, 1, t) + extra == measured["all_logits"]["total"], t
+        assert ia.forward_flops(m, batch=1, seq_len=t) + extra == measured["all_logits"]["total"], t
         last = ia.forward_flops(m, batch=1, seq_len=t, last_logits_only=True)
         assert last + extra == measured["last_logit"]["total"], t
 
@@ -109,4 +109,6 @@ def test_a_kv_cache_past_the_context_window_is_refused():
     assert "context window" in str(raised.value)
     # A model that states no window: any context.
     unbounded = dataclasses.replace(m, context_window=None)
-    assert ia.kv_cache_bytes(unbounded, context_len=10**9) == 10**9 * ia.kv_cache_bytes(m, 1, 1)
+    assert ia.kv_cache_bytes(unbounded, context_len=10**9) == 10**9 * ia.kv_cache_bytes(
+        m, batch=1, context_len=1
+    )

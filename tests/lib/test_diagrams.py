@@ -95,7 +95,7 @@ def test_attention_shows_each_products_shapes():
 def test_gqa_groups_query_heads_over_the_registrys_kv_heads():
     texts = " ".join(diagrams.gqa_grouping("llama-3.1-70b").texts)
     assert "64 query heads; 8 K/V heads, 8 query heads share each" in texts
-    per_token = ia.kv_cache_bytes(ia.model("llama-3.1-70b"), 1, 1)
+    per_token = ia.kv_cache_bytes(ia.model("llama-3.1-70b"), batch=1, context_len=1)
     assert f"cache: {fmt.nbytes(per_token)} a token" in texts  # the library's own count
     assert f"cache: {fmt.nbytes(per_token * 8)} a token" in texts  # MHA: 8 times the heads
     with pytest.raises(ValueError, match="not grouped-query"):
@@ -105,7 +105,7 @@ def test_gqa_groups_query_heads_over_the_registrys_kv_heads():
 def test_mla_caches_the_latent_not_the_heads():
     texts = " ".join(diagrams.mla_compress("deepseek-v3").texts)
     assert "cached: 576 numbers a token a layer" in texts  # r_kv 512 + d_rope 64
-    assert fmt.nbytes(ia.kv_cache_bytes(ia.model("deepseek-v3"), 1, 1)) in texts
+    assert fmt.nbytes(ia.kv_cache_bytes(ia.model("deepseek-v3"), batch=1, context_len=1)) in texts
     assert "40,960 numbers" in texts  # 128 heads x (128 + 64 + 128)
     with pytest.raises(ValueError, match="no latent attention"):
         diagrams.mla_compress("llama-3.1-8b")
@@ -124,8 +124,12 @@ def test_prefill_and_decode_meet_the_same_weights():
 
 def test_a_batch_shares_one_read_of_the_weights():
     texts = " ".join(diagrams.batch_shared_read(batch=4, **ia.timing.IDEAL).texts)
-    one = ia.decode_step_time("llama-3.1-8b", "h100-sxm", 1, 2048, **ia.timing.IDEAL)
-    four = ia.decode_step_time("llama-3.1-8b", "h100-sxm", 4, 2048, **ia.timing.IDEAL)
+    one = ia.decode_step_time(
+        "llama-3.1-8b", "h100-sxm", batch=1, context_len=2048, **ia.timing.IDEAL
+    )
+    four = ia.decode_step_time(
+        "llama-3.1-8b", "h100-sxm", batch=4, context_len=2048, **ia.timing.IDEAL
+    )
     assert f"batch 1 {fmt.seconds(one)}, batch 4 {fmt.seconds(four)}" in texts
     assert "request 4" in texts and "request 5" not in texts
     assert fmt.nbytes(ia.param_count(ia.model("llama-3.1-8b")) * 2) in texts
@@ -212,8 +216,8 @@ def test_the_cache_grows_a_token_a_step():
 
 def test_the_timeline_uses_the_librarys_times():
     texts = " ".join(diagrams.prefill_decode_timeline(prompt_len=2048).texts)
-    ttft = ia.prefill_time("llama-3.1-8b", "h100-sxm", 1, 2048)
-    tpot = ia.decode_step_time("llama-3.1-8b", "h100-sxm", 1, 2048)
+    ttft = ia.prefill_time("llama-3.1-8b", "h100-sxm", batch=1, prompt_len=2048)
+    tpot = ia.decode_step_time("llama-3.1-8b", "h100-sxm", batch=1, context_len=2048)
     assert f"time to first token {fmt.seconds(ttft)}" in texts
     assert f"time per output token {fmt.seconds(tpot)}" in texts
     assert "prefill: 2,048 tokens at once\ncompute-bound" in texts

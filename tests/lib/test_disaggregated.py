@@ -20,7 +20,9 @@ SPREAD = ("llama-3.1-8b", 1024, 128, {"prefill_replicas": 2, "decode_replicas": 
 
 
 def _saturation(name, prompt, output, sizes):
-    return disaggregated.steady_state(name, G, 0.01, prompt, output, **sizes)["saturation_rate"]
+    return disaggregated.steady_state(
+        name, G, requests_per_s=0.01, prompt_len=prompt, output_len=output, **sizes
+    )["saturation_rate"]
 
 
 CASES = {"dense": DENSE, "moe": MOE, "replicas": SPREAD}
@@ -32,9 +34,20 @@ def _compared(case, load):
     it: shared by the tests of the means and of the percentiles."""
     name, prompt, output, sizes = CASES[case]
     rate = load * _saturation(*CASES[case])
-    closed = disaggregated.steady_state(name, G, rate, prompt, output, **sizes)
+    closed = disaggregated.steady_state(
+        name, G, requests_per_s=rate, prompt_len=prompt, output_len=output, **sizes
+    )
     runs = [
-        disaggregated.simulate(name, G, rate, prompt, output, requests=2_000, seed=seed, **sizes)
+        disaggregated.simulate(
+            name,
+            G,
+            requests_per_s=rate,
+            prompt_len=prompt,
+            output_len=output,
+            requests=2_000,
+            seed=seed,
+            **sizes,
+        )
         for seed in range(2)
     ]
     return closed, runs
@@ -80,20 +93,54 @@ def test_a_disaggregated_plan_on_percentiles_is_one_the_simulation_shows_meeting
     # pools the plan picks meet both in the simulation; one prefill replica fewer misses.
     model, rate, prompt, output = "llama-3.1-70b", 10.0, 2048, 256
     targets = dict(ttft_target=1.0, tpot_target=0.025)
-    p = ia.plan(model, G, rate, prompt, output, **targets, percentile=99, layout="disaggregated")
+    p = ia.plan(
+        model,
+        G,
+        requests_per_s=rate,
+        prompt_len=prompt,
+        output_len=output,
+        **targets,
+        percentile=99,
+        layout="disaggregated",
+    )
     assert p["layout"] == "disaggregated" and p["percentile"] == 99
     assert p["ttft"] <= 1.0 and p["tpot"] <= 0.025
     pools = {k: p[k] for k in disaggregated.POOL_KEYWORDS}
-    on_means = ia.plan(model, G, rate, prompt, output, **targets, layout="disaggregated")
+    on_means = ia.plan(
+        model,
+        G,
+        requests_per_s=rate,
+        prompt_len=prompt,
+        output_len=output,
+        **targets,
+        layout="disaggregated",
+    )
     assert on_means["gpus"] < p["gpus"]  # the tail asks for more than the mean
     for replicas, meets in ((pools["prefill_replicas"], True),
                             (pools["prefill_replicas"] - 1, False)):  # fmt: skip
         sizes = {**pools, "prefill_replicas": replicas}
-        run = disaggregated.simulate(model, G, rate, prompt, output, requests=2_000, **sizes)
+        run = disaggregated.simulate(
+            model,
+            G,
+            requests_per_s=rate,
+            prompt_len=prompt,
+            output_len=output,
+            requests=2_000,
+            **sizes,
+        )
         met = {k: run["percentiles"][k]["p99"] <= targets[f"{k}_target"] for k in ("ttft", "tpot")}
         assert all(met.values()) == meets, (replicas, run["percentiles"])
     with pytest.raises(ia.ArgumentError, match="percentile must be one of 50, 90, 99"):
-        disaggregated.fewest_gpus(model, G, rate, prompt, output, 1.0, 0.025, percentile=95)
+        disaggregated.fewest_gpus(
+            model,
+            G,
+            requests_per_s=rate,
+            prompt_len=prompt,
+            output_len=output,
+            ttft_target=1.0,
+            tpot_target=0.025,
+            percentile=95,
+        )
 
 
 @pytest.mark.slow
@@ -102,8 +149,12 @@ def test_the_comparison_with_the_simulation_sees_a_transfer_left_out():
     # and the closed form both carry it, and a closed form without it is caught.
     name, prompt, output, sizes = DENSE
     slow = {**sizes, "transfer": "network", "network_bandwidth": 1e9}
-    closed = disaggregated.steady_state(name, G, 1.0, prompt, output, **slow)
-    simulated = disaggregated.simulate(name, G, 1.0, prompt, output, requests=1_000, **slow)
+    closed = disaggregated.steady_state(
+        name, G, requests_per_s=1.0, prompt_len=prompt, output_len=output, **slow
+    )
+    simulated = disaggregated.simulate(
+        name, G, requests_per_s=1.0, prompt_len=prompt, output_len=output, requests=1_000, **slow
+    )
     assert closed["ttft"] == pytest.approx(simulated["ttft"], rel=MEANS)
     assert closed["transfer"] > 0.15 * closed["ttft"]
     without = closed["ttft"] - closed["transfer"]
@@ -115,23 +166,39 @@ def test_the_transfer_moves_the_prompts_cache_over_the_fewer_gpus_of_either_side
         arch = ia.model(name)
         s = ia.Scenario(arch, "h200", n_gpus=8, prompt_len=2048, output_len=1, dtype="fp8")
         # Chapter 06's cache of one request of the prompt's tokens, in the cache's format.
-        expected = ia.kv_cache_bytes(arch, 1, 2048, s.cache_dtype)
+        expected = ia.kv_cache_bytes(arch, batch=1, context_len=2048, dtype=s.cache_dtype)
         assert s.evaluate(disaggregation.kv_transfer_bytes(arch)) == pytest.approx(expected)
     # Llama 3 70B from 4 GPUs: each sends its two KV heads' quarter at once over its own link.
     values = {**ia.Scenario("llama-3.1-70b", G, n_gpus=4).values(), "link_latency": 0.0}
     link = ia.numeric(disaggregation.kv_transfer_time(ia.model("llama-3.1-70b"), "link"))
     assert link.from_values(values) == pytest.approx(671_088_640 / (4 * 450e9))
-    state = disaggregated.steady_state(*DENSE[:1], G, 1.0, 2048, 256, prefill_gpus=4,
-                                       decode_gpus=2, link_latency=0.0)  # fmt: skip
+    sizes = dict(prefill_gpus=4, decode_gpus=2, link_latency=0.0)
+    state = disaggregated.steady_state(
+        *DENSE[:1], G, requests_per_s=1.0, prompt_len=2048, output_len=256, **sizes
+    )
     assert state["transfer"] == pytest.approx(671_088_640 / (2 * 450e9))  # the two decode GPUs
 
 
 def test_a_pair_of_replicas_within_one_link_domain_uses_the_link_else_the_network():
     name, prompt, output, _ = DENSE
-    near = disaggregated.steady_state(name, G, 1.0, prompt, output, prefill_gpus=4,
-                                      decode_gpus=4)  # fmt: skip
-    far = disaggregated.steady_state(name, G, 1.0, prompt, output, prefill_gpus=4,
-                                     decode_gpus=8)  # fmt: skip
+    near = disaggregated.steady_state(
+        name,
+        G,
+        requests_per_s=1.0,
+        prompt_len=prompt,
+        output_len=output,
+        prefill_gpus=4,
+        decode_gpus=4,
+    )
+    far = disaggregated.steady_state(
+        name,
+        G,
+        requests_per_s=1.0,
+        prompt_len=prompt,
+        output_len=output,
+        prefill_gpus=4,
+        decode_gpus=8,
+    )
     assert (near["path"], far["path"]) == ("link", "network")
     assert far["transfer"] > 4 * near["transfer"]  # 50 GB/s a port against 450 GB/s of NVLink
     assert near["ttft"] == pytest.approx(near["prefill"]["ttft"] + near["transfer"])
@@ -140,7 +207,9 @@ def test_a_pair_of_replicas_within_one_link_domain_uses_the_link_else_the_networ
 def test_a_lone_prompt_takes_one_prefill_and_its_transfer():
     name, prompt, output, sizes = DENSE
     budget = {"token_budget": 8192}  # the whole prompt in one step
-    state = disaggregated.steady_state(name, G, 1e-4, prompt, output, **sizes, **budget)
+    state = disaggregated.steady_state(
+        name, G, requests_per_s=1e-4, prompt_len=prompt, output_len=output, **sizes, **budget
+    )
     s = ia.Scenario(name, G, n_gpus=4, prompt_len=prompt, output_len=1, **budget)
     alone = simulation.scalar_step(s)(0, 1.0, prompt)  # one step of the prompt, no decodes
     assert state["prefill"]["ttft"] == pytest.approx(alone, rel=1e-3)
@@ -154,8 +223,12 @@ def test_a_lone_request_decodes_as_fast_as_on_a_colocated_engine_speculating_or_
     time divided by the tokens it yields on both sides, percentiles too."""
     name, prompt, output, sizes = DENSE
     options = {"speculative": speculative} if speculative else {}
-    apart = disaggregated.steady_state(name, G, 1e-3, prompt, output, **sizes, **options)
-    together = ia.steady_state(name, G, 1e-3, prompt, output, n_gpus=4, **options)
+    apart = disaggregated.steady_state(
+        name, G, requests_per_s=1e-3, prompt_len=prompt, output_len=output, **sizes, **options
+    )
+    together = ia.steady_state(
+        name, G, requests_per_s=1e-3, prompt_len=prompt, output_len=output, n_gpus=4, **options
+    )
     assert apart["tpot"] == pytest.approx(together["tpot"], rel=0.01)
     for p, tpot in together["percentiles"]["tpot"].items():
         assert apart["percentiles"]["tpot"][p] == pytest.approx(tpot, rel=0.01)
@@ -164,19 +237,31 @@ def test_a_lone_request_decodes_as_fast_as_on_a_colocated_engine_speculating_or_
 def test_past_either_pools_saturation_is_an_error_naming_it():
     name, prompt, output, _ = DENSE
     sizes = {"prefill_gpus": 4, "decode_gpus": 4, "decode_replicas": 4}
-    state = disaggregated.steady_state(name, G, 0.1, prompt, output, **sizes)
+    state = disaggregated.steady_state(
+        name, G, requests_per_s=0.1, prompt_len=prompt, output_len=output, **sizes
+    )
     assert state["saturation_rate"] == pytest.approx(state["prefill"]["saturation_rate"])
     with pytest.raises(ia.ArgumentError, match="the prefill pool"):
-        disaggregated.steady_state(name, G, 1.1 * state["saturation_rate"], prompt, output,
-                                   **sizes)  # fmt: skip
+        disaggregated.steady_state(
+            name,
+            G,
+            requests_per_s=1.1 * state["saturation_rate"],
+            prompt_len=prompt,
+            output_len=output,
+            **sizes,
+        )
     sizes = {"prefill_gpus": 4, "decode_gpus": 1, "prefill_replicas": 4}
     with pytest.raises(ia.ArgumentError, match="the decode pool"):
-        disaggregated.steady_state("llama-3.1-8b", G, 200.0, 1024, 256, **sizes)
+        disaggregated.steady_state(
+            "llama-3.1-8b", G, requests_per_s=200.0, prompt_len=1024, output_len=256, **sizes
+        )
 
 
 def test_the_simulation_gives_percentiles_in_order():
     name, prompt, output, sizes = MOE
-    run = disaggregated.simulate(name, G, 5.0, prompt, output, requests=300, **sizes)
+    run = disaggregated.simulate(
+        name, G, requests_per_s=5.0, prompt_len=prompt, output_len=output, requests=300, **sizes
+    )
     for key in ("ttft", "tpot"):
         p = run["percentiles"][key]
         assert p["p50"] <= p["p90"] <= p["p99"]
@@ -197,25 +282,46 @@ def test_the_simulation_gives_percentiles_in_order():
 )
 def test_bad_input_is_refused_by_name(keywords, argument):
     with pytest.raises(ia.ArgumentError, match=argument):
-        disaggregated.steady_state("llama-3.1-8b", G, 1.0, 1024, 128, **keywords)
+        disaggregated.steady_state(
+            "llama-3.1-8b", G, requests_per_s=1.0, prompt_len=1024, output_len=128, **keywords
+        )
 
 
 def test_bad_rates_lengths_targets_and_paths_are_refused_by_name():
     with pytest.raises(ia.ArgumentError, match="requests_per_s"):
-        disaggregated.steady_state("llama-3.1-8b", G, 0.0)
+        disaggregated.steady_state("llama-3.1-8b", G, requests_per_s=0.0)
     with pytest.raises(ia.ArgumentError, match="output_len"):
-        disaggregated.steady_state("llama-3.1-8b", G, 1.0, 1024, 1)
+        disaggregated.steady_state(
+            "llama-3.1-8b", G, requests_per_s=1.0, prompt_len=1024, output_len=1
+        )
     with pytest.raises(ia.ArgumentError, match="ttft_target"):
-        disaggregated.compare("llama-3.1-8b", G, 1024, 128, -1.0, 0.05)
+        disaggregated.compare(
+            "llama-3.1-8b", G, prompt_len=1024, output_len=128, ttft_target=-1.0, tpot_target=0.05
+        )
     with pytest.raises(ia.ArgumentError, match="most_gpus"):
-        disaggregated.best_split("llama-3.1-8b", G, 1024, 128, 1.0, 0.05, most_gpus=1)
+        disaggregated.best_split(
+            "llama-3.1-8b",
+            G,
+            prompt_len=1024,
+            output_len=128,
+            ttft_target=1.0,
+            tpot_target=0.05,
+            most_gpus=1,
+        )
     with pytest.raises(ia.ArgumentError, match="'link', 'network'"):
         disaggregation.kv_transfer_time(ia.model("llama-3.1-8b"), "pigeon")
     with pytest.raises(ia.ArgumentError, match="interconnect_bandwidth"):
-        disaggregated.steady_state("llama-3.1-8b", "desktop-cpu", 0.01, 512, 64, dtype="fp32",
-                                   transfer="link")  # fmt: skip
+        disaggregated.steady_state(
+            "llama-3.1-8b",
+            "desktop-cpu",
+            requests_per_s=0.01,
+            prompt_len=512,
+            output_len=64,
+            dtype="fp32",
+            transfer="link",
+        )
     with pytest.raises(ia.UnknownName):
-        disaggregated.steady_state("llama-3.1-8b", "h100-sxn", 1.0)
+        disaggregated.steady_state("llama-3.1-8b", "h100-sxn", requests_per_s=1.0)
 
 
 def _meets(state, ttft_target, tpot_target):
@@ -229,7 +335,15 @@ SHORT_LOOSE = ("llama-3.1-70b", 512, 512, 1.0, 0.1)  # chapter 11's cases
 @pytest.mark.slow
 def test_the_best_split_meets_the_targets_at_its_goodput_and_not_past_it():
     name, prompt, output, ttft, tpot = LONG_TIGHT
-    best = disaggregated.best_split(name, G, prompt, output, ttft, tpot, most_gpus=24)
+    best = disaggregated.best_split(
+        name,
+        G,
+        prompt_len=prompt,
+        output_len=output,
+        ttft_target=ttft,
+        tpot_target=tpot,
+        most_gpus=24,
+    )
     sizes = {k: best[k] for k in disaggregated.POOL_KEYWORDS}
     assert (
         best["gpus"]
@@ -237,11 +351,24 @@ def test_the_best_split_meets_the_targets_at_its_goodput_and_not_past_it():
         + sizes["decode_replicas"] * sizes["decode_gpus"]
         <= 24
     )
-    at = disaggregated.steady_state(name, G, 0.999 * best["goodput"], prompt, output, **sizes)
+    at = disaggregated.steady_state(
+        name,
+        G,
+        requests_per_s=0.999 * best["goodput"],
+        prompt_len=prompt,
+        output_len=output,
+        **sizes,
+    )
     assert _meets(at, ttft, tpot)
     try:
-        past = disaggregated.steady_state(name, G, 1.02 * best["goodput"], prompt, output,
-                                          **sizes)  # fmt: skip
+        past = disaggregated.steady_state(
+            name,
+            G,
+            requests_per_s=1.02 * best["goodput"],
+            prompt_len=prompt,
+            output_len=output,
+            **sizes,
+        )
         assert not _meets(past, ttft, tpot)
     except ia.ArgumentError:
         pass  # saturated: it misses them too
@@ -249,12 +376,31 @@ def test_the_best_split_meets_the_targets_at_its_goodput_and_not_past_it():
 
 def test_the_best_colocated_engine_meets_the_targets_at_its_goodput_and_not_past_it():
     name, prompt, output, ttft, tpot = LONG_TIGHT
-    best = disaggregated.best_colocated(name, G, prompt, output, ttft, tpot)
+    best = disaggregated.best_colocated(
+        name, G, prompt_len=prompt, output_len=output, ttft_target=ttft, tpot_target=tpot
+    )
     n = best["n_gpus"]
-    assert _meets(ia.steady_state(name, G, 0.999 * best["goodput"], prompt, output, n_gpus=n),
-                  ttft, tpot)  # fmt: skip
+    assert _meets(
+        ia.steady_state(
+            name,
+            G,
+            requests_per_s=0.999 * best["goodput"],
+            prompt_len=prompt,
+            output_len=output,
+            n_gpus=n,
+        ),
+        ttft,
+        tpot,
+    )
     try:
-        past = ia.steady_state(name, G, 1.02 * best["goodput"], prompt, output, n_gpus=n)
+        past = ia.steady_state(
+            name,
+            G,
+            requests_per_s=1.02 * best["goodput"],
+            prompt_len=prompt,
+            output_len=output,
+            n_gpus=n,
+        )
         assert not _meets(past, ttft, tpot)
     except ia.ArgumentError:
         pass
@@ -265,10 +411,26 @@ def test_disaggregation_wins_on_long_prompts_under_a_tight_tpot_and_loses_on_sho
     # Chapter 09's two worked cases: a decode pool that never waits behind a prompt, against
     # prefills that ride along nearly free in memory-bound decode steps.
     name, prompt, output, ttft, tpot = LONG_TIGHT
-    wins = disaggregated.compare(name, G, prompt, output, ttft, tpot, most_gpus=24)
+    wins = disaggregated.compare(
+        name,
+        G,
+        prompt_len=prompt,
+        output_len=output,
+        ttft_target=ttft,
+        tpot_target=tpot,
+        most_gpus=24,
+    )
     assert wins["better"] == "disaggregated" and wins["ratio"] > 1.1
     name, prompt, output, ttft, tpot = SHORT_LOOSE
-    loses = disaggregated.compare(name, G, prompt, output, ttft, tpot, most_gpus=24)
+    loses = disaggregated.compare(
+        name,
+        G,
+        prompt_len=prompt,
+        output_len=output,
+        ttft_target=ttft,
+        tpot_target=tpot,
+        most_gpus=24,
+    )
     assert loses["better"] == "colocated" and loses["ratio"] < 1
     assert loses["ratio"] == pytest.approx(
         loses["disaggregated"]["per_gpu"] / loses["colocated"]["per_gpu"]
@@ -276,5 +438,13 @@ def test_disaggregation_wins_on_long_prompts_under_a_tight_tpot_and_loses_on_sho
 
 
 def test_targets_nothing_meets_give_none():
-    result = disaggregated.compare("llama-3.1-70b", G, 2048, 256, 0.01, 0.001, most_gpus=16)
+    result = disaggregated.compare(
+        "llama-3.1-70b",
+        G,
+        prompt_len=2048,
+        output_len=256,
+        ttft_target=0.01,
+        tpot_target=0.001,
+        most_gpus=16,
+    )
     assert result == {"disaggregated": None, "colocated": None, "ratio": None, "better": None}

@@ -157,7 +157,7 @@ def test_a_kv_cache_in_a_weights_only_format_is_refused_by_name(dtype):
     # would be fractional bytes no engine stores.
     arch = ia.model("llama-3.1-8b")
     with pytest.raises(ia.ArgumentError, match=f"dtype {dtype!r} is a format of weights only"):
-        ia.kv_cache_bytes(arch, 1, 1024, dtype=dtype)
+        ia.kv_cache_bytes(arch, batch=1, context_len=1024, dtype=dtype)
     with pytest.raises(ia.ArgumentError, match=f"cache_dtype {dtype!r} is a format of weights"):
         ia.calculate(arch, "h100-sxm", cache_dtype=dtype)
     assert ia.calculate(arch, "h100-sxm", dtype=dtype)["tpot"] > 0  # weights in it: as before
@@ -169,5 +169,6 @@ def test_llama_cpps_cache_types_are_cache_formats():
     assert {"q8_0", "q4_0", "fp8", "bf16", "nvfp4"} <= set(CACHE_FORMATS)
     arch = ia.model("llama-3.1-8b")
     assert (
-        ia.kv_cache_bytes(arch, 1, 1024, dtype="q8_0") == ia.kv_cache_bytes(arch, 1, 1024) * 17 / 32
+        ia.kv_cache_bytes(arch, batch=1, context_len=1024, dtype="q8_0")
+        == ia.kv_cache_bytes(arch, batch=1, context_len=1024) * 17 / 32
     )

@@ -40,7 +40,7 @@ def test_input_and_output_costs_are_the_step_times_spread_over_their_tokens():
 
 def test_token_costs_worked_by_hand():
     costs = economics.token_costs(SMALL, H100, batch=4, prompt_len=512, output_len=64)
-    run = timing.generation(SMALL, H100, 4, 512, 64)
+    run = timing.generation(SMALL, H100, batch=4, prompt_len=512, output_len=64)
     per_second = H100.price_per_hour / 3600
     assert costs["input"] == pytest.approx(per_second * run["ttft"] / (4 * 512) * 1e6, rel=1e-12)
     assert costs["output"] == pytest.approx(per_second * run["tpot"] / 4 * 1e6, rel=1e-12)
@@ -98,7 +98,7 @@ def test_cost_scales_as_one_over_utilization_and_with_the_price():
 def test_pipeline_batches_in_flight_share_the_gpus():
     tensor = economics.token_costs(BIG, H100, batch=8, n_gpus=4)
     pipeline = economics.token_costs(BIG, H100, batch=8, n_gpus=4, parallel="pipeline")
-    run = timing.generation(BIG, H100, 8, n_gpus=4, parallel="pipeline")
+    run = timing.generation(BIG, H100, batch=8, n_gpus=4, parallel="pipeline")
     per_second = 4 * H100.price_per_hour / 3600
     assert pipeline["output"] == pytest.approx(per_second * run["tpot"] / (4 * 8) * 1e6)
     assert tensor["output"] != pipeline["output"]
@@ -110,7 +110,9 @@ def test_break_even_is_cost_at_full_use_over_the_price():
     full = economics.token_costs(SMALL, H100, batch=32)
     api_in, api_out = 0.2, 0.6
     api_request = (2048 * api_in + 256 * api_out) / 1e6
-    got = economics.break_even_utilization(SMALL, H100, api_in, api_out, batch=32)
+    got = economics.break_even_utilization(
+        SMALL, H100, api_input_price=api_in, api_output_price=api_out, batch=32
+    )
     assert got == pytest.approx(full["request"] / api_request, rel=1e-12)
     # At that utilization the self-hosted request costs exactly the API's bill.
     at_even = economics.token_costs(SMALL, H100, batch=32, utilization=got)
@@ -118,7 +120,12 @@ def test_break_even_is_cost_at_full_use_over_the_price():
 
 
 def test_break_even_can_exceed_one_when_the_batch_is_too_small():
-    assert economics.break_even_utilization(BIG, H100, 0.05, 0.05, batch=1, n_gpus=4) > 1
+    assert (
+        economics.break_even_utilization(
+            BIG, H100, api_input_price=0.05, api_output_price=0.05, batch=1, n_gpus=4
+        )
+        > 1
+    )
 
 
 def test_api_prices_are_dated_and_sourced():
@@ -167,9 +174,9 @@ def test_bad_api_prices_raise():
     with pytest.raises(
         ValueError, match="api_output_price must be a non-negative number of dollars"
     ):
-        economics.break_even_utilization(SMALL, H100, 0.1, -0.1)
+        economics.break_even_utilization(SMALL, H100, api_input_price=0.1, api_output_price=-0.1)
     with pytest.raises(ValueError, match="charges nothing"):
-        economics.break_even_utilization(SMALL, H100, 0, 0)
+        economics.break_even_utilization(SMALL, H100, api_input_price=0, api_output_price=0)
 
 
 def test_cached_input_tokens_at_an_api_and_self_hosted():

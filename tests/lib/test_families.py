@@ -35,12 +35,17 @@ def test_a_family_is_exact(family):
     assert ia.param_count(arch) == measured["params"]
     heads = cached_heads(arch, _text(measured["config"]))
     for tokens, nbytes in measured["kv_cache_bytes"].items():
-        assert ia.kv_cache_bytes(arch, 1, int(tokens)) * heads // arch.n_kv_heads == nbytes
+        assert (
+            ia.kv_cache_bytes(arch, batch=1, context_len=int(tokens)) * heads // arch.n_kv_heads
+            == nbytes
+        )
     extra = every_expert
     for tokens, flops in measured["prefill_flops"].items():
-        assert ia.forward_flops(arch, 1, int(tokens)) + extra(arch, int(tokens)) == flops
+        assert (
+            ia.forward_flops(arch, batch=1, seq_len=int(tokens)) + extra(arch, int(tokens)) == flops
+        )
     for context, flops in measured["decode_flops"].items():
-        assert ia.decode_flops(arch, 1, int(context)) + extra(arch, 1) == flops
+        assert ia.decode_flops(arch, batch=1, context_len=int(context)) + extra(arch, 1) == flops
 
 
 def _text(config):

@@ -23,9 +23,9 @@ def test_the_rows_add_up_to_the_step():
     step = s.evaluate(kernels.decode_step_time(s.model), context_len=1024)
     table = ia.kernels("llama-3.1-8b", H100, batch=16, context_len=1024)
     assert sum(r["time"] for r in table) == pytest.approx(step, rel=1e-9)
-    assert ia.decode_step_time("llama-3.1-8b", H100, 16, 1024, step="kernels") == pytest.approx(
-        step, rel=1e-9
-    )
+    assert ia.decode_step_time(
+        "llama-3.1-8b", H100, batch=16, context_len=1024, step="kernels"
+    ) == pytest.approx(step, rel=1e-9)
 
 
 def test_each_kernel_has_its_own_bound_and_the_sum_exceeds_one_roofline():
@@ -103,13 +103,13 @@ def test_batch_one_decode_on_eight_gpus_carries_the_fixed_cost_per_layer():
     m = ia.model("llama-3.1-70b")
     table = ia.kernels(m, H100, batch=1, context_len=2048, n_gpus=8)
     fixed = sum(r["time"] for r in table if r["kind"] == "collective")
-    streaming = ia.timing.weights_per_gpu(m, 8) / H100.memory_bandwidth
+    streaming = ia.timing.weights_per_gpu(m, n_gpus=8) / H100.memory_bandwidth
     # Two all-reduces a layer at the measured one-shot latency: more than the weights' stream.
     s = ia.Scenario(m, H100, n_gpus=8, step="kernels")
     assert fixed >= 2 * m.n_layers * s.figure("allreduce_latency")
     step = sum(r["time"] for r in table)
     assert step > 1.3 * streaming  # the roofline of the weights alone is far from it
-    roofline = ia.decode_step_time(m, H100, 1, 2048, n_gpus=8, **ia.timing.IDEAL)
+    roofline = ia.decode_step_time(m, H100, batch=1, context_len=2048, n_gpus=8, **ia.timing.IDEAL)
     assert step > 1.3 * roofline
 
 
@@ -166,10 +166,14 @@ def test_a_verification_step_puts_gamma_plus_one_rows_through_the_products():
     # Three drafted tokens: each of 8 requests is 4 rows of every product (the FLOPs of a
     # plain step of 32), while its attention reads its cache once (the bytes of a step of 8).
     spec = ia.kernels(
-        "llama-3.1-8b", H100, 8, 1024, speculative={"method": "ngram", "draft_len": 3}
+        "llama-3.1-8b",
+        H100,
+        batch=8,
+        context_len=1024,
+        speculative={"method": "ngram", "draft_len": 3},
     )
-    wide = ia.kernels("llama-3.1-8b", H100, 32, 1024)
-    plain = {r["kernel"]: r for r in ia.kernels("llama-3.1-8b", H100, 8, 1024)}
+    wide = ia.kernels("llama-3.1-8b", H100, batch=32, context_len=1024)
+    plain = {r["kernel"]: r for r in ia.kernels("llama-3.1-8b", H100, batch=8, context_len=1024)}
     assert _kinds(spec, "matmul", "flops") == pytest.approx(_kinds(wide, "matmul", "flops"))
     attention = {r["kernel"]: r for r in spec}["decode attention"]
     assert attention["flops"] == pytest.approx(4 * plain["decode attention"]["flops"])
@@ -197,18 +201,22 @@ def test_a_draft_head_is_one_layer_of_the_target():
 def test_a_prefix_hit_prefills_the_rest_attending_to_the_whole_prompt():
     # Half of 2,048 tokens cached: 1,024 computed, their attention pairs those of the whole
     # prompt less the cached half's own, and the cached keys and values read once.
-    half = rows("llama-3.1-8b", H100, 1, 2048, phase="prefill", prefix_hit_rate=0.5)
-    whole = rows("llama-3.1-8b", H100, 1, 2048, phase="prefill")
+    half = rows(
+        "llama-3.1-8b", H100, batch=1, context_len=2048, phase="prefill", prefix_hit_rate=0.5
+    )
+    whole = rows("llama-3.1-8b", H100, batch=1, context_len=2048, phase="prefill")
     pairs = (2048 * 2049 - 1024 * 1025) / (2048 * 2049)
     attention = "prompt attention"
     assert half[attention]["flops"] == pytest.approx(pairs * whole[attention]["flops"])
     assert half["feed-forward up"]["flops"] == pytest.approx(whole["feed-forward up"]["flops"] / 2)
     assert half[attention]["bytes"] > whole[attention]["bytes"] / 2  # the cached prefix read
     # No hit is the plain prefill; a full hit still computes one token, for the first logits.
-    none = ia.prefill_time("llama-3.1-8b", H100, 1, 2048, prefix_hit_rate=0.0)
-    assert none == ia.prefill_time("llama-3.1-8b", H100, 1, 2048)
-    full = ia.prefill_time("llama-3.1-8b", H100, 1, 2048, prefix_hit_rate=1.0)
-    alone = ia.prefill_time("llama-3.1-8b", H100, 1, 1)  # the same token, no cache to read
+    none = ia.prefill_time("llama-3.1-8b", H100, batch=1, prompt_len=2048, prefix_hit_rate=0.0)
+    assert none == ia.prefill_time("llama-3.1-8b", H100, batch=1, prompt_len=2048)
+    full = ia.prefill_time("llama-3.1-8b", H100, batch=1, prompt_len=2048, prefix_hit_rate=1.0)
+    alone = ia.prefill_time(
+        "llama-3.1-8b", H100, batch=1, prompt_len=1
+    )  # the same token, no cache to read
     assert alone < full < none / 5  # one token: about one read of the weights
 
 
@@ -301,10 +309,11 @@ def test_a_prefix_hit_rate_counts_in_a_prefill_and_is_refused_in_a_decode():
     # reads the whole cache either way, so there the rate would be accepted and ignored.
     def seconds(phase, **options):
         return sum(
-            r["time"] for r in ia.kernels("llama-3.1-8b", "h100-sxm", 8, phase=phase, **options)
+            r["time"]
+            for r in ia.kernels("llama-3.1-8b", "h100-sxm", batch=8, phase=phase, **options)
         )
 
     assert seconds("prefill", prefix_hit_rate=0.5) < 0.6 * seconds("prefill")
     with pytest.raises(ia.ArgumentError, match=r"prefix_hit_rate changes only a prefill"):
-        ia.kernels("llama-3.1-8b", "h100-sxm", 8, prefix_hit_rate=0.5)
+        ia.kernels("llama-3.1-8b", "h100-sxm", batch=8, prefix_hit_rate=0.5)
     assert seconds("decode", prefix_hit_rate=0) == seconds("decode")

@@ -39,6 +39,11 @@ def _workload(spread):
     return _log_normal(prompt, p_sigma, 1, 1), _log_normal(output, o_sigma, 2, 2)
 
 
+def _lengths(spread):
+    prompts, outputs = _workload(spread)
+    return dict(prompt_len=prompts, output_len=outputs)
+
+
 @functools.cache
 def _rate(model, spread, load):
     name, n = MODELS[model]
@@ -53,9 +58,22 @@ def _case(model, spread, load):
     name, n = MODELS[model]
     prompts, outputs = _workload(spread)
     rate = _rate(model, spread, load)
-    closed = ia.steady_state(name, "h100-sxm", rate, prompts, outputs, n_gpus=n)
-    runs = [simulation.simulate(name, "h100-sxm", rate, prompts, outputs, n_gpus=n, seed=seed,
-                                requests=REQUESTS[load]) for seed in range(2)]  # fmt: skip
+    closed = ia.steady_state(
+        name, "h100-sxm", requests_per_s=rate, prompt_len=prompts, output_len=outputs, n_gpus=n
+    )
+    runs = [
+        simulation.simulate(
+            name,
+            "h100-sxm",
+            requests_per_s=rate,
+            prompt_len=prompts,
+            output_len=outputs,
+            n_gpus=n,
+            seed=seed,
+            requests=REQUESTS[load],
+        )
+        for seed in range(2)
+    ]
     return closed, runs
 
 
@@ -84,7 +102,9 @@ def test_without_the_distribution_the_steady_state_misses_the_tail():
         ia.Scenario(name, "h100-sxm", n_gpus=n, in_waves=True, prompt_len=1024, output_len=128),
         Lengths.of(*_workload("chapter 10")),
     )
-    means = ia.steady_state(name, "h100-sxm", rate, 1024, 128, n_gpus=n)["percentiles"]
+    means = ia.steady_state(
+        name, "h100-sxm", requests_per_s=rate, prompt_len=1024, output_len=128, n_gpus=n
+    )["percentiles"]
     simulated = np.mean([run["percentiles"]["ttft"]["p99"] for run in runs])
     assert abs(means["ttft"]["p99"] / simulated - 1) > 0.3, (means["ttft"]["p99"], simulated)
     assert closed["percentiles"]["ttft"]["p99"] == pytest.approx(simulated, rel=0.15)
@@ -99,17 +119,23 @@ def test_cut_by_requests_the_chat_spreads_tail_is_short(monkeypatch):
     by_tokens = lengths.cut
     monkeypatch.setattr(lengths, "cut", lambda v, s, groups, mass=None: by_tokens(v, s, groups))
     rate = _rate("dense", "chat", 0.6)
-    by_requests = ia.steady_state(name, "h100-sxm", rate, *_workload("chat"), n_gpus=n)
+    by_requests = ia.steady_state(
+        name, "h100-sxm", requests_per_s=rate, **_lengths("chat"), n_gpus=n
+    )
     simulated = np.mean([run["percentiles"]["ttft"]["p99"] for run in runs])
     assert by_requests["percentiles"]["ttft"]["p99"] < 0.85 * simulated
     assert closed["percentiles"]["ttft"]["p99"] == pytest.approx(simulated, rel=0.15)
 
 
 def test_one_length_given_as_a_sequence_is_the_steady_state_of_that_length():
-    args = ("llama-3.1-8b", "h100-sxm", 4.0)
+    args = ("llama-3.1-8b", "h100-sxm")
     assert Lengths.of(1024, 128) is None  # two lengths: the engine of one length, untouched
-    assert ia.steady_state(*args, [1024] * 3, [128] * 3) == ia.steady_state(*args, 1024, 128)
-    assert ia.steady_state(*args, [1024] * 3, 128) == ia.steady_state(*args, 1024, 128)
+    assert ia.steady_state(
+        *args, requests_per_s=4.0, prompt_len=[1024] * 3, output_len=[128] * 3
+    ) == ia.steady_state(*args, requests_per_s=4.0, prompt_len=1024, output_len=128)
+    assert ia.steady_state(
+        *args, requests_per_s=4.0, prompt_len=[1024] * 3, output_len=128
+    ) == ia.steady_state(*args, requests_per_s=4.0, prompt_len=1024, output_len=128)
 
 
 def test_the_distribution_enters_where_the_means_do_not_suffice():
@@ -134,21 +160,23 @@ def test_the_distribution_enters_where_the_means_do_not_suffice():
     assert np.dot(groups, shares) == pytest.approx(chat.mean())
     # The same means at one rate: the spread lengthens the first token's tail and widens the
     # time per token (short answers average fewer steps).
-    args = ("llama-3.1-8b", "h100-sxm", 4.0)
-    one = ia.steady_state(*args, 1024, 128)["percentiles"]
-    spread = ia.steady_state(*args, *_workload("chapter 10"))["percentiles"]
+    args = ("llama-3.1-8b", "h100-sxm")
+    one = ia.steady_state(*args, requests_per_s=4.0, prompt_len=1024, output_len=128)["percentiles"]
+    spread = ia.steady_state(*args, requests_per_s=4.0, **_lengths("chapter 10"))["percentiles"]
     assert spread["ttft"]["p99"] > 1.3 * one["ttft"]["p99"]
     assert spread["tpot"]["p99"] - spread["tpot"]["p50"] > one["tpot"]["p99"] - one["tpot"]["p50"]
 
 
 def test_bad_lengths_are_refused_by_name():
-    args = ("llama-3.1-8b", "h100-sxm", 4.0)
+    args = ("llama-3.1-8b", "h100-sxm")
     with pytest.raises(ia.ArgumentError, match="of one length, to keep their pairs"):
-        ia.steady_state(*args, [1024, 2048], [128, 256, 512])
+        ia.steady_state(
+            *args, requests_per_s=4.0, prompt_len=[1024, 2048], output_len=[128, 256, 512]
+        )
     with pytest.raises(ia.ArgumentError, match="prompt_len must be a whole number of tokens"):
-        ia.steady_state(*args, [1024, 0], 128)
+        ia.steady_state(*args, requests_per_s=4.0, prompt_len=[1024, 0], output_len=128)
     with pytest.raises(ia.ArgumentError, match="output_len must be a whole number from 2 up"):
-        ia.steady_state(*args, [1024, 2048], [128, 1])
+        ia.steady_state(*args, requests_per_s=4.0, prompt_len=[1024, 2048], output_len=[128, 1])
 
 
 # A chat service on one H100 per replica: the p99 of each request's TTFT and TPOT within 100 ms
@@ -162,7 +190,7 @@ PLANNED_RATE = 14.4  # requests a second: one replica's goodput (9.6) times 1.5
 @functools.cache
 def _spread_goodput():
     name, _ = MODELS["dense"]
-    return ia.goodput(name, "h100-sxm", *_workload("chat"), **TARGETS)
+    return ia.goodput(name, "h100-sxm", **_lengths("chat"), **TARGETS)
 
 
 @pytest.mark.slow
@@ -170,7 +198,7 @@ def test_a_spread_lowers_the_goodput_of_the_same_means():
     name, _ = MODELS["dense"]
     spread = _spread_goodput()
     means = Lengths.of(*_workload("chat")).scenario_lengths()
-    one_length = ia.goodput(name, "h100-sxm", *means, **TARGETS)
+    one_length = ia.goodput(name, "h100-sxm", prompt_len=means[0], output_len=means[1], **TARGETS)
     assert spread["binds"] == "ttft" and spread["ttft"] == pytest.approx(0.1, rel=1e-3)
     assert spread["requests_per_s"] < 0.7 * one_length["requests_per_s"], (spread, one_length)
 
@@ -181,19 +209,34 @@ def test_a_plan_on_a_spread_meets_its_targets_in_the_simulation():
     # same lengths; one replica fewer misses them there (the plan is not wasteful either).
     name, _ = MODELS["dense"]
     prompts, outputs = _workload("chat")
-    p = ia.plan(name, "h100-sxm", PLANNED_RATE, prompts, outputs, **TARGETS)
+    p = ia.plan(
+        name,
+        "h100-sxm",
+        requests_per_s=PLANNED_RATE,
+        prompt_len=prompts,
+        output_len=outputs,
+        **TARGETS,
+    )
     assert (p["n_gpus"], p["binds"]) == (1, "ttft")
     assert p["replicas"] == math.ceil(PLANNED_RATE / _spread_goodput()["requests_per_s"]) > 1
     for replicas, meets in ((p["replicas"], True), (p["replicas"] - 1, False)):
-        run = simulation.simulate(name, "h100-sxm", PLANNED_RATE / replicas, prompts, outputs,
-                                  requests=10_000)  # fmt: skip
+        run = simulation.simulate(
+            name,
+            "h100-sxm",
+            requests_per_s=PLANNED_RATE / replicas,
+            prompt_len=prompts,
+            output_len=outputs,
+            requests=10_000,
+        )
         judged = {key: run["percentiles"][key]["p99"] for key in ("ttft", "tpot")}
         within = judged["ttft"] <= 0.1 and judged["tpot"] <= 0.03
         assert within == meets, (replicas, judged)
 
 
 def test_pools_do_not_plan_a_workloads_lengths():
-    args = ("llama-3.1-8b", "h100-sxm", 4.0, [512, 1536], [64, 192], 1.0, 0.05)
+    args = ("llama-3.1-8b", "h100-sxm")
+    asked = dict(requests_per_s=4.0, prompt_len=[512, 1536], output_len=[64, 192])
+    asked |= dict(ttft_target=1.0, tpot_target=0.05)
     for layout in ("disaggregated", "either"):
         with pytest.raises(ia.ArgumentError, match=f"so layout='{layout}' cannot weigh them"):
-            ia.plan(*args, layout=layout)
+            ia.plan(*args, **asked, layout=layout)

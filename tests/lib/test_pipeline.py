@@ -39,10 +39,19 @@ def _simulated(name, n, load):
     """The simulation's means and percentiles (over ``RUNS``' seeds), shared by the tests."""
     requests, seeds = RUNS[load]
     runs = [
-        simulation.simulate(name, "h100-sxm", _rate(name, n, load), PROMPT, OUTPUT, n_gpus=n,
-                            parallel="pipeline", requests=requests, seed=seed)
+        simulation.simulate(
+            name,
+            "h100-sxm",
+            requests_per_s=_rate(name, n, load),
+            prompt_len=PROMPT,
+            output_len=OUTPUT,
+            n_gpus=n,
+            parallel="pipeline",
+            requests=requests,
+            seed=seed,
+        )
         for seed in range(seeds)
-    ]  # fmt: skip
+    ]
     return {key: np.mean([run[key] for run in runs]) for key in ("ttft", "tpot")} | {
         "percentiles": {
             key: {tail: np.mean([run["percentiles"][key][tail] for run in runs])
@@ -56,8 +65,15 @@ def _simulated(name, n, load):
 @pytest.mark.parametrize("load", LOADS)
 @pytest.mark.slow
 def test_a_pipelines_steady_state_is_the_simulations(name, n, load):
-    closed = ia.steady_state(name, "h100-sxm", _rate(name, n, load), PROMPT, OUTPUT, n_gpus=n,
-                             parallel="pipeline")  # fmt: skip
+    closed = ia.steady_state(
+        name,
+        "h100-sxm",
+        requests_per_s=_rate(name, n, load),
+        prompt_len=PROMPT,
+        output_len=OUTPUT,
+        n_gpus=n,
+        parallel="pipeline",
+    )
     run = _simulated(name, n, load)
     for key in ("ttft", "tpot"):
         assert closed[key] == pytest.approx(run[key], rel=0.10), (key, closed[key], run[key])
@@ -82,8 +98,15 @@ def test_as_independent_engines_a_pipeline_falls_short_of_the_simulation(name, n
     for load in LOADS:
         simulated = _simulated(name, n, load)["tpot"]
         apart = _independent(name, n, load)["tpot"]
-        closed = ia.steady_state(name, "h100-sxm", _rate(name, n, load), PROMPT, OUTPUT,
-                                 n_gpus=n, parallel="pipeline")["tpot"]  # fmt: skip
+        closed = ia.steady_state(
+            name,
+            "h100-sxm",
+            requests_per_s=_rate(name, n, load),
+            prompt_len=PROMPT,
+            output_len=OUTPUT,
+            n_gpus=n,
+            parallel="pipeline",
+        )["tpot"]
         assert abs(apart / simulated - 1) > abs(closed / simulated - 1)
         if name == "llama-3.1-70b" or load > 0.3:
             assert apart < 0.9 * simulated, (load, apart, simulated)
@@ -115,8 +138,15 @@ def test_the_period_is_the_mean_of_the_slowest_of_n_steps():
 
 def test_a_pipelines_decodes_and_concurrency_count_every_micro_batch():
     name, n, load = CASES[0][0], CASES[0][1], 0.6
-    r = ia.steady_state(name, "h100-sxm", _rate(name, n, load), PROMPT, OUTPUT, n_gpus=n,
-                        parallel="pipeline")  # fmt: skip
+    r = ia.steady_state(
+        name,
+        "h100-sxm",
+        requests_per_s=_rate(name, n, load),
+        prompt_len=PROMPT,
+        output_len=OUTPUT,
+        n_gpus=n,
+        parallel="pipeline",
+    )
     rate = _rate(name, n, load)
     assert r["concurrency"] == pytest.approx(rate * r["request_time"])  # Little's law, whole
     # Each of n micro-batches decodes lambda / n (O - 1) of its mean steps.
@@ -129,27 +159,70 @@ def test_a_plan_and_goodput_of_a_pipeline():
     # targets in its steady state, and on the same GPUs tensor parallelism's shorter steps
     # serve more within the same targets.
     name, targets = "llama-3.1-70b", dict(ttft_target=1.0, tpot_target=0.1)
-    p = ia.plan(name, "h100-sxm", 4.0, PROMPT, OUTPUT, **targets, parallel="pipeline",
-                most_gpus=4)  # fmt: skip
+    p = ia.plan(
+        name,
+        "h100-sxm",
+        requests_per_s=4.0,
+        prompt_len=PROMPT,
+        output_len=OUTPUT,
+        **targets,
+        parallel="pipeline",
+        most_gpus=4,
+    )
     assert p["n_gpus"] in pipeline_degrees(ia.model(name), 4)
-    state = ia.steady_state(name, "h100-sxm", 4.0 / p["replicas"], PROMPT, OUTPUT,
-                            n_gpus=p["n_gpus"], parallel="pipeline")  # fmt: skip
+    state = ia.steady_state(
+        name,
+        "h100-sxm",
+        requests_per_s=4.0 / p["replicas"],
+        prompt_len=PROMPT,
+        output_len=OUTPUT,
+        n_gpus=p["n_gpus"],
+        parallel="pipeline",
+    )
     assert state["ttft"] <= 1.0 and state["tpot"] <= 0.1
     assert (p["ttft"], p["tpot"]) == (state["ttft"], state["tpot"])
-    piped = ia.goodput(name, "h100-sxm", PROMPT, OUTPUT, **targets, n_gpus=4, percentile=None,
-                       parallel="pipeline")  # fmt: skip
+    piped = ia.goodput(
+        name,
+        "h100-sxm",
+        prompt_len=PROMPT,
+        output_len=OUTPUT,
+        **targets,
+        n_gpus=4,
+        percentile=None,
+        parallel="pipeline",
+    )
     assert 0 < piped["requests_per_s"] <= continuous.saturation_rate(_scenario(name, 4))
     assert piped["tpot"] <= 0.1 and piped["ttft"] <= 1.0
-    tensor = ia.goodput(name, "h100-sxm", PROMPT, OUTPUT, **targets, n_gpus=4, percentile=None)
+    tensor = ia.goodput(
+        name, "h100-sxm", prompt_len=PROMPT, output_len=OUTPUT, **targets, n_gpus=4, percentile=None
+    )
     assert tensor["requests_per_s"] > piped["requests_per_s"]
     # Pools step their GPUs together: "either" leaves a pipeline to the one engine, and
     # "disaggregated" refuses it by name.
-    either = ia.plan(name, "h100-sxm", 4.0, PROMPT, OUTPUT, **targets, parallel="pipeline",
-                     most_gpus=4, layout="either")  # fmt: skip
+    either = ia.plan(
+        name,
+        "h100-sxm",
+        requests_per_s=4.0,
+        prompt_len=PROMPT,
+        output_len=OUTPUT,
+        **targets,
+        parallel="pipeline",
+        most_gpus=4,
+        layout="either",
+    )
     assert either == {"layout": "colocated", **p}
     with pytest.raises(ia.ArgumentError) as error:
-        ia.plan(name, "h100-sxm", 4.0, PROMPT, OUTPUT, **targets, parallel="pipeline",
-                most_gpus=4, layout="disaggregated")  # fmt: skip
+        ia.plan(
+            name,
+            "h100-sxm",
+            requests_per_s=4.0,
+            prompt_len=PROMPT,
+            output_len=OUTPUT,
+            **targets,
+            parallel="pipeline",
+            most_gpus=4,
+            layout="disaggregated",
+        )
     assert str(error.value) == simulation.NO_PIPELINE
 
 

@@ -321,16 +321,18 @@ def roofline_floor(s: dict) -> tuple[float, float]:
     weights = (ia.param_count(arch, active=True) - unread) * ia.bytes_per_number(s["dtype"])
     cache = s["cache_dtype"] or compute
     batch, prompt = s["batch"], s["prompt_len"]
-    prefill = ia.forward_flops(arch, batch, prompt, causal=True, last_logits_only=True)
+    prefill = ia.forward_flops(
+        arch, batch=batch, seq_len=prompt, causal=True, last_logits_only=True
+    )
     ttft = max(prefill / flops, weights / bandwidth)
     # The cache is read by the decode-attention kernel, at its own efficiency where that is
     # the faster (the kernel model's measured one).
     scenario = ia.Scenario(s["model"], s["gpu"], batch=batch, prompt_len=prompt,
                            output_len=s["output_len"], **options(s))  # fmt: skip
     reads = max(s["bandwidth_efficiency"], scenario.figure("decode_attention_efficiency"))
-    cache_bytes = ia.kv_cache_bytes(arch, batch, prompt, dtype=cache)
+    cache_bytes = ia.kv_cache_bytes(arch, batch=batch, context_len=prompt, dtype=cache)
     memory = weights / bandwidth + cache_bytes / (gpu.memory_bandwidth * reads * share)
-    decode = ia.decode_flops(arch, batch, prompt, mla="absorbed")
+    decode = ia.decode_flops(arch, batch=batch, context_len=prompt, mla="absorbed")
     tpot = max(decode / flops, memory)
     return ttft, tpot
 
@@ -340,20 +342,25 @@ def roofline_floor(s: dict) -> tuple[float, float]:
 @pytest.mark.slow
 def test_no_time_or_throughput_beats_the_roofline(s):
     run = ia.generation(
-        s["model"], s["gpu"], s["batch"], s["prompt_len"], s["output_len"], **options(s)
+        s["model"],
+        s["gpu"],
+        batch=s["batch"],
+        prompt_len=s["prompt_len"],
+        output_len=s["output_len"],
+        **options(s),
     )
     assert_sane(run, "generation")
     ttft, tpot = roofline_floor(s)
     assert run["ttft"] >= ttft * (1 - REL)
     assert run["tpot"] >= tpot * (1 - REL)
-    assert run["total"] >= run["ttft"]
+    assert run["request_time"] >= run["ttft"]
     least = ttft + (s["output_len"] - 1) * tpot
-    assert run["total"] >= least * (1 - REL)
+    assert run["request_time"] >= least * (1 - REL)
     # A pipeline keeps n batches in flight at the pace of its fullest stage, ceil(L / n) layers.
     layers = ia.model(s["model"]).n_layers
     in_flight = layers / math.ceil(layers / s["n_gpus"]) if s["parallel"] == "pipeline" else 1
     tokens = in_flight * s["batch"] * s["output_len"]
-    assert run["throughput"] == pytest.approx(tokens / run["total"], rel=REL)
+    assert run["throughput"] == pytest.approx(tokens / run["request_time"], rel=REL)
     assert run["throughput"] <= tokens / least * (1 + REL)
 
 
@@ -376,12 +383,14 @@ def test_memory_holds_the_weights_within_the_budget(s):
     # The weights depend only on the model, the dtype and how many GPUs share them.
     weights = ia.param_count(s["model"]) * ia.bytes_per_number(s["dtype"]) / s["n_gpus"]
     assert memory["weights"] == pytest.approx(weights, rel=REL)
-    assert ia.timing.weights_per_gpu(s["model"], s["n_gpus"], s["dtype"]) == pytest.approx(
-        weights, rel=REL
-    )
+    assert ia.timing.weights_per_gpu(
+        s["model"], n_gpus=s["n_gpus"], dtype=s["dtype"]
+    ) == pytest.approx(weights, rel=REL)
     # The report's throughput is its batch's output over its total time, and costs are positive.
-    assert r["throughput"] == pytest.approx(s["batch"] * s["output_len"] / r["total"], rel=REL)
-    assert r["total"] >= r["ttft"] * (1 - REL)  # equal for one output token, up to rounding
+    assert r["throughput"] == pytest.approx(
+        s["batch"] * s["output_len"] / r["request_time"], rel=REL
+    )
+    assert r["request_time"] >= r["ttft"] * (1 - REL)  # equal for one output token, up to rounding
 
 
 # --- 4. A longer prompt takes longer to prefill -------------------------------------------------
@@ -391,11 +400,11 @@ def test_memory_holds_the_weights_within_the_budget(s):
 @given(s=scenarios(max_prompt=16384))
 @pytest.mark.slow
 def test_a_longer_prompt_takes_longer_to_prefill(s):
-    args = (s["model"], s["gpu"], s["batch"])
-    deployment = options(s)
-    short = ia.prefill_time(*args, s["prompt_len"], **deployment)
+    args = (s["model"], s["gpu"])
+    deployment = {**options(s), "batch": s["batch"]}
+    short = ia.prefill_time(*args, prompt_len=s["prompt_len"], **deployment)
     try:
-        long = ia.prefill_time(*args, 2 * s["prompt_len"], **deployment)
+        long = ia.prefill_time(*args, prompt_len=2 * s["prompt_len"], **deployment)
     except ValueError as error:
         assert refused(error) in ("fit", "window"), error
         event(f"rejected: twice the prompt breaks {refused(error)}")
@@ -412,11 +421,15 @@ def test_a_longer_prompt_takes_longer_to_prefill(s):
 def test_a_decode_step_grows_with_context_and_batch(s, more_context, more_batch):
     model, gpu, batch, context = s["model"], s["gpu"], s["batch"], s["prompt_len"]
     deployment = options(s)
-    step = ia.decode_step_time(model, gpu, batch, context, **deployment)
+    step = ia.decode_step_time(model, gpu, batch=batch, context_len=context, **deployment)
     assert step > 0
     try:
-        longer = ia.decode_step_time(model, gpu, batch, context + more_context, **deployment)
-        bigger = ia.decode_step_time(model, gpu, batch + more_batch, context, **deployment)
+        longer = ia.decode_step_time(
+            model, gpu, batch=batch, context_len=context + more_context, **deployment
+        )
+        bigger = ia.decode_step_time(
+            model, gpu, batch=batch + more_batch, context_len=context, **deployment
+        )
     except ValueError as error:
         assert refused(error) in ("fit", "window"), error
         event(f"rejected: more context or batch breaks {refused(error)}")
@@ -438,15 +451,16 @@ def test_more_efficiency_never_slows_anything(s, data):
     which = data.draw(st.sampled_from(("both", *raised)), label="raised")
     if which != "both":
         raised = {which: raised[which]}
-    workload = (s["model"], s["gpu"], s["batch"], s["prompt_len"], s["output_len"])
-    before = ia.generation(*workload, **options(s))
-    after = ia.generation(*workload, **{**options(s), **raised})
-    for key in ("ttft", "tpot", "total"):
+    pair = (s["model"], s["gpu"])
+    workload = {k: s[k] for k in ("batch", "prompt_len", "output_len")}
+    before = ia.generation(*pair, **workload, **options(s))
+    after = ia.generation(*pair, **workload, **{**options(s), **raised})
+    for key in ("ttft", "tpot", "request_time"):
         assert after[key] <= before[key], key
     assert after["throughput"] >= before["throughput"]
-    step = (s["model"], s["gpu"], s["batch"], s["prompt_len"])
-    assert ia.decode_step_time(*step, **{**options(s), **raised}) <= ia.decode_step_time(
-        *step, **options(s)
+    step = dict(batch=s["batch"], context_len=s["prompt_len"])
+    assert ia.decode_step_time(*pair, **step, **{**options(s), **raised}) <= ia.decode_step_time(
+        *pair, **step, **options(s)
     )
 
 
@@ -468,21 +482,36 @@ def test_the_kv_cache_is_proportional_to_batch_and_context(name, batch, context,
     # The formula's scaling past the context window too: the model as if it stated none (the
     # registry's refuses a context past its window).
     unbounded = dataclasses.replace(arch, context_window=None)
-    one = ia.kv_cache_bytes(unbounded, batch, context, dtype, form)
-    assert one > 0
-    assert ia.kv_cache_bytes(unbounded, k * batch, context, dtype, form) == pytest.approx(
-        k * one, rel=1e-12
+    one = ia.kv_cache_bytes(
+        unbounded, batch=batch, context_len=context, dtype=dtype, mla_cache=form
     )
-    longer = ia.kv_cache_bytes(unbounded, batch, k * context, dtype, form)
+    assert one > 0
+    assert ia.kv_cache_bytes(
+        unbounded, batch=k * batch, context_len=context, dtype=dtype, mla_cache=form
+    ) == pytest.approx(k * one, rel=1e-12)
+    longer = ia.kv_cache_bytes(
+        unbounded, batch=batch, context_len=k * context, dtype=dtype, mla_cache=form
+    )
     if arch.n_window_layers == 0 or k * context < arch.window:
         assert longer == pytest.approx(k * one, rel=1e-12)
     else:  # windowed layers keep at most W - 1 tokens: it still grows, but less
         assert one <= longer <= k * one * (1 + 1e-12)
     if context <= arch.context_window:  # the registry's model, by name or config
-        assert ia.kv_cache_bytes(arch, batch, context, dtype, form) == one
-        assert ia.kv_cache_bytes(name, batch, context, dtype, form) == one
+        assert (
+            ia.kv_cache_bytes(arch, batch=batch, context_len=context, dtype=dtype, mla_cache=form)
+            == one
+        )
+        assert (
+            ia.kv_cache_bytes(name, batch=batch, context_len=context, dtype=dtype, mla_cache=form)
+            == one
+        )
     if not arch.is_mla:  # only MLA models store another form
-        assert ia.kv_cache_bytes(unbounded, batch, context, dtype, "latent") == one
+        assert (
+            ia.kv_cache_bytes(
+                unbounded, batch=batch, context_len=context, dtype=dtype, mla_cache="latent"
+            )
+            == one
+        )
 
 
 @settings(max_examples=30, deadline=None)
@@ -514,7 +543,9 @@ CALLS = {
     "decode_step_time": lambda **kw: ia.decode_step_time(MODEL, GPU, **kw),
     "token_costs": lambda **kw: ia.token_costs(MODEL, GPU, **kw),
     "serve": lambda **kw: ia.serve(MODEL, GPU, **{"requests": 8, **kw}),
-    "break_even_utilization": lambda **kw: ia.break_even_utilization(MODEL, GPU, 0.2, 0.6, **kw),
+    "break_even_utilization": lambda **kw: ia.break_even_utilization(
+        MODEL, GPU, api_input_price=0.2, api_output_price=0.6, **kw
+    ),
 }
 _TAKES = {
     "Scenario": set(inspect.signature(ia.Scenario).parameters),
@@ -576,11 +607,17 @@ def test_an_invalid_argument_is_refused_by_name(function, name, bad):
             ("context window", "prompt_len may be at most 1,024", "1,025"),
         ),
         (lambda: ia.calculate("llama-3.1-405b", GPU), ("does not fit", "llama-3.1-405b")),
-        (lambda: ia.serve("llama-3.1-70b", "l4", 4), ("does not fit", "batch of 1")),
+        (lambda: ia.serve("llama-3.1-70b", "l4", requests=4), ("does not fit", "batch of 1")),
         (lambda: ia.token_costs(MODEL, GPU, price_per_hour=0), ("price_per_hour",)),
         (lambda: ia.token_costs(MODEL, GPU, utilization=0), ("utilization",)),
-        (lambda: ia.break_even_utilization(MODEL, GPU, 0, 0), ("price",)),
-        (lambda: ia.break_even_utilization(MODEL, GPU, -1, 1), ("api_input_price",)),
+        (
+            lambda: ia.break_even_utilization(MODEL, GPU, api_input_price=0, api_output_price=0),
+            ("price",),
+        ),
+        (
+            lambda: ia.break_even_utilization(MODEL, GPU, api_input_price=-1, api_output_price=1),
+            ("api_input_price",),
+        ),
         (lambda: ia.max_batch(MODEL, GPU, context_len=1), ("context_len",)),
         (lambda: ia.compute_bound_batch(MODEL, GPU, limit=0), ("limit",)),
         (lambda: ia.kv_cache_bytes(MODEL, batch=0), ("batch",)),
@@ -628,26 +665,26 @@ def _as(kind, value):
 def test_numpy_integers_and_integral_floats_are_counts(s, kind):
     counts = ("batch", "prompt_len", "output_len", "n_gpus")
     other = {**s, **{k: _as(kind, s[k]) for k in counts}}
-    workload = ("model", "gpu", "batch", "prompt_len", "output_len")
+    workload = ("batch", "prompt_len", "output_len")
 
     def run(v):
-        return ia.generation(*(v[k] for k in workload), **options(v))
+        return ia.generation(v["model"], v["gpu"], **{k: v[k] for k in workload}, **options(v))
 
     assert run(other) == run(s)
     args = (s["model"], s["gpu"])
-    assert ia.prefill_time(*args, other["batch"], other["prompt_len"], **options(other)) == (
-        ia.prefill_time(*args, s["batch"], s["prompt_len"], **options(s))
-    )
-    assert ia.decode_step_time(*args, other["batch"], other["prompt_len"], **options(other)) == (
-        ia.decode_step_time(*args, s["batch"], s["prompt_len"], **options(s))
-    )
-    assert ia.kv_cache_bytes(s["model"], other["batch"], other["prompt_len"]) == ia.kv_cache_bytes(
-        s["model"], s["batch"], s["prompt_len"]
-    )
+    assert ia.prefill_time(
+        *args, batch=other["batch"], prompt_len=other["prompt_len"], **options(other)
+    ) == (ia.prefill_time(*args, batch=s["batch"], prompt_len=s["prompt_len"], **options(s)))
+    assert ia.decode_step_time(
+        *args, batch=other["batch"], context_len=other["prompt_len"], **options(other)
+    ) == (ia.decode_step_time(*args, batch=s["batch"], context_len=s["prompt_len"], **options(s)))
+    assert ia.kv_cache_bytes(
+        s["model"], batch=other["batch"], context_len=other["prompt_len"]
+    ) == ia.kv_cache_bytes(s["model"], batch=s["batch"], context_len=s["prompt_len"])
     context = _as(kind, s["prompt_len"] + s["output_len"])
     fit = {k: s[k] for k in _MAX_BATCH_OPTIONS}
-    assert ia.max_batch(*args, context, **{**fit, "n_gpus": other["n_gpus"]}) == (
-        ia.max_batch(*args, int(context), **fit)
+    assert ia.max_batch(*args, context_len=context, **{**fit, "n_gpus": other["n_gpus"]}) == (
+        ia.max_batch(*args, context_len=int(context), **fit)
     )
     assert ia.calculate(**other) == ia.calculate(**s)
 
@@ -661,13 +698,18 @@ def test_numpy_integers_and_integral_floats_are_counts(s, kind):
 def test_the_closed_form_is_the_step_sum_where_exact(s):
     r = ia.calculate(**s)
     run = ia.generation(
-        s["model"], s["gpu"], s["batch"], s["prompt_len"], s["output_len"], **options(s)
+        s["model"],
+        s["gpu"],
+        batch=s["batch"],
+        prompt_len=s["prompt_len"],
+        output_len=s["output_len"],
+        **options(s),
     )
     assert r["ttft"] == pytest.approx(run["ttft"], rel=1e-12)  # one formula, two compilations
     event(f"exact: {r['exact']}")
     if r["exact"]:
         assert r["tpot"] == pytest.approx(run["tpot"], rel=REL)
-        assert r["total"] == pytest.approx(run["total"], rel=REL)
+        assert r["request_time"] == pytest.approx(run["request_time"], rel=REL)
         assert r["throughput"] == pytest.approx(run["throughput"], rel=REL)
     else:  # a bound or a window changes during the output: the mean context is an estimate
         assert ", then " in r["bound"]["decode"] or ia.model(s["model"]).n_window_layers
@@ -682,13 +724,18 @@ def test_the_closed_form_is_the_step_sum_where_exact(s):
 def test_waves_serve_every_request(s, requests):
     deployment = options(s)
     served = ia.serve(
-        s["model"], s["gpu"], requests, s["prompt_len"], s["output_len"], **deployment
+        s["model"],
+        s["gpu"],
+        requests=requests,
+        prompt_len=s["prompt_len"],
+        output_len=s["output_len"],
+        **deployment,
     )
     assert_sane(served, "serve")
     fits = ia.max_batch(
         s["model"],
         s["gpu"],
-        s["prompt_len"] + s["output_len"],
+        context_len=s["prompt_len"] + s["output_len"],
         **{k: s[k] for k in _MAX_BATCH_OPTIONS},
     )
     # As many as fit, and no more than the engine runs at once (vLLM's max_num_seqs).
@@ -707,7 +754,7 @@ def test_waves_serve_every_request(s, requests):
 def test_max_batch_is_the_largest_batch_that_fits(s):
     context = s["prompt_len"] + s["output_len"]
     fit = {k: s[k] for k in _MAX_BATCH_OPTIONS}
-    most = ia.max_batch(s["model"], s["gpu"], context, **fit)
+    most = ia.max_batch(s["model"], s["gpu"], context_len=context, **fit)
     assert most >= s["batch"] >= 1
     made = {k: v for k, v in s.items() if k != "batch"}
     ia.Scenario(**made, batch=most)  # fits
@@ -723,7 +770,7 @@ def test_the_compute_bound_batch_is_where_decode_turns_compute_bound(s):
     keep = ("n_gpus", "dtype", "cache_dtype", "compute_dtype")
     keep += ("compute_efficiency", "bandwidth_efficiency")
     deployment = {k: s[k] for k in keep}
-    found = ia.compute_bound_batch(s["model"], s["gpu"], s["prompt_len"], **deployment)
+    found = ia.compute_bound_batch(s["model"], s["gpu"], context_len=s["prompt_len"], **deployment)
     event(f"compute-bound batch found: {found is not None}")
     assume(found is not None)
     assert found >= 1
@@ -766,20 +813,38 @@ def test_bug_context_len_is_named_prompt_len(call):
 
 @pytest.mark.parametrize("prices", [(0.2, 0.0), (0.0, 0.6)], ids=["free-output", "free-input"])
 def test_bug_break_even_with_one_free_side(prices):
-    even = ia.break_even_utilization(MODEL, GPU, *prices, batch=32)
+    even = ia.break_even_utilization(
+        MODEL, GPU, api_input_price=prices[0], api_output_price=prices[1], batch=32
+    )
     assert 0 < even < math.inf
 
 
 def test_bug_pipeline_serve_delivers_more_tokens_than_requested():
-    served = ia.serve("llama-3.1-8b", GPU, 100, 2048, 256, n_gpus=4, parallel="pipeline",
-                      engine="tensorrt-llm")  # fmt: skip
+    served = ia.serve(
+        "llama-3.1-8b",
+        GPU,
+        requests=100,
+        prompt_len=2048,
+        output_len=256,
+        n_gpus=4,
+        parallel="pipeline",
+        engine="tensorrt-llm",
+    )
     assert served["throughput"] * served["elapsed"] == pytest.approx(100 * 256, rel=REL)
 
 
 def test_bug_a_continuous_engine_served_as_a_pipeline_was_timed_as_tensor_parallel():
     # Its burst steps one engine with tensor parallelism: a pipeline is refused by name.
     with pytest.raises(ia.ArgumentError) as error:
-        ia.serve("llama-3.1-8b", GPU, 100, 2048, 256, n_gpus=4, parallel="pipeline")
+        ia.serve(
+            "llama-3.1-8b",
+            GPU,
+            requests=100,
+            prompt_len=2048,
+            output_len=256,
+            n_gpus=4,
+            parallel="pipeline",
+        )
     assert str(error.value) == ia.simulation.NO_PIPELINE
 
 
@@ -787,13 +852,17 @@ def test_bug_pipeline_batches_in_flight_do_not_fit():
     # A pipeline keeps n batches in flight, so it holds n batches' caches.
     model, n, batch = "llama-3.1-70b", 8, 500
     with pytest.raises(ia.ArgumentError, match="does not fit"):
-        ia.generation(model, GPU, batch, 2048, 256, n_gpus=n, parallel="pipeline")
-    fit = ia.max_batch(model, GPU, 2048 + 256, n_gpus=n, parallel="pipeline")
-    run = ia.generation(model, GPU, fit, 2048, 256, n_gpus=n, parallel="pipeline")
-    in_flight = round(run["throughput"] * run["total"] / (fit * 256))  # batches at once
+        ia.generation(
+            model, GPU, batch=batch, prompt_len=2048, output_len=256, n_gpus=n, parallel="pipeline"
+        )
+    fit = ia.max_batch(model, GPU, context_len=2048 + 256, n_gpus=n, parallel="pipeline")
+    run = ia.generation(
+        model, GPU, batch=fit, prompt_len=2048, output_len=256, n_gpus=n, parallel="pipeline"
+    )
+    in_flight = round(run["throughput"] * run["request_time"] / (fit * 256))  # batches at once
     assert in_flight == n
     weights = ia.param_count(model) * 2
-    cache = in_flight * ia.kv_cache_bytes(model, fit, 2048 + 256)
+    cache = in_flight * ia.kv_cache_bytes(model, batch=fit, context_len=2048 + 256)
     assert (
         weights + cache
         <= n * ia.scenario.DEFAULT_MEMORY_UTILIZATION * ia.gpu(GPU).figures()["gpu_memory"]
@@ -816,7 +885,9 @@ def test_bug_huge_limit(limit):
     [
         lambda: ia.generation(MODEL, GPU, link_latency=1e308, n_gpus=2),
         lambda: ia.calculate(MODEL, GPU, compute_efficiency=1e-320),
-        lambda: ia.break_even_utilization(MODEL, GPU, 1e308, 1e308),
+        lambda: ia.break_even_utilization(
+            MODEL, GPU, api_input_price=1e308, api_output_price=1e308
+        ),
     ],
     ids=["link-latency", "efficiency", "api-price"],
 )

@@ -30,18 +30,33 @@ def _close(a, b, rel=1e-9):
 )
 def test_one_bound_throughout_gives_the_librarys_numbers_exactly(name, gpu, n, dtype, cache, batch):
     m, g = ia.model(name), ia.gpu(gpu)
-    r = calculate(name, gpu, n, dtype, cache, batch, 2048, 256)
+    r = calculate(
+        name,
+        gpu,
+        n_gpus=n,
+        dtype=dtype,
+        cache_dtype=cache,
+        batch=batch,
+        prompt_len=2048,
+        output_len=256,
+    )
     assert r["exact"] and r["bound"] == {"prefill": "compute", "decode": "bandwidth"}
-    run = ia.generation(m, g, batch, 2048, 256, n_gpus=n, dtype=dtype, cache_dtype=cache)
-    for key in ("ttft", "tpot", "total", "throughput"):
+    run = ia.generation(
+        m, g, batch=batch, prompt_len=2048, output_len=256, n_gpus=n, dtype=dtype, cache_dtype=cache
+    )
+    for key in ("ttft", "tpot", "request_time", "throughput"):
         assert _close(r[key], run[key]), key
     weights = ia.param_count(m) * ia.bytes_per_number(dtype) / n
-    cache_bytes = ia.kv_cache_bytes(m, batch, 2048 + 256, cache or dtype) / n
+    cache_bytes = (
+        ia.kv_cache_bytes(m, batch=batch, context_len=2048 + 256, dtype=cache or dtype) / n
+    )
     assert _close(r["memory"]["weights"], weights)
     assert _close(r["memory"]["kv_cache"], cache_bytes)
     parts = ("weights", "kv_cache", "activations")
     assert _close(r["memory"]["total"], sum(r["memory"][part] for part in parts))
-    costs = token_costs(m, g, batch, 2048, 256, n_gpus=n, dtype=dtype, cache_dtype=cache)
+    costs = token_costs(
+        m, g, batch=batch, prompt_len=2048, output_len=256, n_gpus=n, dtype=dtype, cache_dtype=cache
+    )
     for key in ("input", "output", "request"):
         assert _close(r["cost"][key], costs[key]), key
     assert r["cost"]["price_date"] == g.price_date
@@ -57,13 +72,15 @@ def test_costs_by_hand():
 def test_tpot_is_the_step_at_the_mean_context():
     r = calculate(M, G, batch=4, prompt_len=1000, output_len=101)
     assert r["mean_context"] == 1000 + 99 / 2  # steps at 1000, ..., 1099
-    step = ia.decode_step_time(M, G, 4, 1000) + ia.decode_step_time(M, G, 4, 1099)
+    step = ia.decode_step_time(M, G, batch=4, context_len=1000) + ia.decode_step_time(
+        M, G, batch=4, context_len=1099
+    )
     assert _close(r["tpot"], step / 2)
     two = calculate(M, G, output_len=2)  # one decode step, at S = T
     assert two["mean_context"] == 2048
-    assert _close(two["tpot"], ia.decode_step_time(M, G, 1, 2048))
+    assert _close(two["tpot"], ia.decode_step_time(M, G, batch=1, context_len=2048))
     one = ia.generation(M, G, output_len=1)  # one token: the prefill's, no decode step
-    assert one["total"] == one["ttft"] and _close(one["throughput"], 1 / one["ttft"])
+    assert one["request_time"] == one["ttft"] and _close(one["throughput"], 1 / one["ttft"])
 
 
 ONE_TOKEN = "output_len must be a whole number from 2 up, got 1: a request of one output token"
@@ -73,7 +90,7 @@ def test_a_report_of_one_output_token_is_refused_as_the_steady_state_refuses_it(
     # One output token is a prefill alone: no time per output token to report (ONE_TOKEN).
     for answer in (
         lambda: calculate(M, G, output_len=1),
-        lambda: ia.steady_state(M, G, 1.0, output_len=1),
+        lambda: ia.steady_state(M, G, requests_per_s=1.0, output_len=1),
         lambda: ia.sweep(M, G, output_len=[256, 1]),
     ):
         with pytest.raises(ia.ArgumentError, match=ONE_TOKEN):
@@ -169,7 +186,7 @@ def test_every_model_on_every_gpu_gives_numbers_or_a_clear_error():
                 continue
             answered += 1
             assert r["memory"]["total"] <= r["memory"]["budget"] < r["memory"]["capacity"]
-            assert 0 < r["tpot"] < r["total"] and r["throughput"] > 0
+            assert 0 < r["tpot"] < r["request_time"] and r["throughput"] > 0
             if r["cost"]["price_per_hour"] is None:  # a GPU with no dated price: no cost
                 assert r["cost"]["output"] is None and r["cost"]["input"] is None
             else:
@@ -227,27 +244,31 @@ def test_found_figures_are_kept_and_each_caller_gets_its_own_copy():
 )
 def test_a_pipeline_reports_generations_numbers_and_its_stages_memory(name, gpu, n, batch):
     m, g = ia.model(name), ia.gpu(gpu)
-    r = calculate(name, gpu, n, batch=batch, parallel="pipeline")
+    r = calculate(name, gpu, n_gpus=n, batch=batch, parallel="pipeline")
     assert r["parallel"] == "pipeline" and r["exact"]
-    run = ia.generation(m, g, batch, 2048, 256, n_gpus=n, parallel="pipeline")
-    for key in ("ttft", "tpot", "total", "throughput"):
+    run = ia.generation(
+        m, g, batch=batch, prompt_len=2048, output_len=256, n_gpus=n, parallel="pipeline"
+    )
+    for key in ("ttft", "tpot", "request_time", "throughput"):
         assert _close(r[key], run[key]), key
     # The fullest stage holds ceil(L / n) of the L layers (11 of 32 for the 8B on three GPUs),
     # and n batches in flight keep each stage's layers of every batch's cache.
     layers = -(-m.n_layers // n)
-    assert _close(r["memory"]["weights"], ia.timing.weights_per_gpu(m, n, parallel="pipeline"))
-    cache = ia.kv_cache_bytes(m, batch, 2048 + 256)
+    assert _close(
+        r["memory"]["weights"], ia.timing.weights_per_gpu(m, n_gpus=n, parallel="pipeline")
+    )
+    cache = ia.kv_cache_bytes(m, batch=batch, context_len=2048 + 256)
     assert _close(r["memory"]["kv_cache"], n * cache * layers / m.n_layers)
     # A batch passes every stage in turn: no faster per token than one GPU would be, but the
     # stages work on L / ceil(L / n) batches' worth at once.
-    assert _close(r["throughput"], m.n_layers / layers * batch * 256 / r["total"])
-    tensor = calculate(name, gpu, n if n != 3 else 2, batch=batch)
+    assert _close(r["throughput"], m.n_layers / layers * batch * 256 / r["request_time"])
+    tensor = calculate(name, gpu, n_gpus=n if n != 3 else 2, batch=batch)
     assert r["tpot"] > tensor["tpot"] and r["notes"] == []
 
 
 def test_the_sweep_takes_a_pipeline():
     t = ia.sweep("llama-3.1-70b", "h100-sxm", n_gpus=[2, 4], batch=8, parallel="pipeline")
-    want = calculate("llama-3.1-70b", "h100-sxm", 4, batch=8, parallel="pipeline")
+    want = calculate("llama-3.1-70b", "h100-sxm", n_gpus=4, batch=8, parallel="pipeline")
     assert t["parallel"].tolist() == ["pipeline", "pipeline"]
     assert t["tpot"][1] == want["tpot"] and t["throughput"][1] == want["throughput"]
 
@@ -261,22 +282,24 @@ def _one_domain(g, n):
 
 def test_tensor_parallelism_past_the_link_domain_says_what_the_network_costs():
     h100 = ia.gpu("h100-sxm")
-    r = calculate("llama-3.1-70b", h100, 16, batch=8)
-    wide = calculate("llama-3.1-70b", _one_domain(h100, 16), 16, batch=8)
+    r = calculate("llama-3.1-70b", h100, n_gpus=16, batch=8)
+    wide = calculate("llama-3.1-70b", _one_domain(h100, 16), n_gpus=16, batch=8)
     extra = r["tpot"] - wide["tpot"]
     assert extra > 0.1 * r["tpot"]  # sixteen ring all-reduces a layer pair over 50 GB/s
     (note,) = r["notes"]
     assert "16 GPUs spans more than one h100-sxm link domain (8 GPUs)" in note
     assert f"adds {ia.format.seconds(extra)} to each decode step" in note
     assert "parallel='pipeline'" in note
-    assert wide["notes"] == [] and calculate("llama-3.1-70b", h100, 8, batch=8)["notes"] == []
+    assert (
+        wide["notes"] == [] and calculate("llama-3.1-70b", h100, n_gpus=8, batch=8)["notes"] == []
+    )
     # A GB200 NVL72 joins 72 GPUs by NVLink: sixteen are inside one domain.
     assert ia.gpu("gb200").link_domain == 72
-    assert calculate("llama-3.1-70b", "gb200", 16, batch=8)["notes"] == []
+    assert calculate("llama-3.1-70b", "gb200", n_gpus=16, batch=8)["notes"] == []
     # A pipeline over two boards hands off once a stage: no note.
-    assert calculate("llama-3.1-70b", h100, 16, batch=8, parallel="pipeline")["notes"] == []
+    assert calculate("llama-3.1-70b", h100, n_gpus=16, batch=8, parallel="pipeline")["notes"] == []
     # PCIe cards join no domain to leave: their link is the slow one throughout.
-    assert calculate("llama-3.1-8b", "l40s", 2, batch=8)["notes"] == []
+    assert calculate("llama-3.1-8b", "l40s", n_gpus=2, batch=8)["notes"] == []
 
 
 def test_no_prefix_cache_and_no_speculation_are_todays_numbers_exactly():
@@ -287,7 +310,9 @@ def test_no_prefix_cache_and_no_speculation_are_todays_numbers_exactly():
 
 def test_a_prefix_cache_shortens_the_prefill_and_cheapens_input_tokens_alike():
     plain, cached = calculate(M, G, batch=8), calculate(M, G, batch=8, prefix_hit_rate=0.75)
-    assert _close(cached["ttft"], ia.prefill_time(M, G, 8, 2048, prefix_hit_rate=0.75))
+    assert _close(
+        cached["ttft"], ia.prefill_time(M, G, batch=8, prompt_len=2048, prefix_hit_rate=0.75)
+    )
     assert cached["ttft"] < plain["ttft"] / 2
     # The prefill's seconds over all 8 x 2,048 input tokens, cached or not: the same ratio.
     ratio = cached["cost"]["input"] / plain["cost"]["input"]
@@ -300,9 +325,11 @@ def test_speculation_divides_the_verification_step_by_the_tokens_it_yields():
     spec = {"method": "eagle3", "draft_len": 3}
     r = calculate(M, G, batch=4, speculative=spec)
     assert r["exact"]
-    assert r["tpot"] == pytest.approx(ia.generation(M, G, 4, speculative=spec)["tpot"], rel=1e-9)
+    assert r["tpot"] == pytest.approx(
+        ia.generation(M, G, batch=4, speculative=spec)["tpot"], rel=1e-9
+    )
     tokens = r["speculative"]["tokens_per_step"]
-    step = ia.decode_step_time(M, G, 4, r["mean_context"], speculative=spec)
+    step = ia.decode_step_time(M, G, batch=4, context_len=r["mean_context"], speculative=spec)
     assert r["tpot"] == pytest.approx(step / tokens, rel=1e-9)
     # The gain shrinks as the batch turns the verification step compute-bound: Llama 3.1 70B
     # on four H100s turns so well before its memory fills.
@@ -328,9 +355,9 @@ def _routed_params(m):
 def test_expert_parallelism_holds_its_share_of_the_experts_and_of_the_requests(name, n):
     m = ia.model(name)
     work = dict(batch=64, prompt_len=1024, output_len=256, dtype="bf16", memory_utilization=1.0)
-    tensor = calculate(name, "b200", n, parallel="tensor", **work)["memory"]
-    heads = calculate(name, "b200", n, parallel="expert", **work)["memory"]
-    dp = calculate(name, "b200", n, parallel="expert-dp", **work)["memory"]
+    tensor = calculate(name, "b200", n_gpus=n, parallel="tensor", **work)["memory"]
+    heads = calculate(name, "b200", n_gpus=n, parallel="expert", **work)["memory"]
+    dp = calculate(name, "b200", n_gpus=n, parallel="expert-dp", **work)["memory"]
     everything = 2 * ia.param_count(m)  # bf16
     # Attention split by heads: every weight 1/n, as tensor parallelism; the same cache.
     assert _close(heads["weights"], everything / n) and _close(heads["weights"], tensor["weights"])
@@ -346,7 +373,7 @@ def test_expert_parallelism_holds_its_share_of_the_experts_and_of_the_requests(n
 
 def test_data_parallel_attention_holds_more_requests_of_an_mla_model():
     # The point of DP attention for DeepSeek-V3: the latent is not copied to every GPU.
-    most = {p: ia.max_batch("deepseek-v3", "h200", 8192, n_gpus=8, parallel=p)
+    most = {p: ia.max_batch("deepseek-v3", "h200", context_len=8192, n_gpus=8, parallel=p)
             for p in ("tensor", "expert-dp")}  # fmt: skip
     assert most["expert-dp"] > 2 * most["tensor"] > 0
 
@@ -371,35 +398,43 @@ def test_bad_expert_parallelism_says_why(kwargs, fragment):
 def test_expert_parallelism_past_the_link_domain_costs_its_network():
     # DeepSeek-V3 on 16 H200s (two 8-GPU boards) against the same 16 in one domain.
     work = dict(batch=256, prompt_len=2048, output_len=256, parallel="expert-dp")
-    boards = calculate("deepseek-v3", "h200", 16, **work)["tpot"]
+    boards = calculate("deepseek-v3", "h200", n_gpus=16, **work)["tpot"]
     one_domain = _one_domain(ia.gpu("h200"), 16)
-    assert boards > 1.05 * calculate("deepseek-v3", one_domain, 16, **work)["tpot"]
-    (note,) = calculate("deepseek-v3", "h200", 16, **work)["notes"]
+    assert boards > 1.05 * calculate("deepseek-v3", one_domain, n_gpus=16, **work)["tpot"]
+    (note,) = calculate("deepseek-v3", "h200", n_gpus=16, **work)["notes"]
     assert "expert parallelism over 16 GPUs" in note and "all-to-alls" in note
-    assert calculate("deepseek-v3", "gb200", 16, **work)["notes"] == []  # one NVL72 rack
+    assert calculate("deepseek-v3", "gb200", n_gpus=16, **work)["notes"] == []  # one NVL72 rack
 
 
 @pytest.mark.slow
 def test_the_sweep_and_the_steady_state_take_expert_parallelism():
     t = ia.sweep("deepseek-v3", "h200", n_gpus=8, batch=16, parallel=["expert", "expert-dp"])
-    want = calculate("deepseek-v3", "h200", 8, batch=16, parallel="expert-dp")
+    want = calculate("deepseek-v3", "h200", n_gpus=8, batch=16, parallel="expert-dp")
     assert t["parallel"].tolist() == ["expert", "expert-dp"]
     assert _close(t["tpot"][1], want["tpot"]) and _close(
         t["memory.weights"][1], want["memory"]["weights"]
     )
-    state = ia.steady_state("deepseek-v3", "h200", 1.0, 1024, 128, n_gpus=8, parallel="expert-dp")
+    state = ia.steady_state(
+        "deepseek-v3",
+        "h200",
+        requests_per_s=1.0,
+        prompt_len=1024,
+        output_len=128,
+        n_gpus=8,
+        parallel="expert-dp",
+    )
     assert 0 < state["utilization"] < 1 and state["tpot"] > 0
 
 
 def test_serve_of_a_billion_requests_is_waves_in_closed_form_or_refused_by_its_limit():
     # Waves: a billion requests are whole waves of the most that fit, each as long as the first.
-    static = ia.serve(M, G, 10**9, engine="tensorrt-llm")
-    one = ia.serve(M, G, static["concurrency"], engine="tensorrt-llm")
+    static = ia.serve(M, G, requests=10**9, engine="tensorrt-llm")
+    one = ia.serve(M, G, requests=static["concurrency"], engine="tensorrt-llm")
     assert static["waves"] == -(-(10**9) // static["concurrency"])
     full, rest = divmod(10**9, static["concurrency"])
-    last = ia.serve(M, G, rest, engine="tensorrt-llm")["elapsed"] if rest else 0.0
+    last = ia.serve(M, G, requests=rest, engine="tensorrt-llm")["elapsed"] if rest else 0.0
     assert _close(static["elapsed"], full * one["elapsed"] + last)
-    roof = ia.serve(M, G, 10**9, step="roofline")
+    roof = ia.serve(M, G, requests=10**9, step="roofline")
     assert roof["waves"] == -(-(10**9) // roof["concurrency"])
     # A continuous engine's schedule is followed step by step: refused past its limit, by name.
     most = timing.BURST_LIMIT["requests"]
@@ -407,5 +442,5 @@ def test_serve_of_a_billion_requests_is_waves_in_closed_form_or_refused_by_its_l
         with pytest.raises(
             ia.ArgumentError, match=r"requests must be at most 25,000.*steady_state"
         ):
-            ia.serve(M, G, requests, output_len=output_len)
-    assert ia.serve(M, G, 64)["waves"] == 1  # within it, as before
+            ia.serve(M, G, requests=requests, output_len=output_len)
+    assert ia.serve(M, G, requests=64)["waves"] == 1  # within it, as before

@@ -72,7 +72,9 @@ def test_mtp_drafts_only_with_a_module_the_model_ships_or_says_hypothetical():
     for named in ("llama-3.1-8b", "registry models with one: deepseek-v3", "hypothetical=True"):
         assert named in str(refused.value)
     with pytest.raises(ia.ArgumentError, match="ships no multi-token"):
-        ia.steady_state("llama-3.1-8b", "h100-sxm", 2.0, speculative={"method": "mtp"})
+        ia.steady_state(
+            "llama-3.1-8b", "h100-sxm", requests_per_s=2.0, speculative={"method": "mtp"}
+        )
     # Asked for as hypothetical, the same head is timed: the step of MTP's default drafts.
     plain = ia.calculate("llama-3.1-8b", "h100-sxm")["tpot"]
     what_if = Speculative("mtp", hypothetical=True)
@@ -130,7 +132,7 @@ def _drafts_bytes(n_gpus, batch=0, tokens=1):
     of Llama 3.1 8B (its registry config.json, meta-llama/Llama-3.1-8B) in bf16: its weights
     and the cache of ``batch`` requests of ``tokens``, its 8 KV heads split over the GPUs."""
     draft = ia.model("llama-3.1-8b")
-    cache = ia.kv_cache_bytes(draft, batch, tokens, "bf16") if batch else 0
+    cache = ia.kv_cache_bytes(draft, batch=batch, context_len=tokens, dtype="bf16") if batch else 0
     return (2 * ia.param_count(draft) + cache) / n_gpus
 
 

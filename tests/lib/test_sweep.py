@@ -20,7 +20,7 @@ def calculated(**arguments):
     flat = {
         **{f"memory.{k}": r["memory"][k] for k in ("weights", "kv_cache", "activations", "total")},
         "memory.budget": r["memory"]["budget"],
-        **{k: r[k] for k in ("ttft", "tpot", "total", "throughput")},
+        **{k: r[k] for k in ("ttft", "tpot", "request_time", "throughput")},
         **{f"cost.{k}": r["cost"][k] for k in ("input", "output", "request")},
         "bound.prefill": r["bound"]["prefill"],
         "bound.decode": r["bound"]["decode"],

@@ -78,7 +78,7 @@ def test_prefix_cache_saving_is_linear_in_the_prefix():
     bytes_saved = saved.subs({B: 32, P_s: 1000, b_kv: 2}).subs(
         {ia.symbols.by_name(k): v for k, v in m.sizes().items()}
     )
-    assert bytes_saved == 31 * 1000 * ia.kv_cache_bytes(m, 1, 1, "bf16")
+    assert bytes_saved == 31 * 1000 * ia.kv_cache_bytes(m, batch=1, context_len=1, dtype="bf16")
 
 
 def test_flash_attention_memory_is_linear_in_length_standard_quadratic():
@@ -112,7 +112,7 @@ def test_decode_memory_time_shrinks_with_bytes_per_number():
     assert fp8 == pytest.approx(bf16 / 2)
     # The weights less the embedding rows a step of one token does not gather, and the cache.
     weights = (ia.param_count(m) - (m.vocab_size - 1) * m.d_model) * 2
-    expected = (weights + ia.kv_cache_bytes(m, 1, 2048)) / g.memory_bandwidth
+    expected = (weights + ia.kv_cache_bytes(m, batch=1, context_len=2048)) / g.memory_bandwidth
     assert bf16 == pytest.approx(expected)
     # On one GPU: the step's bytes over the bandwidth.
     memory_bound = latency.decode_bytes(m) / (ia.symbols.eta_m * ia.symbols.beta)

@@ -56,10 +56,10 @@ def test_all_reduce_is_free_on_one_gpu():
 @settings(max_examples=30, deadline=None)
 @given(batch=st.integers(1, 16), context=st.integers(1, 4096))
 def test_a_step_is_never_faster_than_either_bound(batch, context):
-    step = timing.decode_step_time(SMALL, GPU, batch, context, link_latency=0.0)
-    flops = ia.decode_flops(SMALL, batch, context)
+    step = timing.decode_step_time(SMALL, GPU, batch=batch, context_len=context, link_latency=0.0)
+    flops = ia.decode_flops(SMALL, batch=batch, context_len=context)
     weights = ia.param_count(SMALL) * 2
-    cache = ia.kv_cache_bytes(SMALL, batch, context)
+    cache = ia.kv_cache_bytes(SMALL, batch=batch, context_len=context)
     assert step >= flops / GPU.flop_rate("bf16") * (1 - 1e-12)
     assert step >= (weights + cache) / GPU.memory_bandwidth * (1 - 1e-12)
 
@@ -68,15 +68,17 @@ def test_a_step_is_never_faster_than_either_bound(batch, context):
 @given(batch=st.integers(1, 32), context=st.integers(128, 4096))
 def test_doubling_bandwidth_never_slows_anything(batch, context):
     faster = replace(GPU, memory_bandwidth=2 * GPU.memory_bandwidth)
-    for function, length in ((timing.decode_step_time, context), (timing.prefill_time, context)):
-        assert function(SMALL, faster, batch, length) <= function(SMALL, GPU, batch, length)
+    step = {"batch": batch, "context_len": context}
+    prefill = {"batch": batch, "prompt_len": context}
+    for function, sizes in ((timing.decode_step_time, step), (timing.prefill_time, prefill)):
+        assert function(SMALL, faster, **sizes) <= function(SMALL, GPU, **sizes)
 
 
 def test_throughput_does_not_fall_as_the_batch_grows_up_to_the_memory_limit():
     limit = timing.max_batch(SMALL, GPU, context_len=2048 + 128)
     assert limit > 8
     throughputs = [
-        timing.generation(SMALL, GPU, batch, 2048, 128)["throughput"]
+        timing.generation(SMALL, GPU, batch=batch, prompt_len=2048, output_len=128)["throughput"]
         for batch in sorted({1, 2, 4, 8, 16, 32, limit} & set(range(1, limit + 1)))
     ]
     assert all(b >= a for a, b in zip(throughputs, throughputs[1:], strict=False))
@@ -85,7 +87,7 @@ def test_throughput_does_not_fall_as_the_batch_grows_up_to_the_memory_limit():
 def test_decode_of_one_request_is_memory_bound_by_two_orders_of_magnitude():
     values = dict(batch=1, context_len=2048)
     step = timing.decode_step_time(BIG, GPU, n_gpus=2, link_latency=0.0, **values)
-    compute = ia.decode_flops(BIG, 1, 2048) / (2 * GPU.flop_rate("bf16"))
+    compute = ia.decode_flops(BIG, batch=1, context_len=2048) / (2 * GPU.flop_rate("bf16"))
     assert step / compute > 100
 
 
@@ -97,24 +99,32 @@ def test_decode_turns_compute_bound_at_a_few_hundred_requests_for_short_contexts
 
 
 def test_tensor_parallelism_cuts_latency_and_pipeline_parallelism_does_not():
-    one = on_roofline(timing.decode_step_time)(SMALL, GPU, 1, 2048, link_latency=0.0)
-    tensor = on_roofline(timing.decode_step_time)(SMALL, GPU, 1, 2048, n_gpus=4, link_latency=0.0)
+    one = on_roofline(timing.decode_step_time)(
+        SMALL, GPU, batch=1, context_len=2048, link_latency=0.0
+    )
+    tensor = on_roofline(timing.decode_step_time)(
+        SMALL, GPU, batch=1, context_len=2048, n_gpus=4, link_latency=0.0
+    )
     pipeline = on_roofline(timing.decode_step_time)(
-        SMALL, GPU, 1, 2048, n_gpus=4, parallel="pipeline", link_latency=0.0
+        SMALL, GPU, batch=1, context_len=2048, n_gpus=4, parallel="pipeline", link_latency=0.0
     )
     assert tensor < one / 2
     assert pipeline >= one
-    gen = on_roofline(timing.generation)(SMALL, GPU, 1, 2048, 64, n_gpus=4, parallel="pipeline")
-    alone = on_roofline(timing.generation)(SMALL, GPU, 1, 2048, 64)
+    gen = on_roofline(timing.generation)(
+        SMALL, GPU, batch=1, prompt_len=2048, output_len=64, n_gpus=4, parallel="pipeline"
+    )
+    alone = on_roofline(timing.generation)(SMALL, GPU, batch=1, prompt_len=2048, output_len=64)
     assert gen["throughput"] > 3 * alone["throughput"]  # four batches in flight
 
 
 def test_generation_adds_up():
     result = timing.generation(SMALL, GPU, batch=4, prompt_len=1000, output_len=3)
-    steps = [timing.decode_step_time(SMALL, GPU, 4, c) for c in (1000, 1001)]
-    assert result["ttft"] == pytest.approx(timing.prefill_time(SMALL, GPU, 4, 1000))
-    assert result["total"] == pytest.approx(result["ttft"] + sum(steps))
-    assert result["throughput"] == pytest.approx(4 * 3 / result["total"])
+    steps = [timing.decode_step_time(SMALL, GPU, batch=4, context_len=c) for c in (1000, 1001)]
+    assert result["ttft"] == pytest.approx(
+        timing.prefill_time(SMALL, GPU, batch=4, prompt_len=1000)
+    )
+    assert result["request_time"] == pytest.approx(result["ttft"] + sum(steps))
+    assert result["throughput"] == pytest.approx(4 * 3 / result["request_time"])
 
 
 def test_the_closed_form_of_a_request_is_the_sum_of_its_steps_while_one_bound_holds():
@@ -122,7 +132,7 @@ def test_the_closed_form_of_a_request_is_the_sum_of_its_steps_while_one_bound_ho
     result = on_roofline(timing.generation)(SMALL, GPU, batch=4, prompt_len=1000, output_len=50)
     scenario = on_roofline(ia.Scenario)(SMALL, GPU, batch=4, prompt_len=1000, output_len=50)
     closed = scenario.evaluate(latency.generation_time(SMALL))
-    assert closed == pytest.approx(result["total"], rel=1e-12)
+    assert closed == pytest.approx(result["request_time"], rel=1e-12)
     tput = scenario.evaluate(latency.throughput(SMALL))
     assert tput == pytest.approx(result["throughput"], rel=1e-12)
     assert timing.run(scenario) == result
@@ -132,37 +142,53 @@ def test_a_batch_larger_than_memory_runs_in_waves():
     fit = on_roofline(timing.max_batch)(SMALL, GPU, context_len=2048 + 100, memory_utilization=1.0)
     assert (
         fit
-        == on_roofline(timing.serve)(SMALL, GPU, 10**6, 2048, 100, memory_utilization=1.0)[
-            "concurrency"
-        ]
+        == on_roofline(timing.serve)(
+            SMALL, GPU, requests=10**6, prompt_len=2048, output_len=100, memory_utilization=1.0
+        )["concurrency"]
     )
-    one = on_roofline(timing.serve)(SMALL, GPU, fit, 2048, 100, memory_utilization=1.0)
+    one = on_roofline(timing.serve)(
+        SMALL, GPU, requests=fit, prompt_len=2048, output_len=100, memory_utilization=1.0
+    )
     assert one["waves"] == 1
-    alone = on_roofline(timing.generation)(SMALL, GPU, fit, 2048, 100, memory_utilization=1.0)
-    assert one["elapsed"] == pytest.approx(alone["total"])
-    more = on_roofline(timing.serve)(SMALL, GPU, 2 * fit + 1, 2048, 100, memory_utilization=1.0)
-    single = on_roofline(timing.generation)(SMALL, GPU, 1, 2048, 100)["total"]
+    alone = on_roofline(timing.generation)(
+        SMALL, GPU, batch=fit, prompt_len=2048, output_len=100, memory_utilization=1.0
+    )
+    assert one["elapsed"] == pytest.approx(alone["request_time"])
+    more = on_roofline(timing.serve)(
+        SMALL, GPU, requests=2 * fit + 1, prompt_len=2048, output_len=100, memory_utilization=1.0
+    )
+    single = on_roofline(timing.generation)(SMALL, GPU, batch=1, prompt_len=2048, output_len=100)[
+        "request_time"
+    ]
     assert more["waves"] == 3
     assert more["elapsed"] == pytest.approx(2 * one["elapsed"] + single)
     # An engine that keeps a tenth of the memory for itself fits fewer requests per wave,
     # and max_batch counts with the same budget.
-    budget = on_roofline(timing.serve)(SMALL, GPU, 10**6, 2048, 100)["concurrency"]
+    budget = on_roofline(timing.serve)(SMALL, GPU, requests=10**6, prompt_len=2048, output_len=100)[
+        "concurrency"
+    ]
     assert budget < fit and budget == on_roofline(timing.max_batch)(
         SMALL, GPU, context_len=2048 + 100
     )
     with pytest.raises(ValueError, match="does not fit"):
-        on_roofline(timing.generation)(SMALL, GPU, budget + 1, 2048, 100)
+        on_roofline(timing.generation)(
+            SMALL, GPU, batch=budget + 1, prompt_len=2048, output_len=100
+        )
 
 
 def test_an_fp8_cache_holds_twice_the_requests_and_reads_half_the_bytes():
     bf16 = on_roofline(timing.max_batch)(SMALL, GPU, context_len=4096)
     fp8 = on_roofline(timing.max_batch)(SMALL, GPU, context_len=4096, cache_dtype="fp8")
     assert fp8 in (2 * bf16, 2 * bf16 + 1)
-    slow = on_roofline(timing.decode_step_time)(SMALL, GPU, 64, 4096, link_latency=0.0)
-    fast = on_roofline(timing.decode_step_time)(
-        SMALL, GPU, 64, 4096, link_latency=0.0, cache_dtype="fp8"
+    slow = on_roofline(timing.decode_step_time)(
+        SMALL, GPU, batch=64, context_len=4096, link_latency=0.0
     )
-    cache = ia.kv_cache_bytes(SMALL, 64, 4096, "bf16") / 2  # the bytes fp8 saves
+    fast = on_roofline(timing.decode_step_time)(
+        SMALL, GPU, batch=64, context_len=4096, link_latency=0.0, cache_dtype="fp8"
+    )
+    cache = (
+        ia.kv_cache_bytes(SMALL, batch=64, context_len=4096, dtype="bf16") / 2
+    )  # the bytes fp8 saves
     saved = cache / (GPU.memory_bandwidth * timing.DEFAULT_BANDWIDTH_EFFICIENCY)
     assert slow - fast == pytest.approx(saved)
 
@@ -170,12 +196,12 @@ def test_an_fp8_cache_holds_twice_the_requests_and_reads_half_the_bytes():
 def test_weight_only_int4_reads_a_quarter_of_the_bytes_and_computes_in_bf16():
     h100 = ia.gpu("h100-sxm")
     with pytest.raises(KeyError, match="compute_dtype"):
-        timing.decode_step_time(SMALL, h100, 1, 2048, dtype="int4")
+        timing.decode_step_time(SMALL, h100, batch=1, context_len=2048, dtype="int4")
     options = dict(link_latency=0.0, **timing.IDEAL)
     int4 = timing.decode_step_time(
-        SMALL, h100, 1, 2048, dtype="int4", compute_dtype="bf16", **options
+        SMALL, h100, batch=1, context_len=2048, dtype="int4", compute_dtype="bf16", **options
     )
-    bf16 = timing.decode_step_time(SMALL, h100, 1, 2048, **options)
+    bf16 = timing.decode_step_time(SMALL, h100, batch=1, context_len=2048, **options)
     # Memory-bound: the weights shrink fourfold; the KV cache stays in bf16, the format it is
     # computed in.
     # A step gathers one row of the input embedding, not the whole table (when untied).
@@ -192,8 +218,10 @@ def test_weight_only_int4_reads_a_quarter_of_the_bytes_and_computes_in_bf16():
 def test_the_defaults_are_one_calibrated_set_and_ideal_is_the_roofline():
     assert 0 < timing.DEFAULT_COMPUTE_EFFICIENCY < 1
     assert 0 < timing.DEFAULT_BANDWIDTH_EFFICIENCY < 1
-    ideal = on_roofline(timing.decode_step_time)(SMALL, GPU, 1, 2048, **timing.IDEAL)
-    real = on_roofline(timing.decode_step_time)(SMALL, GPU, 1, 2048)
+    ideal = on_roofline(timing.decode_step_time)(
+        SMALL, GPU, batch=1, context_len=2048, **timing.IDEAL
+    )
+    real = on_roofline(timing.decode_step_time)(SMALL, GPU, batch=1, context_len=2048)
     assert real > ideal / timing.DEFAULT_BANDWIDTH_EFFICIENCY * 0.999
 
 
@@ -234,7 +262,7 @@ def test_moe_decode_reads_only_the_experts_its_tokens_touch():
             ValueError,
             "link_latency",
         ),
-        (lambda: timing.weights_per_gpu(SMALL, -2), ValueError, "n_gpus must be"),
+        (lambda: timing.weights_per_gpu(SMALL, n_gpus=-2), ValueError, "n_gpus must be"),
         (
             lambda: timing.decode_step_time(SMALL, GPU, compute_efficiency="0.4"),
             ValueError,
@@ -242,13 +270,17 @@ def test_moe_decode_reads_only_the_experts_its_tokens_touch():
         ),
         (lambda: timing.compute_bound_batch(SMALL, GPU, limit=-5), ValueError, "limit must"),
         (lambda: timing.generation(SMALL, GPU, output_len=10**8), ValueError, "context window"),
-        (lambda: timing.serve(SMALL, GPU, 8, memory_utilization=0), ValueError, "memory_util"),
         (
-            lambda: timing.serve(BIG, GPU, 8),
+            lambda: timing.serve(SMALL, GPU, requests=8, memory_utilization=0),
+            ValueError,
+            "memory_util",
+        ),
+        (
+            lambda: timing.serve(BIG, GPU, requests=8),
             ValueError,
             "does not fit: needs 14\\d GB .* batch of 1",
         ),
-        (lambda: timing.serve(SMALL, GPU, 0), ValueError, "requests must be"),
+        (lambda: timing.serve(SMALL, GPU, requests=0), ValueError, "requests must be"),
     ],
 )
 def test_bad_input_raises_a_clear_error(call, error, message):
@@ -273,11 +305,11 @@ def test_the_sources_numbers_for_llama_3_70b_on_one_h100():
     weights = ia.param_count(m) * 2
     assert round(weights / 1e9) == 141
     assert round(weights / g.memory_bandwidth, 2) == 0.04
-    prefill = ia.forward_flops(m, 1, 2048, last_logits_only=True)
+    prefill = ia.forward_flops(m, batch=1, seq_len=2048, last_logits_only=True)
     assert round(prefill / 1e12) == 291 and round(prefill / g.flop_rate("bf16"), 2) == 0.29
-    decode_compute = ia.decode_flops(m, 1, 2048) / g.flop_rate("bf16")
+    decode_compute = ia.decode_flops(m, batch=1, context_len=2048) / g.flop_rate("bf16")
     assert round(decode_compute, 5) == 0.00015  # the post rounds 2N / 989 TFLOP/s to 0.00014 s
-    read = (weights + ia.kv_cache_bytes(m, 1, 2048)) / g.memory_bandwidth
+    read = (weights + ia.kv_cache_bytes(m, batch=1, context_len=2048)) / g.memory_bandwidth
     assert read / decode_compute > 100  # memory-bound by two orders of magnitude
     with pytest.raises(ValueError, match=r"needs 14\d GB per GPU"):
         on_roofline(timing.decode_step_time)(m, g, batch=1, context_len=2048)
@@ -292,9 +324,11 @@ LLAMA_70B = ia.model("llama-3.3-70b")
 def test_tensor_parallelism_beats_a_pipeline_at_equal_concurrency():
     # 64 requests in flight on 8 GPUs either way: one batch of 64 split by heads, or 8
     # micro-batches of 8, one per stage, each re-reading its stage's weights.
-    tensor = on_roofline(ia.generation)(LLAMA_70B, H100, 64, 2048, 256, n_gpus=8)
+    tensor = on_roofline(ia.generation)(
+        LLAMA_70B, H100, batch=64, prompt_len=2048, output_len=256, n_gpus=8
+    )
     pipeline = on_roofline(ia.generation)(
-        LLAMA_70B, H100, 8, 2048, 256, n_gpus=8, parallel="pipeline"
+        LLAMA_70B, H100, batch=8, prompt_len=2048, output_len=256, n_gpus=8, parallel="pipeline"
     )
     assert tensor["throughput"] > 2 * pipeline["throughput"]
     assert tensor["tpot"] < pipeline["tpot"] / 2
@@ -303,7 +337,8 @@ def test_tensor_parallelism_beats_a_pipeline_at_equal_concurrency():
 def test_kv_heads_are_copied_not_divided_past_their_count():
     assert LLAMA_70B.n_kv_heads == 8
     per_gpu = {
-        n: ia.calculate(LLAMA_70B, H100, n, batch=8)["memory"]["kv_cache"] for n in (4, 8, 16)
+        n: ia.calculate(LLAMA_70B, H100, n_gpus=n, batch=8)["memory"]["kv_cache"]
+        for n in (4, 8, 16)
     }
     assert per_gpu[16] == pytest.approx(per_gpu[8])
     assert per_gpu[4] == pytest.approx(2 * per_gpu[8])
@@ -311,8 +346,8 @@ def test_kv_heads_are_copied_not_divided_past_their_count():
 
 def test_the_mla_latent_is_whole_on_every_tensor_parallel_rank():
     deepseek = ia.model("deepseek-v3")
-    whole = ia.kv_cache_bytes(deepseek, 4, 2048 + 256, "fp8")
-    r = ia.calculate(deepseek, "h200", 8, "fp8", batch=4)
+    whole = ia.kv_cache_bytes(deepseek, batch=4, context_len=2048 + 256, dtype="fp8")
+    r = ia.calculate(deepseek, "h200", n_gpus=8, dtype="fp8", batch=4)
     assert r["memory"]["kv_cache"] == pytest.approx(whole)
 
 
@@ -331,7 +366,7 @@ def test_a_group_past_one_nvlink_domain_talks_over_the_network():
 def test_prefill_times_causal_attention_at_its_own_rate():
     # A long prompt: the causal half of T x T, at eta_a, not the counter's full square.
     s = on_roofline(ia.Scenario)(SMALL, H100, prompt_len=127_000, output_len=1)
-    counted = ia.forward_flops(SMALL, 1, 127_000)
+    counted = ia.forward_flops(SMALL, batch=1, seq_len=127_000)
     seconds = on_roofline(ia.prefill_time)(SMALL, H100, prompt_len=127_000)
     assert seconds < counted / (s.figure("compute_efficiency") * H100.flop_rate("bf16"))
     attention = s.evaluate(transformer.attention_flops(SMALL, causal=True).subs(S, 0))
@@ -350,24 +385,26 @@ def test_an_mla_model_decodes_absorbed_by_default():
 
 def test_nothing_that_fits_passes_the_memory_budget():
     for n in (1, 2, 4, 8):
-        most = ia.max_batch(LLAMA_70B, H100, 4096, n_gpus=n) if n > 1 else 0
+        most = ia.max_batch(LLAMA_70B, H100, context_len=4096, n_gpus=n) if n > 1 else 0
         if not most:
             with pytest.raises(ValueError, match="does not fit"):
-                ia.calculate(LLAMA_70B, H100, n, prompt_len=2048, output_len=2048)
+                ia.calculate(LLAMA_70B, H100, n_gpus=n, prompt_len=2048, output_len=2048)
             continue
-        r = ia.calculate(LLAMA_70B, H100, n, batch=most, prompt_len=2048, output_len=2048)
+        r = ia.calculate(LLAMA_70B, H100, n_gpus=n, batch=most, prompt_len=2048, output_len=2048)
         assert r["memory"]["total"] <= r["memory"]["budget"]
         with pytest.raises(ValueError, match="does not fit"):
-            ia.calculate(LLAMA_70B, H100, n, batch=most + 1, prompt_len=2048, output_len=2048)
+            ia.calculate(
+                LLAMA_70B, H100, n_gpus=n, batch=most + 1, prompt_len=2048, output_len=2048
+            )
 
 
 def test_replicas_multiply_throughput_not_the_cost_of_a_token():
-    one = ia.generation(SMALL, H100, 16, 2048, 256)
-    three = ia.generation(SMALL, H100, 16, 2048, 256, replicas=3)
+    one = ia.generation(SMALL, H100, batch=16, prompt_len=2048, output_len=256)
+    three = ia.generation(SMALL, H100, batch=16, prompt_len=2048, output_len=256, replicas=3)
     assert three["throughput"] == pytest.approx(3 * one["throughput"])
     assert three["tpot"] == one["tpot"]
     with pytest.raises(ValueError, match="replicas"):
-        ia.generation(SMALL, H100, 16, 2048, 256, replicas=0)
+        ia.generation(SMALL, H100, batch=16, prompt_len=2048, output_len=256, replicas=0)
 
 
 def test_a_prefill_may_read_the_whole_window_and_names_prompt_len_past_it():
@@ -402,19 +439,21 @@ def test_a_pipeline_stage_holds_whole_layers():
     n, layers = 5, SMALL.n_layers
     assert sympy.ceiling(layers / n) == 7
     run = ia.generation(SMALL, H100, batch=8, n_gpus=n, parallel="pipeline")
-    assert run["throughput"] == pytest.approx(layers / 7 * 8 * 256 / run["total"])
+    assert run["throughput"] == pytest.approx(layers / 7 * 8 * 256 / run["request_time"])
     weights = ia.param_count(SMALL) * 2
-    assert ia.timing.weights_per_gpu(SMALL, n, parallel="pipeline") == pytest.approx(
+    assert ia.timing.weights_per_gpu(SMALL, n_gpus=n, parallel="pipeline") == pytest.approx(
         weights * 7 / layers
     )
-    assert ia.timing.weights_per_gpu(SMALL, 4, parallel="pipeline") == weights / 4  # 8 each
+    assert ia.timing.weights_per_gpu(SMALL, n_gpus=4, parallel="pipeline") == weights / 4  # 8 each
     s = ia.Scenario(SMALL, H100, n_gpus=n, parallel="pipeline")
     per_request = s.evaluate(latency.cache_bytes_per_gpu(SMALL, "pipeline"), batch=1,
                              context_len=4096)  # fmt: skip
-    assert per_request == pytest.approx(n * ia.kv_cache_bytes(SMALL, 1, 4096) * 7 / layers)
+    assert per_request == pytest.approx(
+        n * ia.kv_cache_bytes(SMALL, batch=1, context_len=4096) * 7 / layers
+    )
     free = s.evaluate(latency.memory_budget() - latency.activation_reserve(SMALL)) - (
         weights * 7 / layers
     )
-    assert ia.max_batch(SMALL, H100, 4096, n_gpus=n, parallel="pipeline") == int(
+    assert ia.max_batch(SMALL, H100, context_len=4096, n_gpus=n, parallel="pipeline") == int(
         free // per_request
     )

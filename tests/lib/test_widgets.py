@@ -653,7 +653,7 @@ def test_the_memory_limit_of_a_widget_is_the_librarys_max_batch():
     values = {**m.sizes(), **ia.gpu("h100-sxm").figures("bf16"), "bytes_per_number": 2}
     for n, context in ((1, 4096), (2, 4096), (4, 4096), (8, 32768)):
         at = {**values, "n_gpus": n, "context_len": context}
-        assert limit.from_values(at) == ia.max_batch(m, "h100-sxm", context, n_gpus=n)
+        assert limit.from_values(at) == ia.max_batch(m, "h100-sxm", context_len=context, n_gpus=n)
     assert limit.from_values({**values, "n_gpus": 1, "context_len": 4096}) == 0  # never below
 
 

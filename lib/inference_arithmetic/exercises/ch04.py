@@ -81,7 +81,7 @@ register(
 def _request():
     """FLOPs of the request of ex-flops-answer: (prefill, decode steps), and 2 N T."""
     model = ia.model(SMALL)
-    read = ia.forward_flops(model, 1, PROMPT, last_logits_only=True)
+    read = ia.forward_flops(model, batch=1, seq_len=PROMPT, last_logits_only=True)
     steps = sympy.summation(tf.decode_flops(model), (S, PROMPT, PROMPT + ANSWER - 1))
     names = {symbol.name for symbol in steps.free_symbols}
     sizes = {k: v for k, v in {**model.sizes(), "batch": 1}.items() if k in names}
@@ -97,7 +97,7 @@ def _total():
 def _total_hints():
     model = ia.model(SMALL)
     read, steps, _ = _request()
-    every_logit = ia.forward_flops(model, 1, PROMPT)
+    every_logit = ia.forward_flops(model, batch=1, seq_len=PROMPT)
     return {
         read / _total(): "and the answer: one decode step per answer token",
         # 2 N T (1.040) falls within this hint's reach too: the hint names both.
@@ -134,14 +134,18 @@ register(
 def _saving(length):
     """Share of a prefill's FLOPs that counting only the visible pairs saves."""
     llama = ia.model(LLAMA)
-    return 1 - ia.forward_flops(llama, 1, length, causal=True) / ia.forward_flops(llama, 1, length)
+    return 1 - ia.forward_flops(llama, batch=1, seq_len=length, causal=True) / ia.forward_flops(
+        llama, batch=1, seq_len=length
+    )
 
 
 def _saving_hints(length):
     llama = ia.model(LLAMA)
     attention = tf.attention_flops(llama).subs(S, 0)
     values = {**llama.sizes(), "batch": 1, "seq_len": length}
-    share = ia.numeric(attention).from_values(values) / ia.forward_flops(llama, 1, length)
+    share = ia.numeric(attention).from_values(values) / ia.forward_flops(
+        llama, batch=1, seq_len=length
+    )
     right = _saving(length)
     return {
         100: "give the saving as a fraction of the prefill's FLOPs (0.05 for 5%), not in percent",

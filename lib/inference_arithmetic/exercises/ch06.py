@@ -25,7 +25,7 @@ def _cache(model, dtype="bf16", **changes):
     """Bytes of one conversation's cache; ``changes``: sizes other than the model's."""
     m = ia.model(model)
     if not changes:
-        return ia.kv_cache_bytes(m, 1, CONTEXT, dtype)
+        return ia.kv_cache_bytes(m, batch=1, context_len=CONTEXT, dtype=dtype)
     values = {**m.sizes(), "batch": 1, "context_len": CONTEXT, **changes}
     return ia.numeric(kv_cache.kv_cache_bytes(m)).from_values(
         {**values, "bytes_per_number": ia.bytes_per_number(dtype)}

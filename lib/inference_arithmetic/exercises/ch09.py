@@ -31,11 +31,11 @@ STATIC_BATCHES = (8, 256)  # exercise 3
 def _crossover(context_len):
     """Requests whose bf16 cache of ``context_len`` tokens weighs as much as the bf16 weights."""
     weights = ia.param_count(LARGE) * ia.bytes_per_number("bf16")
-    return weights / ia.kv_cache_bytes(LARGE, 1, context_len, "bf16")
+    return weights / ia.kv_cache_bytes(LARGE, batch=1, context_len=context_len, dtype="bf16")
 
 
 def _fit(**options):
-    return ia.max_batch(LARGE, GPU, LONG, n_gpus=N_GPUS, **options)
+    return ia.max_batch(LARGE, GPU, context_len=LONG, n_gpus=N_GPUS, **options)
 
 
 register(
@@ -69,7 +69,9 @@ register(
 def _request(batch, ideal=False):
     """The 70B set-up's static batch: the library's default step, or the ideal roofline."""
     options = ia.timing.IDEAL if ideal else {}
-    return ia.generation(LARGE, GPU, batch, PROMPT, OUTPUT, n_gpus=N_GPUS, **options)
+    return ia.generation(
+        LARGE, GPU, batch=batch, prompt_len=PROMPT, output_len=OUTPUT, n_gpus=N_GPUS, **options
+    )
 
 
 @functools.cache
@@ -169,7 +171,9 @@ def _ceiling_throughput(ideal):
     """The 8B set-up's throughput at its memory ceiling: the default step, or the ideal."""
     batch = ia.max_batch(SMALL, GPU, context_len=PROMPT + OUTPUT)
     options = ia.timing.IDEAL if ideal else {}
-    return ia.generation(SMALL, GPU, batch, PROMPT, OUTPUT, **options)["throughput"]
+    return ia.generation(SMALL, GPU, batch=batch, prompt_len=PROMPT, output_len=OUTPUT, **options)[
+        "throughput"
+    ]
 
 
 register(

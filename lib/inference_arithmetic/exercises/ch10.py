@@ -24,7 +24,7 @@ LOAD = 0.6  # of the saturation rate, exercise 2's
 @functools.cache
 def _state():
     """Exercise 1's steady state."""
-    return ia.steady_state(SMALL, GPU, RATE, **STREAM)
+    return ia.steady_state(SMALL, GPU, requests_per_s=RATE, **STREAM)
 
 
 def _in_engine():
@@ -67,7 +67,7 @@ def _percentiles():
     """Exercise 2's percentiles of each request's time to first token."""
     engine = ia.Scenario(SMALL, GPU, **WORKLOAD, in_waves=True)
     rate = LOAD * ia.continuous.saturation_rate(engine)
-    return ia.steady_state(SMALL, GPU, rate, **WORKLOAD)["percentiles"]["ttft"]
+    return ia.steady_state(SMALL, GPU, requests_per_s=rate, **WORKLOAD)["percentiles"]["ttft"]
 
 
 register(

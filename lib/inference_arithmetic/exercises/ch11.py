@@ -30,7 +30,7 @@ LONG_PROMPT, SPLIT_TTFT, SPLIT_TPOT, SPLIT_GPUS = 8192, 2.0, 0.025, 24  # exerci
 def _budget_state(budget):
     """The 70B set-up's steady state at exercise 1's rate under a token budget."""
     workload = {"prompt_len": PROMPT, "output_len": OUTPUT, "n_gpus": N_GPUS}
-    return ia.steady_state(LARGE, GPU, BUDGET_RATE, **workload, token_budget=budget)
+    return ia.steady_state(LARGE, GPU, requests_per_s=BUDGET_RATE, **workload, token_budget=budget)
 
 
 def _smallest_budget():
@@ -106,7 +106,13 @@ _goodput_hints = _hints(
 def _compared(prompt_len=LONG_PROMPT):
     """Exercise 3's comparison (``ia.disaggregated.compare``) for prompts of ``prompt_len``."""
     return ia.disaggregated.compare(
-        LARGE, GPU, prompt_len, OUTPUT, SPLIT_TTFT, SPLIT_TPOT, most_gpus=SPLIT_GPUS
+        LARGE,
+        GPU,
+        prompt_len=prompt_len,
+        output_len=OUTPUT,
+        ttft_target=SPLIT_TTFT,
+        tpot_target=SPLIT_TPOT,
+        most_gpus=SPLIT_GPUS,
     )
 
 

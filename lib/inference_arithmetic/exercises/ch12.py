@@ -34,7 +34,7 @@ def _pcie_gpu() -> ia.GPU:
 
 def _talk(batch: int, n_gpus: int, gpu=GPU, **options) -> tuple[float, float, int]:
     """A tensor-parallel decode step's all-reduces (seconds), the whole step, and how many."""
-    rows = ia.kernels(MODEL, gpu, batch, CONTEXT, n_gpus=n_gpus, **options)
+    rows = ia.kernels(MODEL, gpu, batch=batch, context_len=CONTEXT, n_gpus=n_gpus, **options)
     reduces = [row for row in rows if row["kind"] == "collective"]
     talk = sum(row["time"] for row in reduces)
     return talk, sum(row["time"] for row in rows), sum(row["count"] for row in reduces)
@@ -140,7 +140,7 @@ def _step(parallel: str, **options) -> float:
     m, g = ia.model(MODEL), ia.gpu(GPU)
     batch = _batch(parallel)
     return ia.decode_step_time(
-        m, g, batch, CONTEXT, n_gpus=PIPELINE_GPUS, parallel=parallel, **options
+        m, g, batch=batch, context_len=CONTEXT, n_gpus=PIPELINE_GPUS, parallel=parallel, **options
     )
 
 
@@ -196,7 +196,7 @@ def _all_to_all_share(gpu: str) -> float:
     """The share of a decode step, experts spread and attention data-parallel, that is the
     all-to-alls of its MoE layers (``ia.kernels``' rows)."""
     work = dict(n_gpus=EXPERT_GPUS, parallel="expert-dp")
-    rows = ia.kernels(EXPERT_MODEL, gpu, PER_GPU * EXPERT_GPUS, CONTEXT, **work)
+    rows = ia.kernels(EXPERT_MODEL, gpu, batch=PER_GPU * EXPERT_GPUS, context_len=CONTEXT, **work)
     talk = sum(r["time"] for r in rows if r["kernel"].startswith("all-to-all"))
     return talk / sum(r["time"] for r in rows)
 

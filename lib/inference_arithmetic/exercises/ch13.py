@@ -121,7 +121,7 @@ def _chen_step() -> tuple[float, float]:
     deployment = dict(n_gpus=CHEN_GPUS, dtype=CHEN_DTYPE, **ia.timing.ROOFLINE)
     s = ia.Scenario(arch, CHEN_GPU, **deployment, **workload)
     talk = s.evaluate(latency.communication_time(arch, B))
-    step = ia.decode_step_time(arch, CHEN_GPU, 1, CHEN_CONTEXT, **deployment)
+    step = ia.decode_step_time(arch, CHEN_GPU, batch=1, context_len=CHEN_CONTEXT, **deployment)
     return talk, step
 
 

@@ -38,13 +38,13 @@ FP8 = {"dtype": "fp8"}  # the weights, and so the arithmetic and the KV cache, i
 @functools.cache
 def _fp8() -> dict:
     batch = _ceiling(SMALL, **FP8)
-    costs = ia.token_costs(SMALL, GPU, batch, PROMPT, OUTPUT, **FP8)
+    costs = ia.token_costs(SMALL, GPU, batch=batch, prompt_len=PROMPT, output_len=OUTPUT, **FP8)
     together = _api(SMALL, "Together AI")
     even = ia.break_even_utilization(
         SMALL,
         GPU,
-        together["input"],
-        together["output"],
+        api_input_price=together["input"],
+        api_output_price=together["output"],
         batch=batch,
         prompt_len=PROMPT,
         output_len=OUTPUT,
@@ -92,9 +92,9 @@ def _matching_price() -> float:
     costs = ia.token_costs(
         BIG,
         GPU,
-        batch,
-        PROMPT,
-        OUTPUT,
+        batch=batch,
+        prompt_len=PROMPT,
+        output_len=OUTPUT,
         n_gpus=BIG_GPUS,
         price_per_hour=1.0,
         utilization=UTILIZATION,

@@ -33,7 +33,7 @@ def _gpus_to_hold(dtype: str, utilization: float = ia.timing.DEFAULT_MEMORY_UTIL
         memory_utilization=utilization,
         gpu_memory=ia.gpu(GPU).figures()["gpu_memory"],
     )  # the memory the driver reports
-    return math.ceil(ia.timing.weights_per_gpu(HUGE, 1, dtype) / float(budget))
+    return math.ceil(ia.timing.weights_per_gpu(HUGE, n_gpus=1, dtype=dtype) / float(budget))
 
 
 def _holding(dtype: str, mistaken: str, bytes_per_number: str) -> Part:
@@ -54,7 +54,7 @@ def _holding(dtype: str, mistaken: str, bytes_per_number: str) -> Part:
 
 def _time_per_token(**formats) -> float:
     formats = {"dtype": "fp8", "cache_dtype": "fp8", **formats}
-    return ia.decode_step_time(HUGE, GPU, 1, CONTEXT, HUGE_GPUS, **formats)
+    return ia.decode_step_time(HUGE, GPU, batch=1, context_len=CONTEXT, n_gpus=HUGE_GPUS, **formats)
 
 
 register(
@@ -129,9 +129,11 @@ def _break_even_acceptance() -> float:
     of the draft, as the library times it inside a verification step, over an ordinary step
     of the target, both at batch 1 on four H100s (the acceptance rate times no step)."""
     drafting = ia.Speculative("draft", DRAFT_LEN, acceptance_rate=0.8, draft_model=DRAFT)
-    rows = ia.kernels(TARGET, GPU, 1, CONTEXT, SPEC_GPUS, speculative=drafting)
+    rows = ia.kernels(
+        TARGET, GPU, batch=1, context_len=CONTEXT, n_gpus=SPEC_GPUS, speculative=drafting
+    )
     (draft,) = [row["time"] for row in rows if row["kind"] == "draft"]
-    target = ia.decode_step_time(TARGET, GPU, 1, CONTEXT, SPEC_GPUS)
+    target = ia.decode_step_time(TARGET, GPU, batch=1, context_len=CONTEXT, n_gpus=SPEC_GPUS)
     cost = draft / DRAFT_LEN / target  # c_d, a pass of the draft in target steps
     speedup = techniques.speculative_speedup().subs({gamma: DRAFT_LEN, c_d: cost})
     return float(sympy.nsolve(speedup - 1, a, (1e-9, 1 - 1e-9), solver="bisect"))

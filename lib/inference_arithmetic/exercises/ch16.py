@@ -38,7 +38,7 @@ def _output_costs() -> dict[tuple[str, int], float]:
             continue
         for n in COUNTS:
             try:
-                cost = ia.calculate(MODEL, name, n, **WORKLOAD)["cost"]["output"]
+                cost = ia.calculate(MODEL, name, n_gpus=n, **WORKLOAD)["cost"]["output"]
             except ValueError:  # does not fit, or cannot be split so
                 continue
             if cost is not None:
@@ -81,11 +81,15 @@ CACHES = ("bf16", "fp8")
 def _fp8_cache() -> dict:
     """The batch that fits with each cache dtype, and the output price at the fp8 one's."""
     context = WORKLOAD["prompt_len"] + WORKLOAD["output_len"]
-    fits = {c: ia.max_batch(MODEL, GPU, context, n_gpus=GPUS, cache_dtype=c) for c in CACHES}
+    fits = {
+        c: ia.max_batch(MODEL, GPU, context_len=context, n_gpus=GPUS, cache_dtype=c) for c in CACHES
+    }
     workload = {**WORKLOAD, "batch": fits["fp8"]}
 
     def cost(cache_dtype, **changes):
-        result = ia.calculate(MODEL, GPU, GPUS, cache_dtype=cache_dtype, **{**workload, **changes})
+        result = ia.calculate(
+            MODEL, GPU, n_gpus=GPUS, cache_dtype=cache_dtype, **{**workload, **changes}
+        )
         return result["cost"]["output"]
 
     return {

@@ -43,7 +43,7 @@ def _formula(builder, arch: ModelConfig, *options):
     return builder(arch, *options)
 
 
-def param_count(model: ModelConfig, active: bool = False, embeddings: bool = True) -> int:
+def param_count(model: ModelConfig, *, active: bool = False, embeddings: bool = True) -> int:
     """Parameters of ``model``, each tensor once; ``active=True``: those one token uses (MoE).
 
     Two conventions for "active parameters" are in use: this library's (and the reference
@@ -56,11 +56,11 @@ def param_count(model: ModelConfig, active: bool = False, embeddings: bool = Tru
 
 def kv_cache_bytes(
     model: ModelConfig,
+    *,
     batch: int = 1,
     context_len: int = 2048,
     dtype: str = "bf16",
     mla_cache: str = "latent",
-    *,
     seq_len: int | None = None,
     mla: str | None = None,
 ) -> int:
@@ -86,6 +86,7 @@ def kv_cache_bytes(
 
 def forward_flops(
     model: ModelConfig,
+    *,
     batch: int = 1,
     seq_len: int = 2048,
     causal: bool = False,
@@ -101,6 +102,7 @@ def forward_flops(
 
 def decode_flops(
     model: ModelConfig,
+    *,
     batch: int = 1,
     context_len: int = 2048,
     causal: bool = False,

@@ -238,11 +238,11 @@ class Calculator:
             for name in ("n_gpus", "replicas"):  # the plan chooses them
                 del options[name]
             asked = ("requests_per_s", "prompt_len", "output_len", "ttft_target", "tpot_target")
-            workload = [state[name] for name in asked]
+            workload = {name: state[name] for name in asked}
             r = planning.plan_colocated(
                 arguments["model"],
                 state["gpu"],
-                *workload,
+                **workload,
                 percentile=JUDGED[state["percentile"]],
                 price_per_hour=price,
                 **options,

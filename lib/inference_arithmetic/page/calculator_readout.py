@@ -42,7 +42,7 @@ budget         | memory budget per GPU (memory utilization)   | nbytes
 capacity       | GPU memory                                   | nbytes
 ttft           | time to first token                          | seconds
 tpot           | time per output token                        | seconds
-total          | time per request                             | seconds
+request_time   | time per request                             | seconds
 throughput     | throughput (output tokens/s)                 | number
 gpus           | GPUs in all (replicas x GPUs each)           | integer
 cost_input     | cost per million input tokens                | usd

@@ -535,17 +535,21 @@ def prefill_decode_timeline(
     m, g = registry_model(arch), registry_gpu(gpu)
     prompt_len = checks.count("prompt_len", prompt_len)
     output_len = checks.count("output_len", output_len, 2, 16)
-    ttft = timing.prefill_time(m, g, 1, prompt_len, dtype=dtype, **deployment)
+    ttft = timing.prefill_time(m, g, batch=1, prompt_len=prompt_len, dtype=dtype, **deployment)
     steps = [
-        timing.decode_step_time(m, g, 1, prompt_len + i, dtype=dtype, **deployment)
+        timing.decode_step_time(
+            m, g, batch=1, context_len=prompt_len + i, dtype=dtype, **deployment
+        )
         for i in range(output_len - 1)
     ]
     # Which side of the ideal roofline each phase is on: its FLOPs at peak against its bytes
     # (weights and cache) at full bandwidth.
     weights = param_count(m) * bytes_per_number(dtype)
     cache = kv_cache_bytes(m, batch=1, context_len=prompt_len, dtype=dtype)
-    prefill_bound = _bound(forward_flops(m, 1, prompt_len), weights + cache, g, dtype)
-    decode_bound = _bound(decode_flops(m, 1, prompt_len), weights + cache, g, dtype)
+    prefill_bound = _bound(forward_flops(m, batch=1, seq_len=prompt_len), weights + cache, g, dtype)
+    decode_bound = _bound(
+        decode_flops(m, batch=1, context_len=prompt_len), weights + cache, g, dtype
+    )
     scale = 1e3  # milliseconds
     total = (ttft + sum(steps)) * scale
     # Each phase named under the bars, the prefill's at the left and the decode's below it at
@@ -686,7 +690,7 @@ def parallelism(arch="llama-3.1-70b", n_gpus: int = 4, batch: int = 1, dtype="bf
     n = checks.count("n_gpus", n_gpus, 2, 8)
     batch = checks.count("batch", batch)
     message = batch * m.d_model * bytes_per_number(dtype)
-    per_gpu = timing.weights_per_gpu(m, n, dtype)
+    per_gpu = timing.weights_per_gpu(m, n_gpus=n, dtype=dtype)
     B, D, b = _sym("batch"), _sym("d_model"), _sym("bytes_per_number")
     size = _math(rf"{B}\,{D}\,{b}") + f" = {fmt.nbytes(message)}"
     figure, ax = _canvas(12.0, 9.0, scale=0.42)
@@ -981,8 +985,10 @@ def batch_shared_read(
     (``ia.decode_step_time``, ``deployment`` as it takes it)."""
     m, g = registry_model(arch), registry_gpu(gpu)
     batch = checks.count("batch", batch, 2, 16)
-    one = timing.decode_step_time(m, g, 1, context_len, dtype=dtype, **deployment)
-    many = timing.decode_step_time(m, g, batch, context_len, dtype=dtype, **deployment)
+    one = timing.decode_step_time(m, g, batch=1, context_len=context_len, dtype=dtype, **deployment)
+    many = timing.decode_step_time(
+        m, g, batch=batch, context_len=context_len, dtype=dtype, **deployment
+    )
     weights = param_count(m) * bytes_per_number(dtype)
     B, D = _sym("batch"), _sym("d_model")
     figure, ax = _canvas(7.6, 8.6, scale=0.62)

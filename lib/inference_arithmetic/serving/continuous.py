@@ -1,7 +1,8 @@
 """The colocated steady state: one engine that prefills and decodes under an arrival rate, its
 times and their percentiles, and the highest rate it keeps up with.
 
->>> r = steady_state("llama-3.1-8b", "h100-sxm", 4.0, prompt_len=1024, output_len=128)
+>>> r = steady_state("llama-3.1-8b", "h100-sxm", requests_per_s=4.0, prompt_len=1024,
+...                  output_len=128)
 >>> round(r["throughput"])  # output tokens per second: 4 requests/s x 128 tokens
 512
 >>> r["tpot"] < r["ttft"] < r["request_time"]
@@ -95,7 +96,15 @@ def replicas(key: str, values: dict) -> float:
 
 @deployment_keywords
 def steady_state(
-    model, gpu, requests_per_s, prompt_len=2048, output_len=256, n_gpus=1, dtype=AUTO, **deployment
+    model,
+    gpu,
+    *,
+    requests_per_s,
+    prompt_len=2048,
+    output_len=256,
+    n_gpus=1,
+    dtype=AUTO,
+    **deployment,
 ) -> dict:
     """The steady state of ``requests_per_s`` requests a second, each of ``prompt_len`` and
     ``output_len`` tokens, on a continuously batching engine (module docstring); its token

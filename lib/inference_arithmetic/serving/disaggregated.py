@@ -3,8 +3,8 @@ pool and a decode pool under an arrival rate, a simulation of both to check it, 
 that serves the most requests per GPU within a TTFT and a TPOT target, against the best
 colocated engine (``compare``).
 
->>> r = steady_state("llama-3.1-70b", "h100-sxm", 1.0, prompt_len=2048, output_len=256,
-...                  prefill_gpus=4, decode_gpus=4)
+>>> r = steady_state("llama-3.1-70b", "h100-sxm", requests_per_s=1.0, prompt_len=2048,
+...                  output_len=256, prefill_gpus=4, decode_gpus=4)
 >>> r["path"], r["gpus"]
 ('link', 8)
 >>> r["prefill"]["ttft"] < r["ttft"] < r["prefill"]["ttft"] + 0.001  # + 0.37 ms of NVLink
@@ -293,7 +293,7 @@ def _pools(model, gpu, prompt_len, output_len, dtype, keywords) -> _Pools:
 
 
 def steady_state(
-    model, gpu, requests_per_s, prompt_len=2048, output_len=256, dtype=AUTO, **deployment
+    model, gpu, *, requests_per_s, prompt_len=2048, output_len=256, dtype=AUTO, **deployment
 ) -> dict:
     """The steady state of ``requests_per_s`` requests a second on a disaggregated deployment:
     ``prefill_replicas`` x ``prefill_gpus`` prefill, ``decode_replicas`` x ``decode_gpus``
@@ -348,11 +348,11 @@ def _steady(pools: _Pools, rate: float) -> dict:
 def simulate(
     model,
     gpu,
+    *,
     requests_per_s,
     prompt_len=2048,
     output_len=256,
     dtype=AUTO,
-    *,
     requests=400,
     seed=0,
     **deployment,
@@ -471,11 +471,11 @@ def _splits(
 def best_split(
     model,
     gpu,
+    *,
     prompt_len,
     output_len,
     ttft_target,
     tpot_target,
-    *,
     most_gpus=64,
     most_degree=8,
     dtype=AUTO,
@@ -529,13 +529,13 @@ def best_split(
 def fewest_gpus(
     model,
     gpu,
+    *,
     requests_per_s,
     prompt_len,
     output_len,
     ttft_target,
     tpot_target,
-    *,
-    percentile=None,
+    percentile=targets.DEFAULT_PERCENTILE,
     most_gpus=64,
     most_degree=8,
     dtype=AUTO,
@@ -577,7 +577,16 @@ def fewest_gpus(
             }
     if best is not None:
         sizes = {k: best[k] for k in POOL_KEYWORDS}
-        state = steady_state(model, gpu, rate, prompt_len, output_len, dtype, **sizes, **deployment)
+        state = steady_state(
+            model,
+            gpu,
+            requests_per_s=rate,
+            prompt_len=prompt_len,
+            output_len=output_len,
+            dtype=dtype,
+            **sizes,
+            **deployment,
+        )
         best.update(targets.judged_times(state, percentile))
     return best
 
@@ -585,11 +594,11 @@ def fewest_gpus(
 def best_colocated(
     model,
     gpu,
+    *,
     prompt_len,
     output_len,
     ttft_target,
     tpot_target,
-    *,
     most_degree=8,
     dtype=AUTO,
     **deployment,
@@ -619,11 +628,11 @@ def best_colocated(
 def compare(
     model,
     gpu,
+    *,
     prompt_len,
     output_len,
     ttft_target,
     tpot_target,
-    *,
     most_gpus=64,
     most_degree=8,
     dtype=AUTO,
@@ -635,7 +644,9 @@ def compare(
     None unless both meet them) and ``better`` ("disaggregated", "colocated", or None where
     neither does). The call for a planner choosing between the two.
 
-    >>> c = compare("llama-3.1-8b", "h100-sxm", 512, 128, 0.5, 0.05, most_gpus=4, most_degree=1)
+    >>> targets = dict(ttft_target=0.5, tpot_target=0.05)
+    >>> c = compare("llama-3.1-8b", "h100-sxm", prompt_len=512, output_len=128, **targets,
+    ...             most_gpus=4, most_degree=1)
     >>> c["better"] in ("disaggregated", "colocated")
     True
     """
@@ -643,15 +654,21 @@ def compare(
     split = best_split(
         model,
         gpu,
-        prompt_len,
-        output_len,
-        ttft_target,
-        tpot_target,
+        prompt_len=prompt_len,
+        output_len=output_len,
+        ttft_target=ttft_target,
+        tpot_target=tpot_target,
         most_gpus=most_gpus,
         **keywords,
     )
     engine = best_colocated(
-        model, gpu, prompt_len, output_len, ttft_target, tpot_target, **keywords
+        model,
+        gpu,
+        prompt_len=prompt_len,
+        output_len=output_len,
+        ttft_target=ttft_target,
+        tpot_target=tpot_target,
+        **keywords,
     )
     ratio = split["per_gpu"] / engine["per_gpu"] if split and engine else None
     if ratio is None:

@@ -57,10 +57,10 @@ def _price(gpu, price_per_hour):
 def token_costs(
     model,
     gpu,
+    *,
     batch: int = 1,
     prompt_len: int = 2048,
     output_len: int = 256,
-    *,
     price_per_hour: float | None = None,
     utilization: float = 1.0,
     **deployment,
@@ -106,6 +106,7 @@ def token_costs(
 def break_even_utilization(
     model,
     gpu,
+    *,
     api_input_price: float,
     api_output_price: float,
     batch: int = 1,

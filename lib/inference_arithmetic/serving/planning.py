@@ -2,7 +2,8 @@
 prefill and decode (``plan_colocated``: replicas x a tensor-parallel or pipeline degree) or as
 pools of each (``disaggregated.fewest_gpus``), and what it costs: ``ia.plan``.
 
->>> p = plan("llama-3.1-8b", "h100-sxm", 2.0, 1024, 128, 1.0, 0.05)
+>>> p = plan("llama-3.1-8b", "h100-sxm", requests_per_s=2.0, prompt_len=1024, output_len=128,
+...          ttft_target=1.0, tpot_target=0.05)
 >>> p["layout"], p["gpus"]
 ('colocated', 1)
 
@@ -64,13 +65,13 @@ _NONE_MEETS = NO_DEPLOYMENT.split("{", 1)[0]
 def plan(
     model,
     gpu,
+    *,
     requests_per_s,
     prompt_len,
     output_len,
     ttft_target,
     tpot_target,
-    *,
-    percentile=None,
+    percentile=targets.DEFAULT_PERCENTILE,
     layout="colocated",
     most_gpus=64,
     price_per_hour=None,
@@ -82,7 +83,10 @@ def plan(
     times, and its search; ``prompt_len`` and ``output_len`` may be sequences, a workload's
     lengths, as ``ia.steady_state`` takes them); ``"disaggregated"``, pools of each
     (``disaggregated.fewest_gpus``, on the same percentile, of one length each:
-    ``POOLS_OF_ONE_LENGTH``); or ``"either"``, the cheaper.
+    ``POOLS_OF_ONE_LENGTH``); or ``"either"``, the cheaper. The targets are on each request's
+    mean times unless ``percentile`` says otherwise (``targets.DEFAULT_PERCENTILE``, as
+    ``ia.goodput``'s): the steady state's headline times are means, so the defaults agree with
+    ``ia.steady_state``; a target on the tail is the caller's to state (``percentile=99``).
 
     Returns ``layout``, ``replicas`` and ``n_gpus`` (per replica; None for pools), the pools'
     sizes for a disaggregated answer (``disaggregated.POOL_KEYWORDS``), ``gpus`` (in all),
@@ -95,7 +99,8 @@ def plan(
     most_gpus = checks.count("most_gpus", most_gpus)
     if layout != "colocated" and sequences(prompt_len, output_len) is not None:
         raise checks.ArgumentError(POOLS_OF_ONE_LENGTH.format(layout=layout))
-    asked = (model, gpu, requests_per_s, prompt_len, output_len, ttft_target, tpot_target)
+    asked = dict(requests_per_s=requests_per_s, prompt_len=prompt_len, output_len=output_len)
+    asked.update(ttft_target=ttft_target, tpot_target=tpot_target)
     costs = dict(most_gpus=most_gpus, price_per_hour=price_per_hour)
     found = []
     # Pools are of engines whose GPUs step together (simulation.NO_PIPELINE): "either" leaves
@@ -103,7 +108,7 @@ def plan(
     pools = layout == "disaggregated" or options.get("parallel", "tensor") != "pipeline"
     if layout != "disaggregated":
         try:
-            one = plan_colocated(*asked, percentile=percentile, **costs, **options)
+            one = plan_colocated(model, gpu, **asked, percentile=percentile, **costs, **options)
             found.append({"layout": "colocated", **one})
         except checks.ArgumentError as error:
             # Only "none meets the targets" leaves the pools to try: the template's first words.
@@ -114,7 +119,13 @@ def plan(
         price, date, _ = device.price(price_per_hour, required=True)
         degree = PLAN_DEGREE
         split = disaggregated.fewest_gpus(
-            *asked, percentile=percentile, most_gpus=most_gpus, most_degree=degree, **options
+            model,
+            gpu,
+            **asked,
+            percentile=percentile,
+            most_gpus=most_gpus,
+            most_degree=degree,
+            **options,
         )
         if split is not None:
             cost = _output_cost(price, split["gpus"], requests_per_s, output_len)
@@ -140,13 +151,13 @@ def plan(
 def plan_colocated(
     model,
     gpu,
+    *,
     requests_per_s,
     prompt_len,
     output_len,
     ttft_target,
     tpot_target,
-    *,
-    percentile=None,
+    percentile=targets.DEFAULT_PERCENTILE,
     most_gpus=64,
     price_per_hour=None,
     **options,

@@ -3,7 +3,7 @@
 >>> r = calculate("llama-3.1-8b", "h100-sxm", batch=16)
 >>> r["memory"]["fits"], r["bound"]["prefill"], r["bound"]["decode"]
 (True, 'compute', 'bandwidth')
->>> r["throughput"] == 16 * 256 / r["total"]  # B O tokens in one request's time
+>>> r["throughput"] == 16 * 256 / r["request_time"]  # B O tokens in one request's time
 True
 >>> calculate("llama-3.1-405b", "h100-sxm")
 Traceback (most recent call last):
@@ -86,7 +86,7 @@ NETWORK_NOTES = {
     **dict.fromkeys(latency.EXPERT_PARALLEL, EXPERT_NETWORK_NOTE),
 }
 """The note past one link domain, by parallelism (a pipeline hands off once a stage: none)."""
-BANDED = {**bands.PER_TOKEN, "total": ("request", False), "throughput": ("request", True)}
+BANDED = {**bands.PER_TOKEN, "request_time": ("request", False), "throughput": ("request", True)}
 """The predictions of ``calculate`` that carry a band (``serving.bands``): key -> (the kind of
 prediction, whether it is a speed)."""
 
@@ -146,7 +146,7 @@ def report_formulas(arch, step=DEFAULT_STEP, parallel="tensor", **options) -> di
         "budget": latency.memory_budget(),
         "ttft": ttft,
         "tpot": tpot,
-        "total": timing.generation_time(arch, parallel=parallel, **options),
+        "request_time": timing.generation_time(arch, parallel=parallel, **options),
         "throughput": timing.throughput(arch, parallel=parallel, **options),
         "cost_input": cost_input,
         "cost_output": cost_output,
@@ -182,13 +182,13 @@ def bound_text(*flags) -> str:
 def calculate(
     model,
     gpu,
+    *,
     n_gpus: int = 1,
     dtype: str = AUTO,
     cache_dtype: str | None = None,
     batch: int = 1,
     prompt_len: int = 2048,
     output_len: int = 256,
-    *,
     price_per_hour: float | None = None,
     **deployment,
 ) -> dict:
@@ -214,12 +214,12 @@ def calculate(
     Returns ``memory`` (bytes per GPU: ``weights``, ``kv_cache`` at prompt_len + output_len
     tokens, ``draft`` (speculating with a draft model: its weights and cache, in ``total``
     too), ``activations`` (the reserve for one step of the token budget), ``total``,
-    ``budget``, ``capacity``, and ``fits``), ``ttft``, ``tpot``, ``total`` (seconds),
+    ``budget``, ``capacity``, and ``fits``), ``ttft``, ``tpot``, ``request_time`` (seconds),
     ``throughput`` (output tokens per second), ``cost`` (USD per million ``input`` and
     ``output`` tokens, per ``request``, and the ``price_per_hour`` with its ``price_date``:
     ``price_per_hour`` if given, with no date, else the GPU's example; None where neither is),
     ``bound`` (compute or bandwidth, for ``prefill`` and ``decode``; "bandwidth, then compute"
-    if decode changes bound during the output), ``band`` (for ttft, tpot, total and
+    if decode changes bound during the output), ``band`` (for ttft, tpot, request_time and
     throughput, the range in which eight of ten held-out measurements fell,
     ``serving.bands``; None with ``step="roofline"``), ``mean_context``, ``exact``, ``notes``
     (sentences on the deployment: tensor parallelism past the GPU's link domain, what its
@@ -313,7 +313,7 @@ def report(s: Scenario, price_per_hour: float | None = None) -> dict:
         },
         "ttft": r["ttft"],
         "tpot": r["tpot"],
-        "total": r["total"],
+        "request_time": r["request_time"],
         "throughput": r["throughput"],
         "cost": {**cost, "price_per_hour": price, "price_date": date},
         "bound": {

@@ -1,7 +1,8 @@
 """The engine run step by step: a discrete-event simulation (SimPy) of the continuously batching
 engine under Poisson arrivals, a burst or a closed loop, which checks the steady state.
 
->>> r = simulate("llama-3.1-8b", "h100-sxm", 4.0, prompt_len=1024, output_len=128, requests=200)
+>>> r = simulate("llama-3.1-8b", "h100-sxm", requests_per_s=4.0, prompt_len=1024, output_len=128,
+...              requests=200)
 >>> r["tpot"] < r["ttft"], sorted(r["percentiles"]["ttft"])
 (True, ['p50', 'p90', 'p99'])
 
@@ -63,12 +64,12 @@ def stepping_together(s: Scenario) -> Scenario:
 def simulate(
     model,
     gpu,
+    *,
     requests_per_s,
     prompt_len=2048,
     output_len=256,
     n_gpus=1,
     dtype=AUTO,
-    *,
     requests=400,
     seed=0,
     **deployment,

@@ -98,7 +98,7 @@ COLUMNS = {
     "memory.budget": "budget",
     "ttft": "ttft",
     "tpot": "tpot",
-    "total": "total",
+    "request_time": "request_time",
     "throughput": "throughput",
     "cost.input": "cost_input",
     "cost.output": "cost_output",
@@ -171,13 +171,13 @@ def _band_ends(which: str) -> CompiledFormulas:
 def sweep(
     model,
     gpu,
+    *,
     n_gpus=1,
     dtype=AUTO,
     cache_dtype=None,
     batch=1,
     prompt_len=2048,
     output_len=256,
-    *,
     price_per_hour=None,
     **deployment,
 ) -> np.ndarray:

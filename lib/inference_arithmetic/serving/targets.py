@@ -1,7 +1,8 @@
 """Targets: judging a steady state against a time to first token and a time per output token
 (on their means or a percentile), and the highest rate that meets them, its goodput.
 
->>> g = goodput("llama-3.1-8b", "h100-sxm", 1024, 128, ttft_target=1.0, tpot_target=0.02)
+>>> g = goodput("llama-3.1-8b", "h100-sxm", prompt_len=1024, output_len=128,
+...             ttft_target=1.0, tpot_target=0.02, percentile=90)
 >>> g["binds"], g["percentile"], g["tpot"] <= 0.02  # each request's p90 TPOT binds
 ('tpot', 90, True)
 
@@ -27,20 +28,28 @@ from inference_arithmetic.serving.queueing import PERCENTILES
 from inference_arithmetic.serving.scenario import Scenario, deployment_keywords
 
 __all__ = ["goodput", "highest_rate", "goodput_of", "MOST_SECONDS", "TARGET_CHECKS"]
+__all__ += ["DEFAULT_PERCENTILE"]
+
+DEFAULT_PERCENTILE = None
+"""What every function with targets judges them on by default (``goodput``, ``ia.plan``,
+``planning.plan_colocated``, ``disaggregated.fewest_gpus``): each request's mean TTFT and
+TPOT. The steady state's headline times are means, so an answer on the defaults agrees with
+``ia.steady_state`` at its rate; a target on the tail is a choice the caller states
+(``percentile=90`` or ``99``; DistServe's goodput is on p90), not one the library assumes."""
 
 
 @deployment_keywords
 def goodput(
     model,
     gpu,
+    *,
     prompt_len,
     output_len,
     ttft_target,
     tpot_target,
     n_gpus=1,
     dtype=AUTO,
-    *,
-    percentile=90,
+    percentile=DEFAULT_PERCENTILE,
     **deployment,
 ) -> dict:
     """Goodput: the most requests a second the deployment serves with the ``percentile`` (one
@@ -50,6 +59,11 @@ def goodput(
     planners maximise. Returns ``requests_per_s``, ``per_gpu`` (over every GPU of
     every replica), ``binds`` ("saturation", "ttft" or "tpot": what stops a higher rate),
     ``percentile``, and the ``ttft`` and ``tpot`` judged at that rate (None at a goodput of 0).
+
+    By default the targets are on each request's mean times (``DEFAULT_PERCENTILE``), as
+    ``ia.plan``'s are: the steady state's headline times are means, so the defaults agree with
+    ``ia.steady_state``. A target on the tail is the caller's to state (``percentile=90``, as
+    DistServe's goodput is, or ``99``), not one the library assumes.
     """
     check_targets(ttft_target, tpot_target)
     percentile = check_percentile(percentile)

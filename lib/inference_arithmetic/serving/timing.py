@@ -4,7 +4,7 @@
 >>> m, g = ia.model("llama-3.1-70b"), ia.gpu("h100-sxm")
 >>> round(decode_step_time(m, g, batch=1, context_len=2048, n_gpus=2), 3)  # kernel by kernel
 0.03
->>> round(decode_step_time(m, g, 1, 2048, n_gpus=2, step="roofline"), 3)  # chapter 08's roofline
+>>> round(decode_step_time(m, g, context_len=2048, n_gpus=2, step="roofline"), 3)  # ch. 08
 0.035
 
 Every function makes a ``Scenario`` (which checks every argument once) and evaluates a SymPy
@@ -117,7 +117,9 @@ def _steps(s: Scenario, contexts, mla="absorbed"):
 
 
 @deployment_keywords
-def prefill_time(model, gpu, batch=1, prompt_len=2048, n_gpus=1, dtype=AUTO, **deployment) -> float:
+def prefill_time(
+    model, gpu, *, batch=1, prompt_len=2048, n_gpus=1, dtype=AUTO, **deployment
+) -> float:
     """Seconds to prefill ``batch`` prompts of ``prompt_len`` tokens: the time to first token.
 
     With ``parallel="pipeline"`` the stages run one after another for a single batch, so the
@@ -129,7 +131,7 @@ def prefill_time(model, gpu, batch=1, prompt_len=2048, n_gpus=1, dtype=AUTO, **d
 
 @deployment_keywords
 def decode_step_time(
-    model, gpu, batch=1, context_len=2048, n_gpus=1, dtype=AUTO, *, mla="absorbed", **deployment
+    model, gpu, *, batch=1, context_len=2048, n_gpus=1, dtype=AUTO, mla="absorbed", **deployment
 ) -> float:
     """Seconds of one decode step for ``batch`` requests with ``context_len`` tokens cached:
     the time per output token of each of them (the step writes token ``context_len + 1``).
@@ -149,13 +151,15 @@ def run(s: Scenario) -> dict[str, float]:
     # with the context growing by one token a step (one step is timed even if none runs).
     contexts = np.arange(s.prompt_len, s.prompt_len + max(s.output_len - 1, 1))
     tpot = float(np.mean(_steps(s, contexts))) / s.tokens_per_step
-    total = cache.formula(_request_time).from_values({**s.values(), "ttft": ttft, "tpot": tpot})
+    request_time = cache.formula(_request_time).from_values(
+        {**s.values(), "ttft": ttft, "tpot": tpot}
+    )
     throughput = cache.formula(latency.output_throughput, _seconds, s.parallel)
     return {
         "ttft": ttft,
         "tpot": tpot,
-        "total": total,
-        "throughput": throughput.from_values({**s.values(), "seconds": total}),
+        "request_time": request_time,
+        "throughput": throughput.from_values({**s.values(), "seconds": request_time}),
     }
 
 
@@ -165,13 +169,13 @@ def _request_time():
 
 @deployment_keywords
 def generation(
-    model, gpu, batch=1, prompt_len=2048, output_len=256, n_gpus=1, dtype=AUTO, **deployment
+    model, gpu, *, batch=1, prompt_len=2048, output_len=256, n_gpus=1, dtype=AUTO, **deployment
 ) -> dict[str, float]:
     """A batch of identical requests from prompt to last token.
 
     Returns ``ttft``, the time to first token (the prefill), ``tpot``, the mean time per
     output token after the first (decode steps with the context growing from ``prompt_len``
-    to ``prompt_len + output_len - 2``, each evaluated), ``total``, the end-to-end latency of
+    to ``prompt_len + output_len - 2``, each evaluated), ``request_time``, the end-to-end latency of
     a request (``latency.request_time``), in seconds, and ``throughput`` in output tokens per
     second (``latency.output_throughput``: with pipeline parallelism, n batches in flight keep
     every stage busy, so n times one batch's, latency unchanged).
@@ -228,8 +232,8 @@ def in_waves(s: Scenario) -> dict[str, float]:
     waves = cache.formula(latency.waves, s.model, s.parallel, draft).from_values(values)
     full, rest = divmod(s.batch, concurrency)
     first = run(s.replace(batch=concurrency, in_waves=False))
-    elapsed = full * first["total"] + (
-        run(s.replace(batch=rest, in_waves=False))["total"] if rest else 0.0
+    elapsed = full * first["request_time"] + (
+        run(s.replace(batch=rest, in_waves=False))["request_time"] if rest else 0.0
     )
     # The waves run one after another: the requests' tokens over the whole elapsed time.
     throughput = cache.formula(latency.output_throughput, _seconds, "tensor")
@@ -245,7 +249,7 @@ def in_waves(s: Scenario) -> dict[str, float]:
 
 @deployment_keywords
 def serve(
-    model, gpu, requests, prompt_len=2048, output_len=256, n_gpus=1, dtype=AUTO, **deployment
+    model, gpu, *, requests, prompt_len=2048, output_len=256, n_gpus=1, dtype=AUTO, **deployment
 ) -> dict[str, float]:
     """``requests`` identical requests sent at once to an engine whose KV cache holds only so
     many: it runs them in waves of at most ``concurrency`` requests, one after another.
@@ -272,7 +276,9 @@ SERVE_BANDED = {**bands.PER_TOKEN, "elapsed": ("request", False), "throughput": 
 """The predictions of ``serve`` that carry a band: key -> (kind, whether it is a speed)."""
 
 
-def weights_per_gpu(model, n_gpus: int = 1, dtype: str = AUTO, parallel: str = "tensor") -> float:
+def weights_per_gpu(
+    model, *, n_gpus: int = 1, dtype: str = AUTO, parallel: str = "tensor"
+) -> float:
     """Bytes of weights each of ``n_gpus`` GPUs holds: split evenly with tensor parallelism; a
     pipeline's fullest stage's, ceil(L / n) whole layers (``latency.weight_bytes_per_gpu``);
     each group of weights in ``dtype``'s format ("auto": as the checkpoint ships)."""
@@ -284,7 +290,7 @@ def weights_per_gpu(model, n_gpus: int = 1, dtype: str = AUTO, parallel: str = "
 
 
 @deployment_keywords
-def max_batch(model, gpu, context_len=2048, n_gpus=1, dtype=AUTO, **deployment) -> int:
+def max_batch(model, gpu, *, context_len=2048, n_gpus=1, dtype=AUTO, **deployment) -> int:
     """The most requests of ``context_len`` tokens (prompt and output, at least one each)
     whose KV cache fits beside the weights in ``memory_utilization`` of the GPUs' memory;
     0 if not even one does."""
@@ -306,7 +312,7 @@ def max_batch(model, gpu, context_len=2048, n_gpus=1, dtype=AUTO, **deployment) 
 
 @deployment_keywords
 def compute_bound_batch(
-    model, gpu, context_len=2048, n_gpus=1, dtype=AUTO, *, limit=1 << 20, **deployment
+    model, gpu, *, context_len=2048, n_gpus=1, dtype=AUTO, limit=1 << 20, **deployment
 ) -> int | None:
     """The smallest batch at which a decode step's compute time reaches its memory time, or
     None if none up to ``limit`` does (the KV cache grows with the batch as fast as the
@@ -372,11 +378,11 @@ NO_PREFIX_IN_DECODE = (
 def kernels(
     model,
     gpu,
+    *,
     batch=1,
     context_len=2048,
     n_gpus=1,
     dtype=AUTO,
-    *,
     phase="decode",
     mla="absorbed",
     **deployment,
@@ -391,7 +397,8 @@ def kernels(
     engine's fixed cost of the step and of the requests it schedules; the seconds add up to
     the step's time.
 
-    >>> bound = {r["kernel"]: r["bound"] for r in kernels("llama-3.1-8b", "h100-sxm", 256, 1024)}
+    >>> table = kernels("llama-3.1-8b", "h100-sxm", batch=256, context_len=1024)
+    >>> bound = {r["kernel"]: r["bound"] for r in table}
     >>> bound["feed-forward up"], bound["decode attention"]  # each kernel its own side
     ('compute', 'bandwidth')
     """

@@ -109,7 +109,7 @@ def predict(run: ServingRun, **options) -> dict[str, float]:
     return serve(
         model(run.model),
         gpu(run.gpu),
-        run.batch,
+        requests=run.batch,
         prompt_len=round(run.input_tokens),
         output_len=round(run.output_tokens),
         n_gpus=run.n_gpus,
@@ -335,7 +335,7 @@ def predicted(m: Measurement, scenario: Scenario | None = None, **options) -> fl
         seconds, done = r["elapsed"], m.batch
     else:
         r = run(s)
-        seconds, done = r["total"], m.batch
+        seconds, done = r["request_time"], m.batch
     per_stream = {"ttft_s": r["ttft"], "tpot_s": r["tpot"]}
     if m.metric in per_stream:
         return float(per_stream[m.metric])
