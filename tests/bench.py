@@ -1,4 +1,5 @@
-"""`make bench`: how fast the library imports, evaluates and redraws, and the book builds.
+"""`make bench`: how fast the library imports, evaluates and redraws, the command line answers,
+and the book builds.
 
 Prints medians, with the goal beside each. A benchmark, not a test: timings depend on the
 machine, so nothing here fails a build.
@@ -38,6 +39,8 @@ WARM_CALCULATE = ("llama-3.1-70b", "h100-sxm", {"n_gpus": 4, "batch": 32})
 STEADY_STATE = ("llama-3.1-8b", "h100-sxm", 2.0)
 PLAN = ("llama-3.1-70b", "h100-sxm", 10, 2048, 256, 0.5, 0.05)
 REGISTRY_GPU = "h200"  # every registry model's first calculation, on as many as it needs
+COMMAND_LINE = (("--help",), ("gpus",), ("calculate", "llama-3.1-8b", "h100-sxm"))
+"""The command lines whose first answer, a fresh ``ia`` process from start to exit, is timed."""
 
 
 def median_seconds(function, repeat=7, number=1):
@@ -100,6 +103,20 @@ def first_calculate(model, gpu, n_gpus, repeat=5, most=256):
         fresh_seconds(call, setup, 1, {"IA_CACHE_DIR": kept})  # fills the cache
         warm = fresh_seconds(call, setup, repeat, {"IA_CACHE_DIR": kept})
     return n_gpus, statistics.median(cold), warm
+
+
+def command_line_seconds(argv, repeat=5):
+    """Median seconds of a fresh ``ia`` process answering ``argv``, from its start to its exit
+    (the disk cache as ``make`` leaves it): the console script beside this Python, else
+    ``python -m inference_arithmetic``."""
+    script = Path(sys.executable).with_name("ia")
+    command = [str(script)] if script.exists() else [sys.executable, "-m", "inference_arithmetic"]
+    runs = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        subprocess.run([*command, *argv], check=True, capture_output=True)
+        runs.append(time.perf_counter() - start)
+    return statistics.median(runs)
 
 
 def warm_calculate():
@@ -293,6 +310,12 @@ def main():
         print(f"  every registry model, slowest  {worst * 1e3:8.0f} ms   {slowest}; median "
               f"{median * 1e3:.0f} ms of {len(times)}, cached on disk "
               "(goal: at most 100 ms)")  # fmt: skip
+
+    print("the command line's first answer (a fresh ia process, start to exit):")
+    for argv in COMMAND_LINE:
+        with measuring(f"  ia {' '.join(argv)}"):
+            seconds = command_line_seconds(argv)
+            print(f"  ia {' '.join(argv):28s}{seconds * 1e3:8.0f} ms   (goal: under 0.5 s)")
 
     with measuring("warm ia.calculate"):
         model, gpu, options = WARM_CALCULATE

@@ -41,12 +41,12 @@ from inference_arithmetic.core import cache, checks
 from inference_arithmetic.formulas import continuous, latency, techniques
 from inference_arithmetic.models.config import AUTO, model_names
 from inference_arithmetic.models.config import model as registry_model
+from inference_arithmetic.serving import queueing
 from inference_arithmetic.serving.lengths import Lengths, sums
 from inference_arithmetic.serving.queueing import (
     COUNTS,
     PERCENTILES,
     RUNAWAY_TAIL,
-    SPREAD_POINTS,
     TINY,
     future_sums,
     mixture_quantiles,
@@ -419,7 +419,7 @@ class Engine:
         tail = float(runaway_weight(weights))
         # The budget left for prompts, b - B_d, moves with the decodes: an arrival's prefill is
         # the mean over their spread (normal, of the steady state's variance), not at the mean.
-        nodes, weights_b = map(np.array, SPREAD_POINTS)
+        nodes, weights_b = map(np.array, queueing.SPREAD_POINTS)
         spread = np.sqrt(max(steady["variance"], 0.0))
         met = np.clip(steady["busy"] + spread * nodes, 0.0, (self.budget - 1.0) / self.rows)
         ttft = float(weights_b @ self.ttft(rate, met) / weights_b.sum())
@@ -498,7 +498,7 @@ class Engine:
         distribution (``waits``) over the spread of the decodes an arrival meets, the TPOT
         normal about its mean with ``STEADY["tpot_spread"]``, per token as ``steady_state_of``
         counts it (a speculating step's over the tokens it yields)."""
-        node_weights = np.array(SPREAD_POINTS[1])
+        node_weights = np.array(queueing.SPREAD_POINTS[1])
         self.others = state["others"]  # the cycle of that state's rate (a pipeline's)
         parts = [self.waits(state["requests_per_s"], d) for d in state["met"]]
         share = np.concatenate(

@@ -26,6 +26,7 @@ tokens as that many mean requests' caches, as ``simulate`` admits them.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -36,9 +37,9 @@ from inference_arithmetic.formulas import latency
 
 __all__ = ["LENGTHS", "BINS", "NODES", "Lengths", "sequences", "sums"]
 
-LENGTHS = {"decode_steps": O - 1, "decode_context": (O - 1) * latency.mean_context()}
-"""A request's decode steps and their context summed: over a workload, the decodes' mean
-context is the mean of the second over the mean of the first (``Lengths.context``)."""
+LENGTHS: dict
+"""A request's decode steps and their context summed (``_lengths``, built on first use)."""
+
 
 BINS = 16
 """Groups a distribution of lengths is cut into for the mixtures, narrower towards its long
@@ -122,8 +123,19 @@ def _bins(lengths, by_tokens=False) -> tuple[tuple[float, ...], tuple[float, ...
     return tuple(map(float, means)), tuple(map(float, shares))
 
 
+@functools.cache
 def _lengths() -> dict:
-    return LENGTHS
+    """``LENGTHS``: a request's decode steps and their context summed. Over a workload, the
+    decodes' mean context is the mean of the second over the mean of the first
+    (``Lengths.context``). Built on first use (``__getattr__``), not at import: SymPy's first
+    sum imports its tensor and combinatorics modules."""
+    return {"decode_steps": O - 1, "decode_context": (O - 1) * latency.mean_context()}
+
+
+def __getattr__(name):
+    if name == "LENGTHS":
+        return _lengths()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 @dataclass(frozen=True)

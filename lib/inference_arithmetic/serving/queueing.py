@@ -30,7 +30,6 @@ The percentiles of each request's TTFT come from a mixture of uniform distributi
 from __future__ import annotations
 
 import functools
-import statistics
 
 import numpy as np
 import sympy
@@ -48,58 +47,97 @@ COUNTS = np.arange(PROMPT_COUNTS)
 """The chain's states: each count of prompts K it keeps, 0 up, as a numpy array."""
 PERCENTILES = (50, 90, 99)
 """The percentiles ``steady_state`` and ``simulate`` report of each request's TTFT and TPOT."""
-NORMAL_POINTS = tuple(statistics.NormalDist().inv_cdf(q / 100) for q in PERCENTILES)
-"""A standard normal's quantile at each of ``PERCENTILES``: a normal TPOT's is its mean plus
-its spread times each (``normal_quantiles``; the calculator's page takes them as numbers)."""
 TINY = 1e-9
 """Weight below which a case of an arrival's wait is dropped from its distribution (of
 thousands, their sum stays far below the 1% a p99 leaves)."""
 GRID = 4096
 """Points on which the TTFT's distribution is summed (twice: the second over its body)."""
-SPREAD_POINTS = tuple(tuple(map(float, a)) for a in np.polynomial.hermite_e.hermegauss(5))
-"""Gauss-Hermite nodes and weights (of a standard normal) over which an arrival's prefill is
-averaged across the spread of the decoding count (``Engine.state``; the page's too)."""
 RUNAWAY_COUNTS, RUNAWAY_TAIL = 8, 1e-6
 """The chain runs away when its last RUNAWAY_COUNTS counts of prompts hold more than
 RUNAWAY_TAIL of its weight: the range kept no longer holds a step's prompts."""
 
-# The steady state's relations, once. Inputs: the rate, and what the chain gives at the fixed
-# point.
 RATE = sympy.Symbol("requests_per_s", positive=True)
 """The arrival rate, requests a second, in ``STEADY`` (and ``continuous.REPLICAS``)."""
-_tau = sympy.Symbol("mean_step", positive=True)  # tau, seconds
-_slope = sympy.Symbol("step_slope", positive=True)  # dtau/dB_d, seconds per decoding request
-_burst = sympy.Symbol("burst_ratio", positive=True)  # long-run variance of K over its mean
-_cross = sympy.Symbol("burst_covariance", real=True)  # sum over j >= 1 of Cov(K_0, t_j)
-_noise = sympy.Symbol("step_noise", nonnegative=True)  # long-run variance of t, s^2 a step
-_decoding = RATE * (O - 1) * _tau
-_gain = RATE * (O - 1) * _slope
-_variance = _decoding * _burst / (1 - _gain)
-_covariance = _slope * _variance + _cross
-_own = sympy.Symbol("own_output_len", positive=True)  # of one request, where lengths differ
+
+# Built on first use (``__getattr__``), once, not at import: SymPy's first sum imports its
+# tensor and combinatorics modules, and numpy.polynomial and statistics serve only these.
+NORMAL_POINTS: tuple[float, ...]
+"""A standard normal's quantile at each of ``PERCENTILES`` (``_normal_points``)."""
+SPREAD_POINTS: tuple[tuple[float, ...], ...]
+"""Gauss-Hermite nodes and weights of a standard normal (``_spread_points``)."""
+STEADY: dict[str, sympy.Expr]
+"""The steady state's relations (module docstring; ``_relations``)."""
+OWN_TPOT_SPREAD: sympy.Expr
+"""``STEADY["tpot_spread"]`` of a request of ``own_output_len`` tokens (``_relations``)."""
 
 
-def _tpot_spread(own):
-    """A request's own TPOT, the mean of its ``own`` - 1 steps: B_d drifts as slowly as a
-    request lives, so its whole spread stays; the prefills' bursts average over its steps."""
-    return sympy.sqrt(_slope**2 * _variance + _noise / (own - 1))
+@functools.cache
+def _normal_points() -> tuple[float, ...]:
+    """``NORMAL_POINTS``: a standard normal's quantile at each of ``PERCENTILES``. A normal
+    TPOT's is its mean plus its spread times each (``normal_quantiles``; the calculator's page
+    takes them as numbers)."""
+    import statistics
+
+    return tuple(statistics.NormalDist().inv_cdf(q / 100) for q in PERCENTILES)
 
 
-STEADY = {
-    "decoding": _decoding,  # Little's law: requests decoding in a mean step
-    "gain": _gain,  # the share of a fluctuation of B_d that comes back
-    "variance": _variance,  # of B_d
-    "tpot": _tau + _covariance / _decoding,  # E[B_d t] / E[B_d]
-    "busy": _decoding + _covariance / _tau,  # E[B_d t] / E[t]: B_d an arrival meets
-    "tpot_spread": _tpot_spread(O),  # of a request of the mean length
+@functools.cache
+def _spread_points() -> tuple[tuple[float, ...], ...]:
+    """``SPREAD_POINTS``: Gauss-Hermite nodes and weights (of a standard normal) over which an
+    arrival's prefill is averaged across the spread of the decoding count (``Engine.state``;
+    the page's too)."""
+    from numpy.polynomial import hermite_e
+
+    return tuple(tuple(map(float, a)) for a in hermite_e.hermegauss(5))
+
+
+@functools.cache
+def _relations() -> tuple[dict, sympy.Expr]:
+    """``STEADY``, the steady state's relations (module docstring), SymPy expressions of the
+    rate, the output length and the chain's ``mean_step``, ``step_slope``, ``burst_ratio``,
+    ``burst_covariance`` and ``step_noise``; and ``OWN_TPOT_SPREAD``, ``STEADY["tpot_spread"]``
+    of a request of ``own_output_len`` tokens among requests of a mean ``output_len``
+    (``serving.lengths``)."""
+    tau = sympy.Symbol("mean_step", positive=True)  # tau, seconds
+    slope = sympy.Symbol("step_slope", positive=True)  # dtau/dB_d, s per decoding request
+    burst = sympy.Symbol("burst_ratio", positive=True)  # long-run variance of K over its mean
+    cross = sympy.Symbol("burst_covariance", real=True)  # sum over j >= 1 of Cov(K_0, t_j)
+    noise = sympy.Symbol("step_noise", nonnegative=True)  # long-run variance of t, s^2 a step
+    own = sympy.Symbol("own_output_len", positive=True)  # of one request, where lengths differ
+    decoding = RATE * (O - 1) * tau
+    gain = RATE * (O - 1) * slope
+    variance = decoding * burst / (1 - gain)
+    covariance = slope * variance + cross
+
+    def tpot_spread(own):
+        """A request's own TPOT, the mean of its ``own`` - 1 steps: B_d drifts as slowly as
+        a request lives, so its whole spread stays; the prefills' bursts average over its
+        steps."""
+        return sympy.sqrt(slope**2 * variance + noise / (own - 1))
+
+    steady = {
+        "decoding": decoding,  # Little's law: requests decoding in a mean step
+        "gain": gain,  # the share of a fluctuation of B_d that comes back
+        "variance": variance,  # of B_d
+        "tpot": tau + covariance / decoding,  # E[B_d t] / E[B_d]
+        "busy": decoding + covariance / tau,  # E[B_d t] / E[t]: B_d an arrival meets
+        "tpot_spread": tpot_spread(O),  # of a request of the mean length
+    }
+    return steady, tpot_spread(own)
+
+
+_LAZY = {
+    "NORMAL_POINTS": _normal_points,
+    "SPREAD_POINTS": _spread_points,
+    "STEADY": lambda: _relations()[0],
+    "OWN_TPOT_SPREAD": lambda: _relations()[1],
 }
-"""The steady state's relations (module docstring), SymPy expressions of the rate, the output
-length and the chain's ``mean_step``, ``step_slope``, ``burst_ratio``, ``burst_covariance`` and
-``step_noise``."""
 
-OWN_TPOT_SPREAD = _tpot_spread(_own)
-"""``STEADY["tpot_spread"]`` of a request of ``own_output_len`` tokens among requests of a mean
-``output_len`` (``serving.lengths``)."""
+
+def __getattr__(name):
+    if name in _LAZY:
+        return _LAZY[name]()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def poisson(means):
@@ -140,7 +178,7 @@ def runaway_weight(weights):
 
 
 def _steady_relations() -> dict:
-    return STEADY
+    return _relations()[0]
 
 
 @functools.cache
@@ -157,11 +195,11 @@ def steady_at(chain: dict) -> dict:
     if float(chain["output_len"]).is_integer():
         return cache.formulas(_steady_relations).from_values(chain)
     args, function = _steady_of_steps()
-    return dict(zip(STEADY, map(float, function(*(chain[a] for a in args))), strict=True))
+    return dict(zip(_relations()[0], map(float, function(*(chain[a] for a in args))), strict=True))
 
 
 def _own_spread_formula() -> dict:
-    return {"spread": OWN_TPOT_SPREAD}
+    return {"spread": _relations()[1]}
 
 
 @functools.cache
@@ -190,10 +228,12 @@ def normal_quantiles(mean, spread, weights=(1.0,)) -> np.ndarray:
     deviation ``spread`` (``STEADY["tpot_spread"]``); or, given a spread for each of several
     kinds of request and their shares ``weights``, of that mixture of normal distributions,
     found by bisection on its distribution function to a millionth of the widest spread."""
+    import statistics
+
     normal, qs = statistics.NormalDist(), np.array(PERCENTILES) / 100
     spreads = np.atleast_1d(np.asarray(spread, dtype=float))
     if len(spreads) == 1:
-        return mean + spreads[0] * np.array(NORMAL_POINTS)
+        return mean + spreads[0] * np.array(_normal_points())
     weights, spreads = np.asarray(weights) / np.sum(weights), np.maximum(spreads, 1e-300)
     cdf = np.vectorize(normal.cdf)
     found = []
