@@ -33,7 +33,7 @@ help:
 	@echo "make execute    run the chapters whose code, library or data changed, into the cache"
 	@echo "make lab        JupyterLab on the chapters"
 	@echo "make bench      import time, first and warm calculate, steady state, plan, compiled"
-	@echo "                formula vs numpy, a step model, widget update time"
+	@echo "                formula vs numpy, a step model, widget update time, the command line's first answer"
 	@echo "make bands      rewrite the predictions' error bands from the validation set's residuals"
 	@echo "make format     ruff format over the library, the tests and the chapters' code"
 	@echo "make pdf        the whole book as one PDF (installs texlive when missing)"
