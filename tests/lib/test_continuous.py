@@ -851,3 +851,11 @@ def test_a_plan_refuses_a_setting_no_deployment_changes_by_name():
         tpot_target=0.05,
     )
     assert big["n_gpus"] > 1  # one GPU does not fit: skipped, not refused
+
+
+def test_a_plan_refuses_requests_longer_than_the_context_window():
+    # No deployment changes the window: the plan says so, not "no deployment meets the targets".
+    with pytest.raises(ValueError, match="reads at most 131,072 tokens") as refused:
+        ia.plan("llama-3.1-70b", "h100-sxm", requests_per_s=1, prompt_len=200_000,
+                output_len=256, ttft_target=1, tpot_target=0.05)  # fmt: skip
+    assert refused.value.check == "window"

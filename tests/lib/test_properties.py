@@ -131,7 +131,8 @@ def refused(error: ValueError) -> str | None:
 
 # Results that may be None (documented): costs of a GPU without a price, a given price's date
 # and source, and compute_bound_batch when no batch up to its limit is compute-bound.
-_MAY_BE_NONE = {"input", "output", "request", "price_per_hour", "price_date", "price_source"}
+_MAY_BE_NONE = {"input", "output", "blended", "request", "price_per_hour", "price_date"}
+_MAY_BE_NONE |= {"price_source"}
 _MAY_BE_NONE |= {"band"}  # the single roofline's predictions carry no band
 _MAY_BE_NONE |= {"speculative", "draft_model"}  # no speculation; a method without a model
 # Numbers that may be zero: max_batch (nothing fits), a link latency of zero, and the fixed

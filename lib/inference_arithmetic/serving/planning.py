@@ -212,12 +212,13 @@ def plan_colocated(
     model, device = registry_model(model), registry_gpu(gpu)
     price, date, _ = device.price(price_per_hour, required=True)
     # A setting no deployment changes (a speculation method without defaults, an option the
-    # step model lacks) is refused by name here, not skipped below as if each one saturated;
-    # a rule of a deployment (it does not fit, its heads do not split) is the search's.
+    # step model lacks, requests longer than the context window) is refused by name here, not
+    # skipped below as if each one saturated; a rule of a deployment (it does not fit, its
+    # heads do not split) is the search's.
     try:
         stream_scenario(model, device, prompt_len, output_len, 1, dtype, options)
     except ValueError as error:
-        if not hasattr(error, "check"):
+        if getattr(error, "check", "window") == "window":
             raise
     best = None
     for degree in degrees(model, PLAN_DEGREE):
