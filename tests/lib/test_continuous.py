@@ -818,38 +818,15 @@ def test_expert_parallelism_steps_the_same_chain_with_the_busiest_gpus_step():
 def test_a_plan_refuses_a_setting_no_deployment_changes_by_name():
     # Each deployment would be refused by it, and skipped as if it saturated: the plan's
     # message would blame the targets. A rule of one deployment (fit) is still the search's.
+    asked = dict(requests_per_s=1.0, prompt_len=2048, output_len=256, ttft_target=0.5,
+                 tpot_target=0.05)  # fmt: skip
     with pytest.raises(ValueError, match="has no default"):
-        ia.planning.plan_colocated(
-            "llama-3.1-8b",
-            "h100-sxm",
-            requests_per_s=1.0,
-            prompt_len=2048,
-            output_len=256,
-            ttft_target=0.5,
-            tpot_target=0.05,
-            speculative="draft",
-        )
+        ia.planning.plan_colocated("llama-3.1-8b", "h100-sxm", **asked, speculative="draft")
     with pytest.raises(ValueError, match="does not model them"):
         ia.planning.plan_colocated(
-            "llama-3.1-8b",
-            "h100-sxm",
-            requests_per_s=1.0,
-            prompt_len=2048,
-            output_len=256,
-            ttft_target=0.5,
-            tpot_target=0.05,
-            prefix_hit_rate=0.5,
-            step="roofline",
+            "llama-3.1-8b", "h100-sxm", **asked, prefix_hit_rate=0.5, step="roofline"
         )
-    big = ia.planning.plan_colocated(
-        "llama-3.1-70b",
-        "h100-sxm",
-        requests_per_s=1.0,
-        prompt_len=2048,
-        output_len=256,
-        ttft_target=0.5,
-        tpot_target=0.05,
-    )
+    big = ia.planning.plan_colocated("llama-3.1-70b", "h100-sxm", **asked)
     assert big["n_gpus"] > 1  # one GPU does not fit: skipped, not refused
 
 

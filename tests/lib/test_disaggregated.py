@@ -91,56 +91,23 @@ def test_the_percentile_comparison_sees_an_exponential_tail():
 def test_a_disaggregated_plan_on_percentiles_is_one_the_simulation_shows_meeting_them():
     # 70B at 10 requests a second of 2,048 + 256 tokens, p99 targets of 1 s and 25 ms: the
     # pools the plan picks meet both in the simulation; one prefill replica fewer misses.
-    model, rate, prompt, output = "llama-3.1-70b", 10.0, 2048, 256
+    model = "llama-3.1-70b"
+    workload = dict(requests_per_s=10.0, prompt_len=2048, output_len=256)
     targets = dict(ttft_target=1.0, tpot_target=0.025)
-    p = ia.plan(
-        model,
-        G,
-        requests_per_s=rate,
-        prompt_len=prompt,
-        output_len=output,
-        **targets,
-        percentile=99,
-        layout="disaggregated",
-    )
+    p = ia.plan(model, G, **workload, **targets, percentile=99, layout="disaggregated")
     assert p["layout"] == "disaggregated" and p["percentile"] == 99
     assert p["ttft"] <= 1.0 and p["tpot"] <= 0.025
     pools = {k: p[k] for k in disaggregated.POOL_KEYWORDS}
-    on_means = ia.plan(
-        model,
-        G,
-        requests_per_s=rate,
-        prompt_len=prompt,
-        output_len=output,
-        **targets,
-        layout="disaggregated",
-    )
+    on_means = ia.plan(model, G, **workload, **targets, layout="disaggregated")
     assert on_means["gpus"] < p["gpus"]  # the tail asks for more than the mean
     for replicas, meets in ((pools["prefill_replicas"], True),
                             (pools["prefill_replicas"] - 1, False)):  # fmt: skip
         sizes = {**pools, "prefill_replicas": replicas}
-        run = disaggregated.simulate(
-            model,
-            G,
-            requests_per_s=rate,
-            prompt_len=prompt,
-            output_len=output,
-            requests=2_000,
-            **sizes,
-        )
+        run = disaggregated.simulate(model, G, **workload, requests=2_000, **sizes)
         met = {k: run["percentiles"][k]["p99"] <= targets[f"{k}_target"] for k in ("ttft", "tpot")}
         assert all(met.values()) == meets, (replicas, run["percentiles"])
     with pytest.raises(ia.ArgumentError, match="percentile must be one of 50, 90, 99"):
-        disaggregated.fewest_gpus(
-            model,
-            G,
-            requests_per_s=rate,
-            prompt_len=prompt,
-            output_len=output,
-            ttft_target=1.0,
-            tpot_target=0.025,
-            percentile=95,
-        )
+        disaggregated.fewest_gpus(model, G, **workload, **targets, percentile=95)
 
 
 @pytest.mark.slow

@@ -199,30 +199,12 @@ def test_a_plan_and_goodput_of_a_pipeline():
     assert tensor["requests_per_s"] > piped["requests_per_s"]
     # Pools step their GPUs together: "either" leaves a pipeline to the one engine, and
     # "disaggregated" refuses it by name.
-    either = ia.plan(
-        name,
-        "h100-sxm",
-        requests_per_s=4.0,
-        prompt_len=PROMPT,
-        output_len=OUTPUT,
-        **targets,
-        parallel="pipeline",
-        most_gpus=4,
-        layout="either",
-    )
+    piped_plan = dict(requests_per_s=4.0, prompt_len=PROMPT, output_len=OUTPUT, **targets)
+    piped_plan.update(parallel="pipeline", most_gpus=4)
+    either = ia.plan(name, "h100-sxm", **piped_plan, layout="either")
     assert either == {"layout": "colocated", **p}
     with pytest.raises(ia.ArgumentError) as error:
-        ia.plan(
-            name,
-            "h100-sxm",
-            requests_per_s=4.0,
-            prompt_len=PROMPT,
-            output_len=OUTPUT,
-            **targets,
-            parallel="pipeline",
-            most_gpus=4,
-            layout="disaggregated",
-        )
+        ia.plan(name, "h100-sxm", **piped_plan, layout="disaggregated")
     assert str(error.value) == simulation.NO_PIPELINE
 
 

@@ -29,6 +29,7 @@ from hypothesis import assume, event, given, settings
 from hypothesis import strategies as st
 
 import inference_arithmetic as ia
+from inference_arithmetic.formulas.economics import COST_KEYS
 from inference_arithmetic.serving.scenario import MAX_TOKENS, tensor_parallel_degrees
 
 MODELS = tuple(ia.model_names())
@@ -131,8 +132,7 @@ def refused(error: ValueError) -> str | None:
 
 # Results that may be None (documented): costs of a GPU without a price, a given price's date
 # and source, and compute_bound_batch when no batch up to its limit is compute-bound.
-_MAY_BE_NONE = {"input", "output", "blended", "request", "price_per_hour", "price_date"}
-_MAY_BE_NONE |= {"price_source"}
+_MAY_BE_NONE = {*COST_KEYS, "request", "price_per_hour", "price_date", "price_source"}
 _MAY_BE_NONE |= {"band"}  # the single roofline's predictions carry no band
 _MAY_BE_NONE |= {"speculative", "draft_model"}  # no speculation; a method without a model
 # Numbers that may be zero: max_batch (nothing fits), a link latency of zero, and the fixed
