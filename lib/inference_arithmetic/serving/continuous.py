@@ -29,7 +29,7 @@ from inference_arithmetic.core import cache, checks
 from inference_arithmetic.core import format as fmt
 from inference_arithmetic.core.symbols import O, R
 from inference_arithmetic.models.config import AUTO
-from inference_arithmetic.serving import bands
+from inference_arithmetic.serving import bands, closed
 from inference_arithmetic.serving.engine import engine_of, stream_scenario
 from inference_arithmetic.serving.lengths import Lengths
 from inference_arithmetic.serving.queueing import RATE
@@ -41,7 +41,18 @@ from inference_arithmetic.serving.scenario import (
 )
 
 __all__ = ["steady_state", "steady_state_of", "saturation_rate", "REPLICAS", "SATURATED"]
-__all__ += ["ONE_TOKEN", "BANDED", "AGREEMENT"]
+__all__ += ["ONE_TOKEN", "BANDED", "AGREEMENT", "closed_loop_of", "ONE_LOAD", "ONE_REPLICA"]
+
+ONE_LOAD = (
+    "give exactly one of requests_per_s (an arrival rate: an open loop) and concurrency (users "
+    "each sending the next request when the last one ends: a closed loop)"
+)
+"""The message of ``steady_state`` given both loads, or neither."""
+ONE_REPLICA = (
+    "a closed loop (concurrency) runs on one replica: give its users to each replica, "
+    "replicas=1 (the throughput per GPU is one replica's)"
+)
+"""The message of a closed loop asked of several replicas."""
 
 AGREEMENT = {"means": 0.10, "percentiles": 0.15, "percentiles_up_to": 0.85}
 """How close ``steady_state`` comes to ``serving.simulation``'s run of the same engine, as the
@@ -99,19 +110,21 @@ def steady_state(
     model,
     gpu,
     *,
-    requests_per_s,
+    requests_per_s=None,
+    concurrency=None,
     prompt_len=2048,
     output_len=256,
     n_gpus=1,
     dtype=AUTO,
     **deployment,
 ) -> dict:
-    """The steady state of ``requests_per_s`` requests a second, each of ``prompt_len`` and
-    ``output_len`` tokens, on a continuously batching engine (module docstring); its token
-    budget per step is the deployment's ``token_budget``. ``prompt_len`` and ``output_len`` may
-    be sequences of lengths, each request one pair (as ``simulate`` draws them): the steady
-    state of that distribution (``serving.lengths`` says which terms need more than its means),
-    on the scenario of the mean lengths.
+    """The steady state of ``requests_per_s`` requests a second (an open loop), or of
+    ``concurrency`` users in a closed loop (``closed_loop_of``; exactly one of the two), each
+    request of ``prompt_len`` and ``output_len`` tokens, on a continuously batching engine
+    (module docstring); its token budget per step is the deployment's ``token_budget``.
+    ``prompt_len`` and ``output_len`` may be sequences of lengths, each request one pair (as
+    ``simulate`` draws them): the steady state of that distribution (``serving.lengths`` says
+    which terms need more than its means), on the scenario of the mean lengths.
 
     Returns ``ttft``, ``tpot``, ``request_time`` (seconds), ``throughput`` (output tokens per
     second), ``concurrency`` (requests in the engine), ``utilization`` (the rate over the
@@ -127,11 +140,51 @@ def steady_state(
     is one engine, its ranks stepping together, each step timed by the kernels' step of the
     busiest GPU (with ``parallel="expert-dp"`` the token budget is the whole deployment's,
     shared by its data-parallel ranks).
+
+    With ``concurrency``, C users each send their next request as soon as their last one ends
+    (as vLLM's ``bench serve --max-concurrency``, trtllm-bench and SGLang's bench_serving run
+    them; ``serving.closed``): the same keys, and the rate an output, ``requests_per_s``. Then
+    ``concurrency`` is the users, ``in_engine`` those the engine holds (its memory and
+    ``max_num_seqs``) and ``queued`` those waiting outside it, whose wait is in ``ttft`` and
+    ``request_time``; ``mean_step`` is the mean over a request's cycle of steps, ``decoding``
+    and ``decoding_variance`` the mean and variance of a step's decodes over it, and
+    ``prefill_bound`` whether every step prefills (the budget, not the memory, bounds the
+    engine). ``percentiles`` is None: the loop's steady cycle is the same for every request
+    (the simulation's spread comes from the burst's cohorts, which it does not follow).
+    ``first_wave`` is the burst with which such a run starts, all C prompts at once: the mean
+    first-token time ``ttft`` of its first ``requests`` (as many as the engine holds) and the
+    ``last`` one's. One prompt and output length (no sequences), one replica, and not a
+    pipeline (``simulation.NO_PIPELINE``).
     """
+    if (requests_per_s is None) == (concurrency is None):
+        raise checks.ArgumentError(ONE_LOAD)
+    if concurrency is not None:
+        users = checks.count("concurrency", concurrency)
+        prompt_len, output_len = (
+            checks.count(name, x)
+            for name, x in (("prompt_len", prompt_len), ("output_len", output_len))
+        )
+        s = stream_scenario(model, gpu, prompt_len, output_len, n_gpus, dtype, deployment)
+        return closed_loop_of(s, users)
     rate = checks.amount("requests_per_s", requests_per_s, "requests per second", positive=True)
     prompt_len, output_len, lengths = workload(prompt_len, output_len)
     s = stream_scenario(model, gpu, prompt_len, output_len, n_gpus, dtype, deployment)
     return steady_state_of(s, rate, lengths=lengths)
+
+
+def closed_loop_of(s: Scenario, users: int) -> dict:
+    """``steady_state(..., concurrency=users)`` of a Scenario (made with ``batch=1,
+    in_waves=True``, one replica): ``closed.loop_state``, with the engine's
+    ``saturation_rate``, the ``utilization`` (the loop's rate over it) and the ``band``."""
+    check_decodes(s.output_len)
+    if s.replicas > 1:
+        raise checks.ArgumentError(ONE_REPLICA)
+    result = closed.loop_state(s, users)
+    result["saturation_rate"] = saturation = saturation_rate(s)
+    result["utilization"] = result["requests_per_s"] / saturation
+    result["percentiles"] = None
+    result["band"] = bands.of(result, BANDED) if s.step == "kernels" else None
+    return result
 
 
 def workload(prompt_len, output_len):

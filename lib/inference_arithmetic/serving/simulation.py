@@ -207,7 +207,16 @@ def closed_loop(s: Scenario, users: int, requests: int) -> dict:
     its last one finishes, ``requests`` in all, to the engine of ``simulate`` (a benchmark at
     fixed concurrency). Returns the mean ``ttft`` and ``tpot`` of the requests after the first
     ``users`` (the warm-up), and the output ``throughput`` of the whole run: its schedule
-    (``burst_schedule``) timed step by step."""
+    (``burst_schedule``) timed step by step.
+
+    Also ``steady``, the loop with every user busy, what ``ia.steady_state(...,
+    concurrency=users)`` predicts: the mean ``ttft``, ``tpot`` and ``request_time`` of the
+    requests sent after the first ``users`` and before the last ``users`` (none of the burst,
+    none of the end, when fewer users are left), and the ``throughput`` by Little's law, each
+    user's request out all the time: users times the output tokens over the mean request time
+    (None of each when ``requests`` is at most twice ``users``); and ``first_wave``, the
+    burst it starts with: the mean ``ttft`` of the first ``requests`` sent (as many as the
+    engine holds at once), and the ``last`` one's."""
     users = checks.count("users", users)
     requests = checks.count("requests", requests, low=users)
     plan, first, last, arrived, sent = burst_schedule(s, users, requests)
@@ -216,11 +225,28 @@ def closed_loop(s: Scenario, users: int, requests: int) -> dict:
     kept = sent >= users if np.any(sent >= users) else np.ones(len(sent), dtype=bool)
     elapsed = float(ends[last].max())
     spans = (ends[last] - ends[first]) / max(s.output_len - 1, 1)
+    ttfts, times = ends[first] - start, ends[last] - start
+    steady = {"ttft": None, "tpot": None, "request_time": None, "throughput": None}
+    busy = (sent >= users) & (sent < requests - users)
+    if np.any(busy):
+        steady = {
+            "ttft": float(np.mean(ttfts[busy])),
+            "tpot": float(np.mean(spans[busy])),
+            "request_time": float(np.mean(times[busy])),
+            "throughput": users * s.output_len / float(np.mean(times[busy])),
+        }
+    wave = sent < min(users, capacity(s))
     return {
         "ttft": float(np.mean((ends[first] - start)[kept])),
         "tpot": float(np.mean(spans[kept])),
         "throughput": requests * s.output_len / elapsed,
         "elapsed": elapsed,
+        "steady": steady,
+        "first_wave": {
+            "ttft": float(np.mean(ttfts[wave])),
+            "last": float(np.max(ttfts[wave])),
+            "requests": int(wave.sum()),
+        },
     }
 
 
