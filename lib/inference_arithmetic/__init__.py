@@ -68,6 +68,7 @@ from inference_arithmetic.serving.economics import (
     break_even_utilization,
     token_costs,
 )
+from inference_arithmetic.serving.frontier import frontier
 from inference_arithmetic.serving.planning import plan
 from inference_arithmetic.serving.report import calculate
 from inference_arithmetic.serving.scenario import Scenario
@@ -92,6 +93,7 @@ __all__ = [
     "Speculative",
     "speculative",
     "steady_state",
+    "frontier",
     "plan",
     "goodput",
     "continuous",

@@ -10,11 +10,11 @@ KV cache per token                       131 kB
 Each subcommand is one library function: ``count`` (``param_count``, ``kv_cache_bytes``, of a
 registry name, a ``config.json``, its folder or its JSON text), ``calculate``
 (``ia.calculate``), ``steady-state`` (``ia.steady_state``), ``plan`` (``ia.plan``),
-``goodput`` (``ia.goodput``) and ``kernels`` (``ia.kernels``); ``models`` and ``gpus`` list
-the registries. Output is a table for people, ``--json`` (nested, base SI units) or ``--csv``
-(one row per record, flat keys, base SI units) for programs. Exit status: 0 with an answer, 2
-when an argument is refused (the message names it and what is valid), as argparse does for
-its own usage errors.
+``goodput`` (``ia.goodput``), ``frontier`` (``ia.frontier``) and ``kernels`` (``ia.kernels``);
+``models`` and ``gpus`` list the registries. Output is a table for people, ``--json`` (nested,
+base SI units) or ``--csv`` (one row per record, flat keys, base SI units) for programs. Exit
+status: 0 with an answer, 2 when an argument is refused (the message names it and what is
+valid), as argparse does for its own usage errors.
 """
 
 from __future__ import annotations
@@ -48,6 +48,10 @@ examples:
                                                speculative decoding with an EAGLE-3 head
   ia plan llama-3.1-70b h100-sxm --rate 10 --ttft 0.5 --tpot 0.05
   ia plan llama-3.1-70b h100-sxm --rate 10 --ttft 0.5 --tpot 0.05 --percentile 99
+  ia steady llama-3.1-8b h100-sxm --concurrency 32
+                                               32 users in a closed loop, as benchmarks run
+  ia frontier llama-3.1-70b h100-sxm --most-gpus 8
+                                               tokens/s per GPU against tokens/s per user
   ia goodput llama-3.1-8b h100-sxm --ttft 0.3 --tpot 0.015 --prompt-len 1024
   ia kernels llama-3.1-8b h100-sxm --batch 64 --context-len 4096 --csv
   ia models; ia gpus                           the registries' names
@@ -97,6 +101,29 @@ STEADY = (
     ("concurrency", "requests in the engine", "number"),
     ("utilization", "load (rate / saturation)", "percent"),
     ("saturation_rate", "saturation, requests/s", "number"),
+)
+STEADY_USERS = (
+    ("ttft", "time to first token", "seconds"),
+    ("tpot", "time per output token", "seconds"),
+    ("request_time", "request time", "seconds"),
+    ("throughput", "throughput, output tokens/s", "number"),
+    ("requests_per_s", "requests/s", "number"),
+    ("concurrency", "users", "integer"),
+    ("in_engine", "requests in the engine", "integer"),
+    ("queued", "users waiting outside it", "integer"),
+    ("utilization", "load (rate / saturation)", "percent"),
+    ("saturation_rate", "saturation, requests/s", "number"),
+    ("first_wave.ttft", "first wave's time to first token", "seconds"),
+    ("first_wave.last", "first wave's last first token", "seconds"),
+)
+FRONTIER = (
+    ("n_gpus", "GPUs", "integer"),
+    ("parallel", "parallelism", "text"),
+    ("concurrency", "users", "integer"),
+    ("throughput_per_gpu", "output tokens/s per GPU", "number"),
+    ("tokens_per_s_per_user", "tokens/s per user", "number"),
+    ("ttft", "TTFT", "seconds"),
+    ("tpot", "TPOT", "seconds"),
 )
 PLAN = (
     ("layout", "layout", "text"),
@@ -200,9 +227,26 @@ def _calculate(args) -> dict:
 def _steady(args) -> dict:
     workload = dict(prompt_len=args.prompt_len, output_len=args.output_len)
     options = _deployment(args)  # a steady state has no cost: its parser takes no price
+    users = getattr(args, "concurrency", None)
+    if users is not None:
+        args.table = STEADY_USERS  # a closed loop's table: its users, and the rate it reaches
     return ia.steady_state(
-        _model(args.model), _gpu(args.gpu), requests_per_s=args.rate, **workload, **options
+        _model(args.model),
+        _gpu(args.gpu),
+        requests_per_s=args.rate,
+        concurrency=users,
+        **workload,
+        **options,
     )
+
+
+def _frontier(args) -> list[dict]:
+    workload = dict(prompt_len=args.prompt_len, output_len=args.output_len)
+    sweep = dict(most_gpus=args.most_gpus)
+    if args.concurrency is not None:
+        sweep["concurrency"] = args.concurrency
+    options = _deployment(args)  # no n_gpus, parallel or replicas: the frontier sweeps them
+    return ia.frontier(_model(args.model), _gpu(args.gpu), **workload, **sweep, **options)
 
 
 def _plan(args) -> dict:
@@ -395,9 +439,25 @@ def parser():
         aliases=("steady",),
     )
     _add_deployment(p)
-    p.add_argument("--rate", type=float, required=True, help="requests per second")
+    p.add_argument("--rate", type=float, help="requests per second (or --concurrency)")
+    # A closed loop's only: absent from an open loop's inputs (argparse.SUPPRESS).
+    text = "users, each sending its next request when its last ends (a closed loop; or --rate)"
+    p.add_argument("--concurrency", type=int, default=argparse.SUPPRESS, help=text)
     _add_workload(p)
     p.add_argument("--replicas", type=int, help="copies sharing the requests (1)")
+
+    p = command(
+        "frontier",
+        _frontier,
+        FRONTIER,
+        "the Pareto set of output tokens/s per GPU against tokens/s per user, over users and "
+        "parallel layouts",
+    )
+    _add_deployment(p, n_gpus=False)
+    p.add_argument("--most-gpus", type=int, default=8, help="GPUs at most, per layout (8)")
+    text = "users to sweep (1 2 4 ... 512)"
+    p.add_argument("--concurrency", type=int, nargs="+", help=text)
+    _add_workload(p)
 
     p = command("plan", _plan, PLAN, "the cheapest deployment meeting TTFT and TPOT targets")
     _add_deployment(p, n_gpus=False)

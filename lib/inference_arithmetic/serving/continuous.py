@@ -44,8 +44,8 @@ __all__ = ["steady_state", "steady_state_of", "saturation_rate", "REPLICAS", "SA
 __all__ += ["ONE_TOKEN", "BANDED", "AGREEMENT", "closed_loop_of", "ONE_LOAD", "ONE_REPLICA"]
 
 ONE_LOAD = (
-    "give exactly one of requests_per_s (an arrival rate: an open loop) and concurrency (users "
-    "each sending the next request when the last one ends: a closed loop)"
+    "requests_per_s (an arrival rate: an open loop) or concurrency must be given, not both "
+    "(concurrency: users each sending the next request when the last one ends, a closed loop)"
 )
 """The message of ``steady_state`` given both loads, or neither."""
 ONE_REPLICA = (
