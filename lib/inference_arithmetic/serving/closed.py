@@ -36,7 +36,7 @@ user is a single stream: its prompt prefilled alone, then decodes of a batch of 
 
 ``first_wave`` is the burst with which such a run starts: the first min(C, capacity) prompts,
 sent at once, prefilled in order in the budget left beside the decodes of those before them;
-their mean and last first-token times. ``serving.simulation.closed_loop`` runs the same loop
+their mean and last first-token times. ``serving.simulation.loop_phases`` runs the same loop
 step by step and checks both.
 """
 

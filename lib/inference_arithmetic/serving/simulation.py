@@ -10,10 +10,11 @@ Each step decodes one token of every running request and prefills, first come fi
 the waiting prompts in the tokens left under the token budget; a request is admitted while the
 memory holds its whole cache (and the engine's ``max_num_seqs``); a step takes the scenario's
 step formula (``scenario.STEP_FORMULAS``) for its decodes, their mean context and its prompt
-tokens (``scalar_step``). ``simulate`` runs it on a stream; ``burst`` and ``closed_loop`` on
-requests sent at once or as others finish, timing one schedule of steps (``burst_schedule``)
-under any setting of the step's figures. ``run_limits`` is the engine itself, and
-``run_decodes`` one that only decodes: the disaggregated pools' simulation runs them.
+tokens (``scalar_step``). ``simulate`` runs it on a stream; ``burst`` and ``closed_loop`` (and
+``loop_phases``, its burst and its steady part) on requests sent at once or as others finish,
+timing one schedule of steps (``burst_schedule``) under any setting of the step's figures.
+``run_limits`` is the engine itself, and ``run_decodes`` one that only decodes: the
+disaggregated pools' simulation runs them.
 """
 
 from __future__ import annotations
@@ -39,7 +40,8 @@ from inference_arithmetic.serving.lengths import sequences
 from inference_arithmetic.serving.queueing import PERCENTILES, named
 from inference_arithmetic.serving.scenario import STEP_FORMULAS, Scenario
 
-__all__ = ["simulate", "burst", "burst_schedule", "closed_loop", "NO_PIPELINE", "NO_SPECULATION"]
+__all__ = ["simulate", "burst", "burst_schedule", "closed_loop", "loop_phases"]
+__all__ += ["NO_PIPELINE", "NO_SPECULATION"]
 
 NO_PIPELINE = (
     "a burst, a closed loop, ia.serve of a continuous engine and a disaggregated pool each "
@@ -207,23 +209,31 @@ def closed_loop(s: Scenario, users: int, requests: int) -> dict:
     its last one finishes, ``requests`` in all, to the engine of ``simulate`` (a benchmark at
     fixed concurrency). Returns the mean ``ttft`` and ``tpot`` of the requests after the first
     ``users`` (the warm-up), and the output ``throughput`` of the whole run: its schedule
-    (``burst_schedule``) timed step by step.
-
-    Also ``steady``, the loop with every user busy, what ``ia.steady_state(...,
-    concurrency=users)`` predicts: the mean ``ttft``, ``tpot`` and ``request_time`` of the
-    requests sent after the first ``users`` and before the last ``users`` (none of the burst,
-    none of the end, when fewer users are left), and the ``throughput`` by Little's law, each
-    user's request out all the time: users times the output tokens over the mean request time
-    (None of each when ``requests`` is at most twice ``users``); and ``first_wave``, the
-    burst it starts with: the mean ``ttft`` of the first ``requests`` sent (as many as the
-    engine holds at once), and the ``last`` one's."""
-    users = checks.count("users", users)
-    requests = checks.count("requests", requests, low=users)
-    plan, first, last, arrived, sent = burst_schedule(s, users, requests)
-    ends = _step_ends(s, plan, {})
-    start = np.concatenate([[0.0], ends])[arrived]  # a request arrives at a step's end
+    (``burst_schedule``) timed step by step. ``loop_phases`` splits the same run into its
+    burst and its steady part."""
+    users, requests, ends, first, last, start, sent = _timed_loop(s, users, requests)
     kept = sent >= users if np.any(sent >= users) else np.ones(len(sent), dtype=bool)
     elapsed = float(ends[last].max())
+    spans = (ends[last] - ends[first]) / max(s.output_len - 1, 1)
+    return {
+        "ttft": float(np.mean((ends[first] - start)[kept])),
+        "tpot": float(np.mean(spans[kept])),
+        "throughput": requests * s.output_len / elapsed,
+        "elapsed": elapsed,
+    }
+
+
+def loop_phases(s: Scenario, users: int, requests: int) -> dict:
+    """The run of ``closed_loop`` in its two parts, what ``ia.steady_state(...,
+    concurrency=users)`` predicts of each. ``steady``: the loop with every user busy, the mean
+    ``ttft``, ``tpot`` and ``request_time`` of the requests sent after the first ``users`` and
+    before the last ``users`` (none of the burst, none of the end, when fewer users are left),
+    and the ``throughput`` (output tokens per second) by Little's law, each user's request out
+    all the time: users times the output tokens over the mean request time (None of each when
+    ``requests`` is at most twice ``users``). ``first_wave``: the burst the run starts with,
+    the mean ``ttft`` of the first ``requests`` sent (as many as the engine holds at once),
+    and the ``last`` one's."""
+    users, requests, ends, first, last, start, sent = _timed_loop(s, users, requests)
     spans = (ends[last] - ends[first]) / max(s.output_len - 1, 1)
     ttfts, times = ends[first] - start, ends[last] - start
     steady = {"ttft": None, "tpot": None, "request_time": None, "throughput": None}
@@ -236,18 +246,23 @@ def closed_loop(s: Scenario, users: int, requests: int) -> dict:
             "throughput": users * s.output_len / float(np.mean(times[busy])),
         }
     wave = sent < min(users, capacity(s))
-    return {
-        "ttft": float(np.mean((ends[first] - start)[kept])),
-        "tpot": float(np.mean(spans[kept])),
-        "throughput": requests * s.output_len / elapsed,
-        "elapsed": elapsed,
-        "steady": steady,
-        "first_wave": {
-            "ttft": float(np.mean(ttfts[wave])),
-            "last": float(np.max(ttfts[wave])),
-            "requests": int(wave.sum()),
-        },
+    first_wave = {
+        "ttft": float(np.mean(ttfts[wave])),
+        "last": float(np.max(ttfts[wave])),
+        "requests": int(wave.sum()),
     }
+    return {"steady": steady, "first_wave": first_wave}
+
+
+def _timed_loop(s: Scenario, users, requests):
+    """A closed loop's schedule (``burst_schedule``) timed: the counts checked, each step's
+    end, each request's first and last token's step, its arrival's time and its order sent."""
+    users = checks.count("users", users)
+    requests = checks.count("requests", requests, low=users)
+    plan, first, last, arrived, sent = burst_schedule(s, users, requests)
+    ends = _step_ends(s, plan, {})
+    start = np.concatenate([[0.0], ends])[arrived]  # a request arrives at a step's end
+    return users, requests, ends, first, last, start, sent
 
 
 def run(s: Scenario, arrivals, step=None, total=None, lengths=None, owners=None):
