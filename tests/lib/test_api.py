@@ -18,6 +18,8 @@ M, G = "llama-3.1-8b", "h100-sxm"
 ANSWERS = {
     "calculate": lambda: ia.calculate(M, G),
     "steady_state": lambda: ia.steady_state(M, G, requests_per_s=2.0),
+    "steady_state of users": lambda: ia.steady_state(M, G, concurrency=8),
+    "frontier": lambda: ia.frontier(M, G, most_gpus=1, concurrency=(1, 8))[0],
     "plan": lambda: ia.plan(
         M, G, requests_per_s=2.0, prompt_len=2048, output_len=256, ttft_target=1.0, tpot_target=0.05
     ),
@@ -38,7 +40,7 @@ def keys(answer, prefix=""):
 
 @pytest.mark.parametrize("name", sorted(ANSWERS))
 def test_every_returned_key_is_in_the_docstring(name):
-    doc = inspect.getdoc(getattr(ia, name))
+    doc = inspect.getdoc(getattr(ia, name.split()[0]))
     missing = [k for k in dict.fromkeys(keys(ANSWERS[name]())) if f"``{k}``" not in doc]
     assert not missing, f"ia.{name}'s docstring does not name {missing}"
 
@@ -48,6 +50,7 @@ PUBLIC = [
     "calculate",
     "sweep",
     "steady_state",
+    "frontier",
     "plan",
     "prefill_time",
     "decode_step_time",

@@ -114,6 +114,22 @@ def test_steady_state_and_kernels_are_the_librarys(capsys):
     assert [float(r["time"]) for r in rows] == [w["time"] for w in want]
 
 
+def test_a_closed_loop_and_the_frontier_are_the_librarys(capsys):
+    argv = ("steady", "llama-3.1-8b", "h100-sxm", "--concurrency", "32")
+    got = as_json(capsys, *argv)
+    want = ia.steady_state("llama-3.1-8b", "h100-sxm", concurrency=32)
+    assert got["inputs"]["concurrency"] == 32 and got["inputs"]["requests_per_s"] is None
+    assert {k: got[k] for k in want} == json.loads(json.dumps(want))
+    assert "first wave's time to first token" in run(capsys, *argv)
+    argv = ("frontier", "llama-3.1-8b", "h100-sxm", "--most-gpus", "2", "--concurrency", "1", "64")
+    got = as_json(capsys, *argv)
+    want = ia.frontier("llama-3.1-8b", "h100-sxm", most_gpus=2, concurrency=[1, 64])
+    assert got["rows"] == json.loads(json.dumps(want))
+    assert got["inputs"]["most_gpus"] == 2 and got["inputs"]["concurrency"] == [1, 64]
+    table = run(capsys, *argv).splitlines()
+    assert table[0].split()[:3] == ["GPUs", "parallelism", "users"] and len(table) == len(want) + 1
+
+
 def test_csv_of_one_answer_is_one_row_of_flat_keys(capsys):
     text = run(capsys, "calculate", "llama-3.1-8b", "h100-sxm", "--csv")
     (row,) = csv.DictReader(io.StringIO(text))
@@ -179,6 +195,13 @@ def test_your_own_gpu_as_json(capsys, tmp_path):
         (("count", "no/such/config.json"), "unknown model 'no/such/config.json'"),
         (("plan", "llama-3.1-8b", "h100-sxm", "--rate", "1", "--ttft", "0.5"), "--tpot"),
         (("calculate", "llama-3.1-8b", "h100-sxm", "--json", "--csv"), "not allowed with"),
+        (
+            ("steady", "llama-3.1-8b", "h100-sxm", "--rate", "2", "--concurrency", "4"),
+            "error: --rate .* or --concurrency must be given, not both",
+        ),
+        (("steady", "llama-3.1-8b", "h100-sxm", "--concurrency", "0"), "error: --concurrency must"),
+        (("frontier", "llama-3.1-8b", "h100-sxm", "--most-gpus", "0"), "error: --most-gpus must"),
+        (("frontier", "llama-3.1-8b", "h100-sxm", "--concurrency", "0"), "error: --concurrency"),
     ],
 )
 def test_a_bad_argument_exits_2_naming_it(capsys, argv, message):
