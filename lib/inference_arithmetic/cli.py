@@ -227,7 +227,7 @@ def _calculate(args) -> dict:
 def _steady(args) -> dict:
     workload = dict(prompt_len=args.prompt_len, output_len=args.output_len)
     options = _deployment(args)  # a steady state has no cost: its parser takes no price
-    users = getattr(args, "concurrency", None)
+    users = args.concurrency
     if users is not None:
         args.table = STEADY_USERS  # a closed loop's table: its users, and the rate it reaches
     return ia.steady_state(
@@ -440,9 +440,8 @@ def parser():
     )
     _add_deployment(p)
     p.add_argument("--rate", type=float, help="requests per second (or --concurrency)")
-    # A closed loop's only: absent from an open loop's inputs (argparse.SUPPRESS).
     text = "users, each sending its next request when its last ends (a closed loop; or --rate)"
-    p.add_argument("--concurrency", type=int, default=argparse.SUPPRESS, help=text)
+    p.add_argument("--concurrency", type=int, help=text)
     _add_workload(p)
     p.add_argument("--replicas", type=int, help="copies sharing the requests (1)")
 

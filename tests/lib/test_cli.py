@@ -279,6 +279,7 @@ SUBCOMMANDS = {
     "plan": ("llama-3.1-8b", "h100-sxm", "--rate", "2", "--ttft", "1", "--tpot", "0.05"),
     "goodput": ("llama-3.1-8b", "h100-sxm", "--ttft", "1", "--tpot", "0.05"),
     "kernels": ("llama-3.1-8b", "h100-sxm", "--batch", "4"),
+    "frontier": ("llama-3.1-8b", "h100-sxm", "--most-gpus", "1", "--concurrency", "1", "8"),
 }
 
 
@@ -315,6 +316,8 @@ def test_every_subcommands_json_carries_its_inputs(capsys, command):
         assert given["requests_per_s"] == 2.0
     if command == "kernels":  # records: beside the inputs, as rows
         assert got["rows"][-1]["kernel"] == "step"
+    if command == "frontier":
+        assert given["concurrency"] == [1, 8] and got["rows"][0]["concurrency"] == 1
     for listing in ("models", "gpus"):  # no inputs: the registry, as a list
         assert isinstance(as_json(capsys, listing), list)
 

@@ -2,8 +2,9 @@
 (efficiencies), its times (timing), one report of it all (report), many at once (sweep) and its
 cost (economics); under a stream of requests, the queueing chain (queueing), the engine on it
 (engine), the colocated steady state (continuous) and the disaggregated one (disaggregated),
-the simulation that checks them (simulation), the targets they meet (targets) and the plan
-that meets them cheapest (planning), of requests of one length or many (lengths).
+a closed loop of users (closed) and the frontier of throughput per GPU against tokens per user
+(frontier), the simulation that checks them (simulation), the targets they meet (targets) and
+the plan that meets them cheapest (planning), of requests of one length or many (lengths).
 
 ``ia.serving.calculate`` and ``ia.serving.report`` are the report's; the other modules are
 reached as ``ia.scenario``, ``ia.timing``, ``ia.continuous``, ``ia.simulation`` and the rest by
