@@ -113,7 +113,8 @@ def test_an_moe_frontier_sweeps_expert_parallelism():
 @pytest.mark.parametrize(
     "keywords, message",
     [
-        ({"most_gpus": 0}, "most_gpus must be a whole number from 1 up"),
+        ({"most_gpus": 0}, "most_gpus must be a whole number from 1 to 512"),
+        ({"most_gpus": 10**8}, "most_gpus must be a whole number from 1 to 512, got 100000000"),
         ({"concurrency": 0}, "concurrency must be a whole number from 1 up"),
         ({"concurrency": []}, "concurrency must name at least one count of users"),
         ({"n_gpus": 2}, "frontier sweeps n_gpus itself"),

@@ -36,7 +36,7 @@ from inference_arithmetic.serving.scenario import (
     tensor_parallel_degrees,
 )
 
-__all__ = ["frontier", "layouts", "CONCURRENCY", "POINT_KEYS", "NO_LAYOUT"]
+__all__ = ["frontier", "layouts", "CONCURRENCY", "POINT_KEYS", "NO_LAYOUT", "MOST_GPUS"]
 
 CONCURRENCY = tuple(2**k for k in range(10))
 """The users ``frontier`` sweeps unless told: 1 to 512, doubling (a benchmark's sweep)."""
@@ -58,6 +58,10 @@ NO_LAYOUT = (
     "{output_len} tokens: raise most_gpus"
 )
 """The message when nothing ``frontier`` sweeps fits."""
+
+MOST_GPUS = 512
+"""The most GPUs ``frontier`` takes for one deployment: a wide expert-parallel one over many
+nodes (``scenario.expert_parallel_degrees`` looks as far)."""
 
 SWEPT = ("n_gpus", "parallel", "replicas")
 """Deployment settings ``frontier`` chooses itself, which it refuses as arguments."""
@@ -95,7 +99,8 @@ def frontier(
     """The Pareto set of (output tokens per second per GPU, tokens per second per user) over
     closed loops of each of ``concurrency`` users (``CONCURRENCY`` unless given) on each layout
     of ``layouts(model, most_gpus)`` that fits (module docstring), each request of
-    ``prompt_len`` and ``output_len`` tokens; ``deployment``, the other settings (not
+    ``prompt_len`` and ``output_len`` tokens, on up to ``most_gpus`` GPUs (``MOST_GPUS`` at
+    most); ``deployment``, the other settings (not
     ``n_gpus``, ``parallel`` or ``replicas``, which it sweeps or need not).
 
     Returns the points on the frontier, the most tokens per second per user first, each a dict
@@ -109,7 +114,7 @@ def frontier(
         raise checks.ArgumentError(
             f"frontier sweeps {', '.join(taken)} itself: leave {', '.join(taken)} out"
         )
-    most_gpus = checks.count("most_gpus", most_gpus)
+    most_gpus = checks.count("most_gpus", most_gpus, high=MOST_GPUS)
     users = _users(concurrency)
     prompt_len = checks.count("prompt_len", prompt_len)
     output_len = checks.count("output_len", output_len, low=2)
