@@ -50,6 +50,7 @@ examples:
   ia plan llama-3.1-70b h100-sxm --rate 10 --ttft 0.5 --tpot 0.05 --percentile 99
   ia goodput llama-3.1-8b h100-sxm --ttft 0.3 --tpot 0.015 --prompt-len 1024
   ia kernels llama-3.1-8b h100-sxm --batch 64 --context-len 4096 --csv
+  ia kernels llama-3.1-8b h100-sxm --phase prefill --prompt-len 4096
   ia models; ia gpus                           the registries' names
 
 A MODEL is a registry name (ia models), a config.json, a folder holding one, or its JSON
@@ -230,9 +231,9 @@ def _goodput(args) -> dict:
 
 def _kernels(args) -> list[dict]:
     step = dict(phase=args.phase, **_deployment(args))
-    return ia.kernels(
-        _model(args.model), _gpu(args.gpu), batch=args.batch, context_len=args.context_len, **step
-    )
+    lengths = {n: getattr(args, n) for n in ("context_len", "prompt_len")}  # one per phase
+    lengths = {n: v for n, v in lengths.items() if v is not None}
+    return ia.kernels(_model(args.model), _gpu(args.gpu), batch=args.batch, **lengths, **step)
 
 
 def _models(args) -> list[dict]:
@@ -422,7 +423,8 @@ def parser():
     p = command("kernels", _kernels, KERNELS, "one step, kernel by kernel")
     _add_deployment(p)
     p.add_argument("--batch", type=int, default=1, help="requests in the step (1)")
-    p.add_argument("--context-len", type=int, default=2048, help="tokens cached, or prompt")
+    p.add_argument("--context-len", type=int, help="decode: tokens cached (2048)")
+    p.add_argument("--prompt-len", type=int, help="prefill: prompt tokens (2048)")
     p.add_argument("--phase", choices=("decode", "prefill"), default="decode")
 
     command("models", _models, MODELS, "the registry's models")

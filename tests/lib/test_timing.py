@@ -429,8 +429,8 @@ def test_a_decode_step_past_the_window_names_context_len():
     assert f"context_len may be at most {window - 1:,}, got 10,000,000" in message
     assert f"at most {window:,} tokens (its context window)" in message
     assert "prompt_len" not in message and "output_len" not in message
-    with pytest.raises(ia.ArgumentError, match="context_len may be at most"):
-        ia.kernels(SMALL, H100, context_len=window + 1, phase="prefill")
+    with pytest.raises(ia.ArgumentError, match="prompt_len may be at most"):
+        ia.kernels(SMALL, H100, prompt_len=window + 1, phase="prefill")
 
 
 def test_a_pipeline_stage_holds_whole_layers():

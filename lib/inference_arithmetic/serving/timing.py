@@ -79,6 +79,9 @@ __all__ = [
     "PHASES",
     "kernels",
     "NO_PREFIX_IN_DECODE",
+    "STEP_TOKENS",
+    "PROMPT_NOT_CONTEXT",
+    "CONTEXT_NOT_PROMPT",
     "warm",
 ]
 
@@ -374,13 +377,30 @@ NO_PREFIX_IN_DECODE = (
 """The refusal of a prefix hit rate where it would change nothing."""
 
 
+STEP_TOKENS = 2048
+"""``kernels``' tokens by default: a decode step's ``context_len``, a prefill's ``prompt_len``."""
+
+PROMPT_NOT_CONTEXT = (
+    "a prefill (phase='prefill') computes a prompt of prompt_len tokens: give prompt_len, not "
+    "context_len (the tokens a decode step has cached)"
+)
+"""The refusal of a decode step's length in a prefill: one name, one job."""
+
+CONTEXT_NOT_PROMPT = (
+    "a decode step (phase='decode') reads context_len tokens cached: give context_len, not "
+    "prompt_len (a prefill's prompt, with phase='prefill')"
+)
+"""The refusal of a prefill's length in a decode step."""
+
+
 @deployment_keywords
 def kernels(
     model,
     gpu,
     *,
     batch=1,
-    context_len=2048,
+    context_len=None,
+    prompt_len=None,
     n_gpus=1,
     dtype=AUTO,
     phase="decode",
@@ -393,9 +413,10 @@ def kernels(
     the kernel's rate; ``memory``: bytes at its bandwidth; seconds, without the fixed cost),
     ``bound`` and seconds on one GPU (``time``) (``formulas.kernels``). ``phase="decode"``: a
     decode step of ``batch`` requests with ``context_len`` tokens cached; ``"prefill"``: a
-    prefill of ``batch`` prompts of ``context_len`` tokens. The last row, ``step``, is the
-    engine's fixed cost of the step and of the requests it schedules; the seconds add up to
-    the step's time.
+    prefill of ``batch`` prompts of ``prompt_len`` tokens. Each is ``STEP_TOKENS`` (2,048) unless
+    given, and each phase refuses the other's length (``PROMPT_NOT_CONTEXT``,
+    ``CONTEXT_NOT_PROMPT``). The last row, ``step``, is the engine's fixed cost of the step and
+    of the requests it schedules; the seconds add up to the step's time.
 
     >>> table = kernels("llama-3.1-8b", "h100-sxm", batch=256, context_len=1024)
     >>> bound = {r["kernel"]: r["bound"] for r in table}
@@ -405,9 +426,17 @@ def kernels(
     phase = checks.choice("phase", phase, PHASES)
     if phase == "decode" and deployment.get("prefix_hit_rate"):
         raise checks.ArgumentError(NO_PREFIX_IN_DECODE)
+    # A prefill's tokens are its prompt, a decode step's its cache: each phase takes its own
+    # name, as every other entry point spells them, and refuses the other's.
+    if phase == "prefill" and context_len is not None:
+        raise checks.ArgumentError(PROMPT_NOT_CONTEXT)
+    if phase == "decode" and prompt_len is not None:
+        raise checks.ArgumentError(CONTEXT_NOT_PROMPT)
+    name, tokens = ("context_len", context_len) if phase == "decode" else ("prompt_len", prompt_len)
+    tokens = STEP_TOKENS if tokens is None else tokens
     deployment.update(batch=batch, n_gpus=n_gpus, dtype=dtype)
-    s = one_step(model, gpu, "context_len", context_len, phase, step="kernels", **deployment)
-    context_len = s.prompt_len
+    s = one_step(model, gpu, name, tokens, phase, step="kernels", **deployment)
+    context_len = s.prompt_len  # the formulas' length symbol, either phase's tokens
     step, compiled = _kernel_rows(s.model, s.parallel, mla, **s.formula_options)
     values = {**s.values(), "context_len": context_len, "decoding": 0, "prefill_tokens": 0}
     prompts = batch * compiled.from_values(values)["prefilled"]  # a prefill reads no cache
