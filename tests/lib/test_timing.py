@@ -144,7 +144,7 @@ def test_a_batch_larger_than_memory_runs_in_waves():
         fit
         == on_roofline(timing.serve)(
             SMALL, GPU, requests=10**6, prompt_len=2048, output_len=100, memory_utilization=1.0
-        )["concurrency"]
+        )["wave_size"]
     )
     one = on_roofline(timing.serve)(
         SMALL, GPU, requests=fit, prompt_len=2048, output_len=100, memory_utilization=1.0
@@ -165,7 +165,7 @@ def test_a_batch_larger_than_memory_runs_in_waves():
     # An engine that keeps a tenth of the memory for itself fits fewer requests per wave,
     # and max_batch counts with the same budget.
     budget = on_roofline(timing.serve)(SMALL, GPU, requests=10**6, prompt_len=2048, output_len=100)[
-        "concurrency"
+        "wave_size"
     ]
     assert budget < fit and budget == on_roofline(timing.max_batch)(
         SMALL, GPU, context_len=2048 + 100

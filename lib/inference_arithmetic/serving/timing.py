@@ -224,17 +224,19 @@ def in_waves(s: Scenario) -> dict[str, float]:
                 )
             )
         r = simulation.burst(s)
-        waves = -(-s.batch // r["concurrency"])  # the batch over the most at once, rounded up
-        return {"waves": waves, **r}
+        # The most requests the engine ran at once: its wave, as a static engine's batch.
+        wave_size = r.pop("concurrency")
+        waves = -(-s.batch // wave_size)  # the batch over the most at once, rounded up
+        return {"waves": waves, "wave_size": wave_size, **r}
     values = {**s.values(), "context_len": s.prompt_len + s.output_len}
     draft = s.formula_options.get("draft")  # a draft model's weights and cache take room
     fit = int(
         cache.formula(latency.max_concurrency, s.model, s.parallel, draft).from_values(values)
     )
-    concurrency = min(s.batch, fit)
+    wave_size = min(s.batch, fit)
     waves = cache.formula(latency.waves, s.model, s.parallel, draft).from_values(values)
-    full, rest = divmod(s.batch, concurrency)
-    first = run(s.replace(batch=concurrency, in_waves=False))
+    full, rest = divmod(s.batch, wave_size)
+    first = run(s.replace(batch=wave_size, in_waves=False))
     elapsed = full * first["request_time"] + (
         run(s.replace(batch=rest, in_waves=False))["request_time"] if rest else 0.0
     )
@@ -242,7 +244,7 @@ def in_waves(s: Scenario) -> dict[str, float]:
     throughput = cache.formula(latency.output_throughput, _seconds, "tensor")
     return {
         "waves": int(waves),
-        "concurrency": concurrency,
+        "wave_size": wave_size,
         "elapsed": elapsed,
         "throughput": throughput.from_values({**s.values(), "seconds": elapsed, "batch": s.batch}),
         "ttft": first["ttft"],
@@ -255,11 +257,13 @@ def serve(
     model, gpu, *, requests, prompt_len=2048, output_len=256, n_gpus=1, dtype=AUTO, **deployment
 ) -> dict[str, float]:
     """``requests`` identical requests sent at once to an engine whose KV cache holds only so
-    many: it runs them in waves of at most ``concurrency`` requests, one after another.
+    many: it runs them in waves of at most ``wave_size`` requests, one after another.
 
-    ``concurrency`` is the number of whole requests (prompt and output) whose cache fits in
-    ``memory_utilization`` of the GPUs' memory beside the weights. Returns ``waves``,
-    ``concurrency``, ``elapsed`` (seconds) and ``throughput`` (output tokens per second), the
+    ``wave_size`` is the number of whole requests (prompt and output) whose cache fits in
+    ``memory_utilization`` of the GPUs' memory beside the weights: a static engine's batch, a
+    continuous engine's most requests at once. (It is not ``steady_state``'s ``concurrency``,
+    the requests in the engine of a stream.) Returns ``waves``, ``wave_size``, ``elapsed``
+    (seconds) and ``throughput`` (output tokens per second), the
     first wave's ``ttft`` and ``tpot`` (a continuous engine's: the mean over the requests), and
     their ``band``: for each, the range in which eight of ten held-out measurements fell
     (``serving.bands``; None with ``step="roofline"``). Waves are a closed form, of any number
