@@ -280,7 +280,8 @@ GPUS = (
 )
 
 
-AUTO_HELP = f"weights' format: bf16, fp8, nvfp4, q4_k_m, ... ({ia.AUTO}: as the checkpoint ships)"
+def _auto_help() -> str:
+    return f"weights' format: bf16, fp8, nvfp4, q4_k_m, ... ({ia.AUTO}: as the checkpoint ships)"
 
 
 def _percentile(p) -> None:
@@ -299,7 +300,7 @@ def _add_deployment(p, n_gpus=True):
     p.add_argument("gpu", help="registry name, or a JSON file or text of your device's figures")
     if n_gpus:
         p.add_argument("--n-gpus", type=int, help="GPUs per replica (1)")
-    p.add_argument("--dtype", help=AUTO_HELP)
+    p.add_argument("--dtype", help=_auto_help())
     p.add_argument("--cache-dtype", help="KV cache's format (the compute format)")
     p.add_argument("--compute-dtype", help="the products' format (the weights')")
     p.add_argument("--engine", help="serving engine: " + ", ".join(ia.engine_names()))
@@ -334,8 +335,11 @@ def _price(p):
     p.add_argument("--price-per-hour", type=float, help="USD per GPU-hour (the GPU's example)")
 
 
-def parser():
-    """The command line's parser (an ``argparse.ArgumentParser``): a subcommand per question."""
+def parser(only: str | None = None):
+    """The command line's parser (an ``argparse.ArgumentParser``): a subcommand per question.
+    With ``only`` (a subcommand's name, or "" for none), the other subcommands are named
+    without their arguments: their choices come from the serving modules, and so from SymPy,
+    which ``ia --help`` or ``ia gpus`` need not import (``main`` builds what was typed)."""
     top = argparse.ArgumentParser(
         prog="ia",
         description="Memory, time and money of serving a language model, from first principles.",
@@ -346,6 +350,7 @@ def parser():
     sub = top.add_subparsers(dest="command", required=True, metavar="command")
 
     def command(name, function, table, help, aliases=()):
+        """The subcommand's parser, or None where ``only`` names another."""
         p = sub.add_parser(
             name,
             help=help,
@@ -356,20 +361,42 @@ def parser():
         )
         p.set_defaults(function=function, table=table)
         _add_output(p)
-        return p
+        return p if only is None or only in (name, *aliases) else None
 
-    p = command("count", _count, COUNT, "parameters, weights and KV cache per token of a model")
-    p.add_argument("model", help="registry name, config.json, its folder, or JSON text")
-    p.add_argument("--dtype", default=ia.AUTO, help=AUTO_HELP)
-    p.add_argument("--cache-dtype", help="KV cache's format (the weights')")
-
-    p = command(
+    if p := command(
+        "count", _count, COUNT, "parameters, weights and KV cache per token of a model"
+    ):
+        p.add_argument("model", help="registry name, config.json, its folder, or JSON text")
+        p.add_argument("--dtype", default=ia.AUTO, help=_auto_help())
+        p.add_argument("--cache-dtype", help="KV cache's format (the weights')")
+    if p := command(
         "calculate",
         _calculate,
         CALCULATE,
         "memory, TTFT, TPOT, throughput and cost of a batch",
         aliases=("calc",),
-    )
+    ):
+        _calculate_arguments(p)
+    if p := command(
+        "steady-state",
+        _steady,
+        STEADY,
+        "a continuously batching engine at a request rate",
+        aliases=("steady",),
+    ):
+        _steady_arguments(p)
+    if p := command("plan", _plan, PLAN, "the cheapest deployment meeting TTFT and TPOT targets"):
+        _plan_arguments(p)
+    if p := command("goodput", _goodput, GOODPUT, "requests/s meeting TTFT and TPOT targets"):
+        _goodput_arguments(p)
+    if p := command("kernels", _kernels, KERNELS, "one step, kernel by kernel"):
+        _kernels_arguments(p)
+    command("models", _models, MODELS, "the registry's models")
+    command("gpus", _gpus, GPUS, "the registry's GPUs")
+    return top
+
+
+def _calculate_arguments(p):
     _add_deployment(p)
     p.add_argument(
         "--parallel",
@@ -388,19 +415,15 @@ def parser():
     p.add_argument("--replicas", type=int, help="copies of the deployment (1)")
     _price(p)
 
-    p = command(
-        "steady-state",
-        _steady,
-        STEADY,
-        "a continuously batching engine at a request rate",
-        aliases=("steady",),
-    )
+
+def _steady_arguments(p):
     _add_deployment(p)
     p.add_argument("--rate", type=float, required=True, help="requests per second")
     _add_workload(p)
     p.add_argument("--replicas", type=int, help="copies sharing the requests (1)")
 
-    p = command("plan", _plan, PLAN, "the cheapest deployment meeting TTFT and TPOT targets")
+
+def _plan_arguments(p):
     _add_deployment(p, n_gpus=False)
     p.add_argument("--rate", type=float, required=True, help="requests per second")
     p.add_argument("--ttft", type=float, required=True, help="time-to-first-token target, s")
@@ -412,7 +435,8 @@ def parser():
     p.add_argument("--most-gpus", type=int, default=64, help="GPUs at most, in all (64)")
     _price(p)
 
-    p = command("goodput", _goodput, GOODPUT, "requests/s meeting TTFT and TPOT targets")
+
+def _goodput_arguments(p):
     _add_deployment(p)
     p.add_argument("--ttft", type=float, required=True, help="time-to-first-token target, s")
     p.add_argument("--tpot", type=float, required=True, help="time-per-output-token target, s")
@@ -420,16 +444,13 @@ def parser():
     p.add_argument("--replicas", type=int, help="copies sharing the requests (1)")
     _percentile(p)
 
-    p = command("kernels", _kernels, KERNELS, "one step, kernel by kernel")
+
+def _kernels_arguments(p):
     _add_deployment(p)
     p.add_argument("--batch", type=int, default=1, help="requests in the step (1)")
     p.add_argument("--context-len", type=int, help="decode: tokens cached (2048)")
     p.add_argument("--prompt-len", type=int, help="prefill: prompt tokens (2048)")
     p.add_argument("--phase", choices=("decode", "prefill"), default="decode")
-
-    command("models", _models, MODELS, "the registry's models")
-    command("gpus", _gpus, GPUS, "the registry's GPUs")
-    return top
 
 
 def _get(record: dict, path: str):
@@ -575,8 +596,9 @@ def flagged(message: str, typed: list[str], options=()) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line with ``argv`` (default: the process's); the exit status."""
-    p = parser()
     typed = sys.argv[1:] if argv is None else list(argv)
+    # The subcommand is the first word that is not an option (the top level takes no values).
+    p = parser(next((word for word in typed if not word.startswith("-")), ""))
     args = p.parse_args(typed)
     try:
         result = args.function(args)

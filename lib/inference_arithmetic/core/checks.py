@@ -24,10 +24,10 @@ from __future__ import annotations
 import math
 import numbers
 
-from inference_arithmetic.core.numeric import ArgumentError, expression
+from inference_arithmetic.core.errors import ArgumentError
 
 __all__ = ["ArgumentError", "count", "fraction", "share", "amount", "choice", "removed"]
-__all__ += ["expression", "is_real", "architecture"]
+__all__ += ["expression", "is_real", "architecture"]  # noqa: F822 (expression: __getattr__)
 
 FRACTION = (0.001, 1.0)
 """The range of every fraction the library takes."""
@@ -128,3 +128,13 @@ def architecture(value, name: str = "arch"):
         made = f"ia.model({value!r:.60})" if isinstance(value, str | dict) else "ia.model(name)"
         raise ArgumentError(ARCHITECTURE.format(name=name, made=made, kind=kind))
     return value
+
+
+def __getattr__(name):
+    # ``expression`` is ``core.numeric``'s, which imports SymPy: loaded on first use, so that
+    # checking a number (the command line's listings) imports none.
+    if name == "expression":
+        from inference_arithmetic.core.numeric import expression
+
+        return expression
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
