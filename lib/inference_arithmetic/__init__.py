@@ -29,11 +29,13 @@ if _SIZE_SET:
 # written against the public API as the chapters are, above it.
 #
 # Every name below is loaded on first use (PEP 562, ``__getattr__``): ``import
-# inference_arithmetic`` imports neither SymPy nor NumPy, so that the command line answers
-# ``ia --help`` or ``ia gpus`` without them (half a second), and ``ia.calculate`` imports what
-# it needs. Each name's module, as it was imported here:
+# inference_arithmetic`` imports neither SymPy nor NumPy (half a second), so that the command
+# line answers ``ia --help`` or ``ia gpus`` without them, and ``ia.calculate`` imports what it
+# needs. Each name's module, as it was imported here:
 _MODULES = {
-    **dict.fromkeys(("formulas", "hardware", "models", "serving"), "inference_arithmetic"),
+    **dict.fromkeys(
+        ("core", "formulas", "hardware", "models", "serving", "validation"), "inference_arithmetic"
+    ),
     **dict.fromkeys(
         ("cache", "checks", "dtypes", "format", "registry", "symbols"), "inference_arithmetic.core"
     ),
@@ -58,7 +60,7 @@ _MODULES = {
     "measurements": "inference_arithmetic.validation",
     # The page layer and the exercises (matplotlib and ipywidgets cost about 0.3 s to import):
     # only chapters with widgets pay it.
-    **dict.fromkeys(("page", "exercises", "core", "validation"), "inference_arithmetic"),
+    **dict.fromkeys(("page", "exercises"), "inference_arithmetic"),
     **dict.fromkeys(
         ("widgets", "live", "controls", "calculator", "diagrams", "reference_page"),
         "inference_arithmetic.page",
@@ -72,7 +74,8 @@ _NAMES = {
         "bytes_per_number",
         "compute_path",
     ),
-    "inference_arithmetic.core.numeric": ("ArgumentError", "UnknownName", "evaluate", "numeric"),
+    "inference_arithmetic.core.errors": ("ArgumentError", "UnknownName"),  # core.numeric's too
+    "inference_arithmetic.core.numeric": ("evaluate", "numeric"),
     "inference_arithmetic.hardware.engines": ("Engine", "engine", "engine_names"),
     "inference_arithmetic.hardware.gpus": ("GPU", "gpu", "gpu_names"),
     "inference_arithmetic.models.config": (
@@ -112,12 +115,6 @@ _NAMES = {
     ),
 }
 _WHERE = {name: module for module, names in _NAMES.items() for name in names}
-# A package reached as ``ia.core`` or ``ia.validation`` with the modules it had when this
-# file imported them all: ``ia.validation.published``, ``ia.core.numeric``.
-_WITH = {
-    "core": ("cache", "checks", "dtypes", "format", "numeric", "registry", "symbols"),
-    "validation": ("measurements", "published"),
-}
 
 __all__ = [
     "ArgumentError",
@@ -219,9 +216,8 @@ def __getattr__(name):
     if name in _WHERE:
         value = getattr(importlib.import_module(_WHERE[name]), name)
     elif name in _MODULES:
+        # A package's modules load as they are used too (``ia.core.numeric``: core.__getattr__).
         value = importlib.import_module(f"{_MODULES[name]}.{name}")
-        for below in _WITH.get(name, ()):
-            importlib.import_module(f"{_MODULES[name]}.{name}.{below}")
     else:
         raise AttributeError(f"module 'inference_arithmetic' has no attribute {name!r}")
     globals()[name] = value  # found once: the next use is a plain attribute
@@ -231,4 +227,4 @@ def __getattr__(name):
 
 
 def __dir__():
-    return sorted({*globals(), *__all__, *_WITH})
+    return sorted({*globals(), *__all__, "core", "validation"})  # both were there before
