@@ -929,6 +929,9 @@ def test_appendix_renders_offline_with_its_math_typeset(browser, request, doc):
     _check_page(page, errors)
     # MathJax shows TeX it cannot parse as an error box instead of failing loudly.
     assert page.locator("mjx-merror").count() == 0, f"{doc}: TeX that MathJax rejects"
+    if doc != "book/appendix-formulas":  # whose layout is checked last (it opens every box)
+        layout.check(page, f"{doc}.html")
+        assert not errors, f"console errors: {errors}"
 
 
 def test_math_of_a_collapsed_form_is_typeset_when_it_is_opened(formula_reference):
@@ -944,4 +947,12 @@ def test_math_of_a_collapsed_form_is_typeset_when_it_is_opened(formula_reference
     )
     assert box.locator(".ia-math-later").count() == 0
     assert box.locator("mjx-merror").count() == 0
+    assert not errors, f"console errors: {errors}"
+
+
+def test_the_formula_reference_fits_its_column(formula_reference):
+    # The layout of the page loaded above (tests/book/layout.py), every box opened: after the
+    # test above, which needs a box still closed.
+    page, errors = formula_reference
+    layout.check(page, "book/appendix-formulas.html")
     assert not errors, f"console errors: {errors}"

@@ -1,7 +1,8 @@
 """Every page of the built book fits its text column, on a laptop and on a phone
 (``tests/book/layout.py`` states the rule and checks it): here on the pages that
-``test_browser.py`` does not open (the appendices, the references), each chapter being checked
-where that test opens it; and the check, shown finding what it is for.
+``test_browser.py`` does not open (the API reference, the tables, the references), each chapter
+and each appendix with math being checked where that test opens it; and the check, shown
+finding what it is for.
 
 Reads the book built in _build/html (``make book``), or the folder named by $IA_LAYOUT_HTML,
 for example a single page built with
@@ -24,7 +25,10 @@ from tests.book.layout import (
     small_figure_text,
 )
 from tests.book.test_book import HTML
-from tests.book.test_browser import browser  # noqa: F401  (the Chromium fixture, launched once)
+from tests.book.test_browser import (
+    APPENDICES,
+    browser,  # noqa: F401  (the Chromium fixture, launched once)
+)
 from tests.book.test_chapters import CHAPTERS
 
 ROOT = Path(os.environ.get("IA_LAYOUT_HTML") or HTML)
@@ -34,8 +38,11 @@ PAGES = sorted(
     for path in ROOT.rglob("*.html")
     if path.name not in NOT_PAGES and not path.relative_to(ROOT).parts[0].startswith("_")
 )
-# test_browser.py opens each chapter of the built book, and checks its layout there.
-OPENED_ELSEWHERE = set() if os.environ.get("IA_LAYOUT_HTML") else {f"{c}.html" for c in CHAPTERS}
+# test_browser.py opens each chapter of the built book and the appendices with math, and checks
+# their layout there.
+OPENED_ELSEWHERE = {f"{doc}.html" for doc in [*CHAPTERS, *APPENDICES]}
+if os.environ.get("IA_LAYOUT_HTML"):
+    OPENED_ELSEWHERE = set()
 
 
 def _open_page(browser, path):  # noqa: F811
