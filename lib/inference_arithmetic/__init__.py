@@ -18,73 +18,104 @@ import sys as _sys
 # thousands, and a cache of 1,000 forgets them before they come again: with 20,000 the
 # calculator's page data of every registry model (page.calculator_data) takes less than half
 # the time, the same expressions. A size set in the environment, or SymPy imported first, is kept.
-if "sympy" not in _sys.modules and "SYMPY_CACHE_SIZE" not in _os.environ:
+# The package imports SymPy on first use (below), so the size is set now and taken back once a
+# name of ``ia`` has imported it: this process's SymPy only, not its children's.
+_SIZE_SET = "sympy" not in _sys.modules and "SYMPY_CACHE_SIZE" not in _os.environ
+if _SIZE_SET:
     _os.environ["SYMPY_CACHE_SIZE"] = "20000"
-    import sympy  # noqa: F401 (imported here to read the size)
-
-    del _os.environ["SYMPY_CACHE_SIZE"]  # this process's SymPy only, not its children's
 
 # The layers, bottom up (README.md and tests/lib/test_layers.py): core < formulas < models,
 # hardware < serving < validation, page; this file sits on top, and exercises, the answer key
 # written against the public API as the chapters are, above it.
-from inference_arithmetic import formulas, hardware, models, serving
-from inference_arithmetic.core import cache, checks, dtypes, format, registry, symbols
-from inference_arithmetic.core.dtypes import DTYPE_BYTES, FORMATS, bytes_per_number, compute_path
-from inference_arithmetic.core.numeric import ArgumentError, UnknownName, evaluate, numeric
-from inference_arithmetic.hardware.engines import Engine, engine, engine_names
-from inference_arithmetic.hardware.gpus import GPU, gpu, gpu_names
-from inference_arithmetic.models import counts
-from inference_arithmetic.models.config import (
-    AUTO,
-    ModelConfig,
-    measured,
-    model,
-    model_names,
-    weight_formats,
-)
-from inference_arithmetic.models.counts import (
-    decode_flops,
-    forward_flops,
-    kv_cache_bytes,
-    param_count,
-)
-from inference_arithmetic.serving import (
-    bands,
-    continuous,
-    disaggregated,
-    economics,
-    efficiencies,
-    planning,
-    queueing,
-    scenario,
-    simulation,
-    speculative,
-    targets,
-    timing,
-)
-from inference_arithmetic.serving.continuous import steady_state
-from inference_arithmetic.serving.economics import (
-    api_prices,
-    break_even_utilization,
-    token_costs,
-)
-from inference_arithmetic.serving.frontier import frontier
-from inference_arithmetic.serving.planning import plan
-from inference_arithmetic.serving.report import calculate
-from inference_arithmetic.serving.scenario import Scenario
-from inference_arithmetic.serving.speculative import Speculative
-from inference_arithmetic.serving.sweep import sweep
-from inference_arithmetic.serving.targets import goodput
-from inference_arithmetic.serving.timing import (
-    compute_bound_batch,
-    decode_step_time,
-    generation,
-    kernels,
-    max_batch,
-    prefill_time,
-    serve,
-)
-from inference_arithmetic.validation import measurements
+#
+# Every name below is loaded on first use (PEP 562, ``__getattr__``): ``import
+# inference_arithmetic`` imports neither SymPy nor NumPy (half a second), so that the command
+# line answers ``ia --help`` or ``ia gpus`` without them, and ``ia.calculate`` imports what it
+# needs. Each name's module, as it was imported here:
+_MODULES = {
+    **dict.fromkeys(
+        ("core", "formulas", "hardware", "models", "serving", "validation"), "inference_arithmetic"
+    ),
+    **dict.fromkeys(
+        ("cache", "checks", "dtypes", "format", "registry", "symbols"), "inference_arithmetic.core"
+    ),
+    "counts": "inference_arithmetic.models",
+    **dict.fromkeys(
+        (
+            "bands",
+            "continuous",
+            "disaggregated",
+            "economics",
+            "efficiencies",
+            "planning",
+            "queueing",
+            "scenario",
+            "simulation",
+            "speculative",
+            "targets",
+            "timing",
+        ),
+        "inference_arithmetic.serving",
+    ),
+    "measurements": "inference_arithmetic.validation",
+    # The page layer and the exercises (matplotlib and ipywidgets cost about 0.3 s to import):
+    # only chapters with widgets pay it.
+    **dict.fromkeys(("page", "exercises"), "inference_arithmetic"),
+    **dict.fromkeys(
+        ("widgets", "live", "controls", "calculator", "diagrams", "reference_page"),
+        "inference_arithmetic.page",
+    ),
+    "residuals": "inference_arithmetic.validation",
+}
+_NAMES = {
+    "inference_arithmetic.core.dtypes": (
+        "DTYPE_BYTES",
+        "FORMATS",
+        "bytes_per_number",
+        "compute_path",
+    ),
+    "inference_arithmetic.core.errors": ("ArgumentError", "UnknownName"),  # core.numeric's too
+    "inference_arithmetic.core.numeric": ("evaluate", "numeric"),
+    "inference_arithmetic.hardware.engines": ("Engine", "engine", "engine_names"),
+    "inference_arithmetic.hardware.gpus": ("GPU", "gpu", "gpu_names"),
+    "inference_arithmetic.models.config": (
+        "AUTO",
+        "ModelConfig",
+        "measured",
+        "model",
+        "model_names",
+        "weight_formats",
+    ),
+    "inference_arithmetic.models.counts": (
+        "decode_flops",
+        "forward_flops",
+        "kv_cache_bytes",
+        "param_count",
+    ),
+    "inference_arithmetic.serving.continuous": ("steady_state",),
+    "inference_arithmetic.serving.frontier": ("frontier",),
+    "inference_arithmetic.serving.economics": (
+        "api_prices",
+        "break_even_utilization",
+        "token_costs",
+    ),
+    "inference_arithmetic.serving.planning": ("plan",),
+    "inference_arithmetic.serving.report": ("calculate",),
+    "inference_arithmetic.serving.scenario": ("Scenario",),
+    "inference_arithmetic.serving.speculative": ("Speculative",),
+    "inference_arithmetic.serving.sweep": ("sweep",),
+    "inference_arithmetic.serving.targets": ("goodput",),
+    "inference_arithmetic.serving.timing": (
+        "compute_bound_batch",
+        "decode_step_time",
+        "generation",
+        "kernels",
+        "max_batch",
+        "prefill_time",
+        "serve",
+    ),
+}
+_WHERE = {name: module for module, names in _NAMES.items() for name in names}
 
 __all__ = [
     "ArgumentError",
@@ -163,20 +194,6 @@ __all__ = [
 __version__ = "0.2.0"
 
 
-# The page layer and the exercises, by the name ``ia`` gives them: loaded on first use.
-_LAZY = {
-    "page": "inference_arithmetic.page",
-    "widgets": "inference_arithmetic.page.widgets",
-    "live": "inference_arithmetic.page.live",
-    "controls": "inference_arithmetic.page.controls",
-    "calculator": "inference_arithmetic.page.calculator",
-    "diagrams": "inference_arithmetic.page.diagrams",
-    "reference_page": "inference_arithmetic.page.reference_page",
-    "exercises": "inference_arithmetic.exercises",
-    "residuals": "inference_arithmetic.validation.residuals",
-}
-
-
 def _notebook_figures():
     """Matplotlib figures in a notebook through the book's renderer (``page.figures``): PNG at
     twice their pixels, recording their smallest text. Set here because every chapter imports
@@ -196,10 +213,20 @@ _notebook_figures()
 
 
 def __getattr__(name):
-    # The presentation layer (matplotlib and ipywidgets cost about 0.3 s to import) loads on
-    # first use: only chapters with widgets pay it.
-    if name in _LAZY:
-        import importlib
+    import importlib
 
-        return importlib.import_module(_LAZY[name])
-    raise AttributeError(f"module 'inference_arithmetic' has no attribute {name!r}")
+    if name in _WHERE:
+        value = getattr(importlib.import_module(_WHERE[name]), name)
+    elif name in _MODULES:
+        # A package's modules load as they are used too (``ia.core.numeric``: core.__getattr__).
+        value = importlib.import_module(f"{_MODULES[name]}.{name}")
+    else:
+        raise AttributeError(f"module 'inference_arithmetic' has no attribute {name!r}")
+    globals()[name] = value  # found once: the next use is a plain attribute
+    if _SIZE_SET and "sympy" in _sys.modules:
+        _os.environ.pop("SYMPY_CACHE_SIZE", None)
+    return value
+
+
+def __dir__():
+    return sorted({*globals(), *__all__, "core", "validation"})  # both were there before

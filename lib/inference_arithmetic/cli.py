@@ -54,6 +54,7 @@ examples:
                                                tokens/s per GPU against tokens/s per user
   ia goodput llama-3.1-8b h100-sxm --ttft 0.3 --tpot 0.015 --prompt-len 1024
   ia kernels llama-3.1-8b h100-sxm --batch 64 --context-len 4096 --csv
+  ia kernels llama-3.1-8b h100-sxm --phase prefill --prompt-len 4096
   ia models; ia gpus                           the registries' names
 
 A MODEL is a registry name (ia models), a config.json, a folder holding one, or its JSON
@@ -274,9 +275,9 @@ def _goodput(args) -> dict:
 
 def _kernels(args) -> list[dict]:
     step = dict(phase=args.phase, **_deployment(args))
-    return ia.kernels(
-        _model(args.model), _gpu(args.gpu), batch=args.batch, context_len=args.context_len, **step
-    )
+    lengths = {n: getattr(args, n) for n in ("context_len", "prompt_len")}  # one per phase
+    lengths = {n: v for n, v in lengths.items() if v is not None}
+    return ia.kernels(_model(args.model), _gpu(args.gpu), batch=args.batch, **lengths, **step)
 
 
 def _models(args) -> list[dict]:
@@ -323,7 +324,8 @@ GPUS = (
 )
 
 
-AUTO_HELP = f"weights' format: bf16, fp8, nvfp4, q4_k_m, ... ({ia.AUTO}: as the checkpoint ships)"
+def _auto_help() -> str:
+    return f"weights' format: bf16, fp8, nvfp4, q4_k_m, ... ({ia.AUTO}: as the checkpoint ships)"
 
 
 def _percentile(p) -> None:
@@ -342,7 +344,7 @@ def _add_deployment(p, n_gpus=True):
     p.add_argument("gpu", help="registry name, or a JSON file or text of your device's figures")
     if n_gpus:
         p.add_argument("--n-gpus", type=int, help="GPUs per replica (1)")
-    p.add_argument("--dtype", help=AUTO_HELP)
+    p.add_argument("--dtype", help=_auto_help())
     p.add_argument("--cache-dtype", help="KV cache's format (the compute format)")
     p.add_argument("--compute-dtype", help="the products' format (the weights')")
     p.add_argument("--engine", help="serving engine: " + ", ".join(ia.engine_names()))
@@ -377,8 +379,11 @@ def _price(p):
     p.add_argument("--price-per-hour", type=float, help="USD per GPU-hour (the GPU's example)")
 
 
-def parser():
-    """The command line's parser (an ``argparse.ArgumentParser``): a subcommand per question."""
+def parser(only: str | None = None):
+    """The command line's parser (an ``argparse.ArgumentParser``): a subcommand per question.
+    With ``only`` (a subcommand's name, or "" for none), the other subcommands are named
+    without their arguments: their choices come from the serving modules, and so from SymPy,
+    which ``ia --help`` or ``ia gpus`` need not import (``main`` builds what was typed)."""
     top = argparse.ArgumentParser(
         prog="ia",
         description="Memory, time and money of serving a language model, from first principles.",
@@ -389,6 +394,7 @@ def parser():
     sub = top.add_subparsers(dest="command", required=True, metavar="command")
 
     def command(name, function, table, help, aliases=()):
+        """The subcommand's parser, or None where ``only`` names another."""
         p = sub.add_parser(
             name,
             help=help,
@@ -399,20 +405,50 @@ def parser():
         )
         p.set_defaults(function=function, table=table)
         _add_output(p)
-        return p
+        return p if only is None or only in (name, *aliases) else None
 
-    p = command("count", _count, COUNT, "parameters, weights and KV cache per token of a model")
-    p.add_argument("model", help="registry name, config.json, its folder, or JSON text")
-    p.add_argument("--dtype", default=ia.AUTO, help=AUTO_HELP)
-    p.add_argument("--cache-dtype", help="KV cache's format (the weights')")
-
-    p = command(
+    if p := command(
+        "count", _count, COUNT, "parameters, weights and KV cache per token of a model"
+    ):
+        p.add_argument("model", help="registry name, config.json, its folder, or JSON text")
+        p.add_argument("--dtype", default=ia.AUTO, help=_auto_help())
+        p.add_argument("--cache-dtype", help="KV cache's format (the weights')")
+    if p := command(
         "calculate",
         _calculate,
         CALCULATE,
         "memory, TTFT, TPOT, throughput and cost of a batch",
         aliases=("calc",),
-    )
+    ):
+        _calculate_arguments(p)
+    if p := command(
+        "steady-state",
+        _steady,
+        STEADY,
+        "a continuously batching engine at a request rate",
+        aliases=("steady",),
+    ):
+        _steady_arguments(p)
+    if p := command(
+        "frontier",
+        _frontier,
+        FRONTIER,
+        "the Pareto set of output tokens/s per GPU against tokens/s per user, over users and "
+        "parallel layouts",
+    ):
+        _frontier_arguments(p)
+    if p := command("plan", _plan, PLAN, "the cheapest deployment meeting TTFT and TPOT targets"):
+        _plan_arguments(p)
+    if p := command("goodput", _goodput, GOODPUT, "requests/s meeting TTFT and TPOT targets"):
+        _goodput_arguments(p)
+    if p := command("kernels", _kernels, KERNELS, "one step, kernel by kernel"):
+        _kernels_arguments(p)
+    command("models", _models, MODELS, "the registry's models")
+    command("gpus", _gpus, GPUS, "the registry's GPUs")
+    return top
+
+
+def _calculate_arguments(p):
     _add_deployment(p)
     p.add_argument(
         "--parallel",
@@ -431,13 +467,8 @@ def parser():
     p.add_argument("--replicas", type=int, help="copies of the deployment (1)")
     _price(p)
 
-    p = command(
-        "steady-state",
-        _steady,
-        STEADY,
-        "a continuously batching engine at a request rate",
-        aliases=("steady",),
-    )
+
+def _steady_arguments(p):
     _add_deployment(p)
     p.add_argument("--rate", type=float, help="requests per second (or --concurrency)")
     text = "users, each sending its next request when its last ends (a closed loop; or --rate)"
@@ -445,20 +476,16 @@ def parser():
     _add_workload(p)
     p.add_argument("--replicas", type=int, help="copies sharing the requests (1)")
 
-    p = command(
-        "frontier",
-        _frontier,
-        FRONTIER,
-        "the Pareto set of output tokens/s per GPU against tokens/s per user, over users and "
-        "parallel layouts",
-    )
+
+def _frontier_arguments(p):
     _add_deployment(p, n_gpus=False)
     p.add_argument("--most-gpus", type=int, default=8, help="GPUs at most, per layout (8)")
     text = "users to sweep (1 2 4 ... 512)"
     p.add_argument("--concurrency", type=int, nargs="+", help=text)
     _add_workload(p)
 
-    p = command("plan", _plan, PLAN, "the cheapest deployment meeting TTFT and TPOT targets")
+
+def _plan_arguments(p):
     _add_deployment(p, n_gpus=False)
     p.add_argument("--rate", type=float, required=True, help="requests per second")
     p.add_argument("--ttft", type=float, required=True, help="time-to-first-token target, s")
@@ -470,7 +497,8 @@ def parser():
     p.add_argument("--most-gpus", type=int, default=64, help="GPUs at most, in all (64)")
     _price(p)
 
-    p = command("goodput", _goodput, GOODPUT, "requests/s meeting TTFT and TPOT targets")
+
+def _goodput_arguments(p):
     _add_deployment(p)
     p.add_argument("--ttft", type=float, required=True, help="time-to-first-token target, s")
     p.add_argument("--tpot", type=float, required=True, help="time-per-output-token target, s")
@@ -478,15 +506,13 @@ def parser():
     p.add_argument("--replicas", type=int, help="copies sharing the requests (1)")
     _percentile(p)
 
-    p = command("kernels", _kernels, KERNELS, "one step, kernel by kernel")
+
+def _kernels_arguments(p):
     _add_deployment(p)
     p.add_argument("--batch", type=int, default=1, help="requests in the step (1)")
-    p.add_argument("--context-len", type=int, default=2048, help="tokens cached, or prompt")
+    p.add_argument("--context-len", type=int, help="decode: tokens cached (2048)")
+    p.add_argument("--prompt-len", type=int, help="prefill: prompt tokens (2048)")
     p.add_argument("--phase", choices=("decode", "prefill"), default="decode")
-
-    command("models", _models, MODELS, "the registry's models")
-    command("gpus", _gpus, GPUS, "the registry's GPUs")
-    return top
 
 
 def _get(record: dict, path: str):
@@ -632,8 +658,9 @@ def flagged(message: str, typed: list[str], options=()) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     """Run the command line with ``argv`` (default: the process's); the exit status."""
-    p = parser()
     typed = sys.argv[1:] if argv is None else list(argv)
+    # The subcommand is the first word that is not an option (the top level takes no values).
+    p = parser(next((word for word in typed if not word.startswith("-")), ""))
     args = p.parse_args(typed)
     try:
         result = args.function(args)

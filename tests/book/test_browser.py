@@ -1,5 +1,6 @@
 """The built book in a real browser, offline: no console errors, typeset math, every image
-loaded, and every live widget recomputing what the library computes.
+loaded, every live widget recomputing what the library computes, and each chapter's layout
+(``tests/book/layout.py``, checked on the chapter as it is open).
 
 Drives Debian's Chromium (/usr/bin/chromium, or $CHROMIUM) with Playwright, every host name
 unresolvable, pages opened from disk. Without Chromium the tests fail and say how to install
@@ -18,6 +19,7 @@ import sympy
 
 import inference_arithmetic as ia
 from inference_arithmetic import formulas
+from tests.book import layout
 from tests.book.test_book import HTML, _page_path
 from tests.book.test_chapters import CHAPTERS
 
@@ -319,7 +321,7 @@ def test_a_widget_reads_as_the_library_describes_it(browser, width):
 
 
 @pytest.mark.parametrize("doc", CHAPTERS)
-def test_page_renders_offline_and_its_widgets_recompute_what_the_library_computes(browser, doc):
+def test_page_renders_offline_fits_its_column_and_its_widgets_recompute_the_library(browser, doc):
     import json
 
     page, errors = _open(browser, doc)
@@ -363,6 +365,9 @@ def test_page_renders_offline_and_its_widgets_recompute_what_the_library_compute
         )
         assert not _widget_problems(widget), (doc, _widget_problems(widget))
         _check_regions(widget, spec)
+    # The page's layout, on the page as it is open (tests/book/layout.py): loaded and typeset
+    # once for both checks.
+    layout.check(page, f"{doc}.html")
     assert not errors, f"console errors: {errors}"
     page.close()
 
@@ -924,6 +929,9 @@ def test_appendix_renders_offline_with_its_math_typeset(browser, request, doc):
     _check_page(page, errors)
     # MathJax shows TeX it cannot parse as an error box instead of failing loudly.
     assert page.locator("mjx-merror").count() == 0, f"{doc}: TeX that MathJax rejects"
+    if doc != "book/appendix-formulas":  # whose layout is checked last (it opens every box)
+        layout.check(page, f"{doc}.html")
+        assert not errors, f"console errors: {errors}"
 
 
 def test_math_of_a_collapsed_form_is_typeset_when_it_is_opened(formula_reference):
@@ -939,4 +947,12 @@ def test_math_of_a_collapsed_form_is_typeset_when_it_is_opened(formula_reference
     )
     assert box.locator(".ia-math-later").count() == 0
     assert box.locator("mjx-merror").count() == 0
+    assert not errors, f"console errors: {errors}"
+
+
+def test_the_formula_reference_fits_its_column(formula_reference):
+    # The layout of the page loaded above (tests/book/layout.py), every box opened: after the
+    # test above, which needs a box still closed.
+    page, errors = formula_reference
+    layout.check(page, "book/appendix-formulas.html")
     assert not errors, f"console errors: {errors}"

@@ -98,6 +98,15 @@ def test_n_gpus_counts_one_replica_everywhere():
     assert r["n_gpus"] == 4 and r["gpus"] == 12
 
 
+def test_serves_wave_is_not_a_streams_concurrency():
+    # concurrency is the requests in the engine of a stream (steady_state); serve named its
+    # requests per wave so too (issue 36): now wave_size, the batch a static engine runs.
+    served = ia.serve(M, G, requests=10**4, engine="tensorrt-llm")
+    assert "concurrency" not in served and "concurrency" in ia.steady_state(M, G, requests_per_s=2)
+    fits = ia.max_batch(M, G, context_len=2048 + 256, engine="tensorrt-llm")
+    assert served["wave_size"] == fits and served["waves"] == -(-(10**4) // fits)
+
+
 def test_the_same_cost_keys():
     """One meaning per cost key (``formulas.economics.COST_KEYS``): a static batch's
     ``input``, ``output`` and ``blended`` alike in ``calculate``, ``token_costs`` and ``sweep``,

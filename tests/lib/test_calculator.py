@@ -25,7 +25,7 @@ def test_widget_shows_a_message_for_impossible_inputs_and_never_clamps():
     w = calculator.widget(batch=8)
     assert w.result["batch"] == 8 and w.message is None
     w.update(batch=-3)
-    assert w.state["batch"] == -3 and w.result is None
+    assert w.state["batch"] == -3 and w.message is not None
     assert w.message == "batch must be a whole number from 1 to 4,096, got -3"
     w.update(batch=8, prompt_len=10**9)
     assert w.message.startswith("prompt_len must be a whole number from 1 to ")
@@ -129,10 +129,10 @@ def test_the_continuous_mode_is_the_steady_state_of_the_library():
     )
     top = w.result["saturation_rate"]
     w.update(requests_per_s=2 * top)  # past saturation: the message names the most it takes
-    assert w.result is None and w.message.startswith(f"{ia.format.number(2 * top)} requests")
+    assert w.message.startswith(f"{ia.format.number(2 * top)} requests")
     assert f"keeps up with at most {ia.format.number(top)} requests per second" in w.message
     w.update(requests_per_s=-2)  # never clamped
-    assert w.state["requests_per_s"] == -2 and w.result is None
+    assert w.state["requests_per_s"] == -2 and w.message is not None
     assert w.message == calculator.rate_message().format(value=-2)
     assert w.message.startswith("requests_per_s must be a positive number of requests per second")
     w.update(mode=calculator.STATIC, requests_per_s=-2)  # the static mode ignores the rate
@@ -294,7 +294,7 @@ def test_the_continuous_mode_shows_memory_and_cost_at_the_rate():
 def test_the_assumptions_are_controls_with_their_ranges(name, bad, words):
     w = calculator.widget(batch=8, step="roofline")
     w.update(**{name: bad})  # never clamped: the message names the range
-    assert w.state[name] == bad and w.result is None and w.message.startswith(words)
+    assert w.state[name] == bad and w.message.startswith(words)
     if name in calculator.AMOUNTS:  # the page fills the same template
         assert w.message == calculator.amount_message(name).format(value=bad)
 
@@ -352,7 +352,7 @@ def test_the_plan_is_a_mode_of_the_form():
     assert w.result == expected and w.values["cost_blended"] == expected["cost"]["blended"]
     assert "GPUs per replica (its parallelism's degree)" in w.html()
     w.update(ttft_target=0.001)  # no deployment meets it: the library's message
-    assert w.result is None and w.message.startswith("no deployment of up to 64 x h100-sxm")
+    assert w.message.startswith("no deployment of up to 64 x h100-sxm")
     assert "within ttft 1 ms and tpot 50 ms" in w.message
     w.update(ttft_target=0.5, gpu="b300")  # no example price: the plan asks for one
     assert w.message == "'b300' has no example price per hour: pass price_per_hour (USD per " \
@@ -407,7 +407,7 @@ def test_a_pasted_config_is_read_by_the_librarys_parser():
     arch = ia.ModelConfig.from_hf_config(config, name=own.OWN)
     assert w.result == calculate(arch, "h100-sxm", batch=8) and w.result["model"] == own.OWN
     w.update(config="not json")
-    assert w.result is None and w.message == own.MESSAGES["json"]
+    assert w.message == own.MESSAGES["json"]
     w.update(config=json.dumps({**config, "num_attention_heads": 0}))  # the parser's words
     assert w.message.startswith("config of model_type 'llama': num_attention_heads must be")
     with pytest.raises(ia.ArgumentError, match="config must be the text of a config.json"):
@@ -458,7 +458,7 @@ def test_the_serving_options_are_controls_of_the_stream_and_the_plan():
         ), method
     w.update(speculative="mtp")  # Llama ships no MTP module: the library's refusal, as the page's
     refusal = calculator_data.method("mtp")["refusal"].format(model="llama-3.1-8b")
-    assert w.result is None and w.message == refusal
+    assert w.message == refusal
     with pytest.raises(ia.ArgumentError) as refused:
         ia.steady_state("llama-3.1-8b", "h100-sxm", requests_per_s=4.0, speculative="mtp")
     assert str(refused.value) == refusal
@@ -523,10 +523,10 @@ def test_a_pipeline_is_a_choice_of_the_stream_and_the_plan():
     assert page["pipeline"] == scenario.pipeline_degrees(ia.model("llama-3.1-70b"), 8)
     # Expert parallelism's steady state is the library's only: the form says so, by name.
     w.update(model=MOE, parallel="expert-dp")
-    assert w.result is None and w.message == calculator.NOT_STREAMED.format(
+    assert w.message == calculator.NOT_STREAMED.format(
         choices="tensor or pipeline", parallel="expert-dp"
     )
-    assert calculator.widget(model=MOE, parallel="expert-dp", n_gpus=4).result is not None
+    assert calculator.widget(model=MOE, parallel="expert-dp", n_gpus=4).message is None
 
 
 @pytest.mark.slow
@@ -623,14 +623,21 @@ def test_the_plan_is_judged_on_the_percentile_chosen():
 
 
 def test_a_calculator_made_with_refused_settings_says_so_in_code():
-    # On the page the readout says why; made in code, the result None comes with a warning
-    # and a repr that carry the library's refusal.
+    # On the page the readout says why; made in code, a warning and the repr carry the
+    # library's refusal, and reading the result it has not raises it (it was None, and
+    # result["tpot"] said "'NoneType' object is not subscriptable", issue 36).
     with pytest.warns(calculator.RefusedWarning) as caught:
         w = calculator.Calculator(batch=-5)
-    assert w.result is None and w.message == "batch must be a whole number from 1 to 4,096, got -5"
+    assert w.message == "batch must be a whole number from 1 to 4,096, got -5"
     assert w.message in str(caught[0].message) and w.message in repr(w)
+    assert w.values is None
+    with pytest.raises(ia.ArgumentError, match="no result: batch must be a whole number"):
+        w.result["tpot"]
     with pytest.warns(calculator.RefusedWarning, match="cannot be split over 3 GPUs"):
-        calculator.Calculator(n_gpus=3)
+        three = calculator.Calculator(n_gpus=3)
+    with pytest.raises(ia.ArgumentError, match="cannot be split over 3 GPUs"):
+        three.result["tpot"]
+    assert three.update(n_gpus=2).result["tpot"] > 0 and three.message is None
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert "result=" in repr(calculator.Calculator())  # a good one warns of nothing

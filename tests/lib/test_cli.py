@@ -130,6 +130,20 @@ def test_a_closed_loop_and_the_frontier_are_the_librarys(capsys):
     assert table[0].split()[:3] == ["GPUs", "parallelism", "users"] and len(table) == len(want) + 1
 
 
+def test_kernels_takes_a_prefills_prompt_len_and_a_decode_steps_context_len(capsys):
+    argv = ("kernels", "llama-3.1-8b", "h100-sxm", "--batch", "2")
+    got = as_json(capsys, *argv, "--phase", "prefill", "--prompt-len", "512")
+    want = ia.kernels("llama-3.1-8b", "h100-sxm", batch=2, prompt_len=512, phase="prefill")
+    assert [r["time"] for r in got["rows"]] == [w["time"] for w in want]
+    assert got["inputs"]["prompt_len"] == 512 and got["inputs"]["context_len"] is None
+    for wrong, right in (("--context-len", "--prompt-len"), ("--prompt-len", "--context-len")):
+        phase = "prefill" if wrong == "--context-len" else "decode"
+        with pytest.raises(SystemExit) as exit:
+            main([*argv, "--phase", phase, wrong, "512"])
+        assert exit.value.code == 2
+        assert f"give {right}, not {wrong}" in capsys.readouterr().err
+
+
 def test_csv_of_one_answer_is_one_row_of_flat_keys(capsys):
     text = run(capsys, "calculate", "llama-3.1-8b", "h100-sxm", "--csv")
     (row,) = csv.DictReader(io.StringIO(text))
@@ -304,6 +318,8 @@ def test_every_subcommands_json_carries_its_inputs(capsys, command):
     argv = SUBCOMMANDS[command]
     options = {a.dest for a in _subcommands()[command]._actions} - {"help", "output"}
     lengths = ("--prompt-len", "1024") if "prompt_len" in options else ()
+    if command == "kernels":  # a prompt is a prefill's
+        lengths += ("--phase", "prefill")
     got = as_json(capsys, command, *argv, *lengths)
     given = got["inputs"]
     assert given["model"] == "llama-3.1-8b"
@@ -311,7 +327,8 @@ def test_every_subcommands_json_carries_its_inputs(capsys, command):
     assert set(given) == {names.get(o, o) for o in options}
     if lengths:
         assert given["gpu"] == "h100-sxm" and given["prompt_len"] == 1024
-        assert given["output_len"] == 256  # a default is taken too
+        if "output_len" in options:  # kernels times one step: no output
+            assert given["output_len"] == 256  # a default is taken too
     if "--rate" in argv:
         assert given["requests_per_s"] == 2.0
     if command == "kernels":  # records: beside the inputs, as rows

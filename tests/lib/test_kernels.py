@@ -82,7 +82,7 @@ def test_few_tokens_per_expert_lower_the_grouped_products_rate():
     values = ia.Scenario("mixtral-8x7b", H100, n_gpus=2, step="kernels").values()
     few, many = (float(rate.from_values({**values, "rows": r})) for r in (16, 4096))
     assert few < 0.15 * many
-    table = rows("mixtral-8x7b", H100, batch=64, context_len=512, n_gpus=2, phase="prefill")
+    table = rows("mixtral-8x7b", H100, batch=64, prompt_len=512, n_gpus=2, phase="prefill")
     experts = table["experts up"]
     dense_rate = values["compute_efficiency"] * H100.flop_rate("bf16")
     assert experts["flops"] / experts["time"] < values["grouped_matmul"] * dense_rate
@@ -124,7 +124,7 @@ def test_messages_travel_in_the_activations_format():
 
 
 def test_a_prefill_has_no_decode_kernels_and_a_decode_no_prompt_ones():
-    prefill = rows("llama-3.1-8b", H100, batch=2, context_len=512, phase="prefill")
+    prefill = rows("llama-3.1-8b", H100, batch=2, prompt_len=512, phase="prefill")
     decode = rows("llama-3.1-8b", H100, batch=2, context_len=512)
     assert "decode attention" not in prefill and "prompt attention" in prefill
     assert "prompt attention" not in decode and "decode attention" in decode
@@ -202,9 +202,9 @@ def test_a_prefix_hit_prefills_the_rest_attending_to_the_whole_prompt():
     # Half of 2,048 tokens cached: 1,024 computed, their attention pairs those of the whole
     # prompt less the cached half's own, and the cached keys and values read once.
     half = rows(
-        "llama-3.1-8b", H100, batch=1, context_len=2048, phase="prefill", prefix_hit_rate=0.5
+        "llama-3.1-8b", H100, batch=1, prompt_len=2048, phase="prefill", prefix_hit_rate=0.5
     )
-    whole = rows("llama-3.1-8b", H100, batch=1, context_len=2048, phase="prefill")
+    whole = rows("llama-3.1-8b", H100, batch=1, prompt_len=2048, phase="prefill")
     pairs = (2048 * 2049 - 1024 * 1025) / (2048 * 2049)
     attention = "prompt attention"
     assert half[attention]["flops"] == pytest.approx(pairs * whole[attention]["flops"])
@@ -317,3 +317,21 @@ def test_a_prefix_hit_rate_counts_in_a_prefill_and_is_refused_in_a_decode():
     with pytest.raises(ia.ArgumentError, match=r"prefix_hit_rate changes only a prefill"):
         ia.kernels("llama-3.1-8b", "h100-sxm", batch=8, prefix_hit_rate=0.5)
     assert seconds("decode", prefix_hit_rate=0) == seconds("decode")
+
+
+def test_a_prefill_takes_its_prompt_len_and_a_decode_step_its_context_len():
+    # One name, one job: context_len was a prefill's prompt too (issue 36). Each phase takes
+    # the name every other entry point gives its tokens and refuses the other's by name.
+    m, ms = "llama-3.1-8b", "h100-sxm"
+    prefill = ia.kernels(m, ms, batch=2, prompt_len=512, phase="prefill")
+    assert sum(r["time"] for r in prefill) == pytest.approx(
+        ia.prefill_time(m, ms, batch=2, prompt_len=512, step="kernels"), rel=1e-12
+    )
+    with pytest.raises(ia.ArgumentError, match=r"give prompt_len, not context_len"):
+        ia.kernels(m, ms, batch=2, context_len=512, phase="prefill")
+    with pytest.raises(ia.ArgumentError, match=r"give context_len, not prompt_len"):
+        ia.kernels(m, ms, batch=2, prompt_len=512)
+    # Unless given, either phase's tokens are STEP_TOKENS.
+    default = ia.kernels(m, ms, phase="prefill")
+    assert default == ia.kernels(m, ms, prompt_len=ia.timing.STEP_TOKENS, phase="prefill")
+    assert ia.kernels(m, ms) == ia.kernels(m, ms, context_len=ia.timing.STEP_TOKENS)

@@ -77,16 +77,18 @@ def test_bad_sizes_raise(bad):
         ia.kv_cache_bytes(ia.model("llama-3.1-8b"), **bad)
 
 
-def test_old_keywords_still_work_and_say_their_new_names():
+def test_old_keywords_are_refused_by_their_new_names():
+    # seq_len and mla mean a forward pass's tokens and how an MLA model decodes elsewhere:
+    # kv_cache_bytes took them for its context_len and mla_cache, and refuses them now.
     m = ia.model("deepseek-v3")
-    with pytest.warns(DeprecationWarning, match="seq_len= is now called context_len="):
-        old = ia.kv_cache_bytes(m, seq_len=4096)
-    assert old == ia.kv_cache_bytes(m, context_len=4096)
-    with pytest.warns(DeprecationWarning, match="mla= is now called mla_cache="):
-        old = ia.kv_cache_bytes(m, mla="expanded")
-    assert old == ia.kv_cache_bytes(m, mla_cache="expanded")
-    with pytest.raises(ValueError, match="give context_len= only"):
-        ia.kv_cache_bytes(m, context_len=10, seq_len=10)
+    with pytest.raises(ia.ArgumentError, match="seq_len= is now called context_len="):
+        ia.kv_cache_bytes(m, seq_len=4096)
+    with pytest.raises(ia.ArgumentError, match="mla= is now called mla_cache="):
+        ia.kv_cache_bytes(m, mla="expanded")
+    with pytest.raises(TypeError, match="unexpected keyword argument 'mla'"):
+        kv_cache.kv_cache_bytes(m, mla="expanded")  # the formula: mla_cache only
+    with pytest.raises(TypeError, match="unexpected keyword argument 'sequence'"):
+        ia.kv_cache_bytes(m, sequence=10)
 
 
 def test_unknown_dtype_lists_the_known_ones():

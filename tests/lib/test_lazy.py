@@ -7,6 +7,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 # Run in a fresh process: the files opened while the library imports, and the modules it leaves
 # imported.
 _IMPORT = """
@@ -52,3 +54,64 @@ def test_what_is_built_on_first_use_is_built_once_and_stays_public():
     assert queueing.SPREAD_POINTS is queueing.SPREAD_POINTS
     assert lengths.LENGTHS is lengths.LENGTHS
     assert set(STEADY) == {"decoding", "gain", "variance", "tpot", "busy", "tpot_spread"}
+
+
+def test_the_package_imports_no_sympy_until_a_name_is_used():
+    # Every name of ``ia`` loads on first use (PEP 562): the command line's listings answer
+    # without SymPy and NumPy, half a second of a fresh process (issue 36).
+    modules = set(_fresh_import()["modules"])
+    assert "sympy" not in modules and "numpy" not in modules
+    done = subprocess.run([sys.executable, "-c", _USED], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout.splitlines()[-1]) == [True, True, True]
+
+
+_USED = """
+import json, sys
+import inference_arithmetic as ia
+first = ia.calculate  # the API, as import loaded it before
+print(json.dumps(["sympy" in sys.modules, first is ia.calculate, ia.validation.published is
+                  sys.modules["inference_arithmetic.validation.published"]]))
+"""
+
+
+def test_every_public_name_is_there_and_dir_lists_them():
+    import inference_arithmetic as ia
+
+    for name in ia.__all__:
+        assert getattr(ia, name) is not None, name
+    assert set(ia.__all__) <= set(dir(ia))
+    assert {"core", "validation", "__version__"} <= set(dir(ia))
+    assert ia.ArgumentError is ia.core.numeric.ArgumentError is ia.checks.ArgumentError
+    assert ia.checks.expression is ia.core.numeric.expression
+    # A package that another import loaded in part has its other modules all the same.
+    reaches = (
+        "ia.gpu_names(); ia.core.numeric.numeric",
+        "ia.measurements.predict; ia.validation.published.validation_set",
+    )
+    for reach in reaches:
+        code = f"import inference_arithmetic as ia; {reach}"
+        subprocess.run([sys.executable, "-c", code], capture_output=True, check=True)
+    with pytest.raises(AttributeError, match="no attribute 'calculat'"):
+        ia.calculat  # noqa: B018
+
+
+# A listing of the command line, in a fresh process: the modules it imported.
+_COMMAND = """
+import json, sys
+from inference_arithmetic.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["gpus"], ["gpus", "--json"], ["--version"]])
+def test_the_command_lines_listings_import_no_sympy(argv):
+    done = subprocess.run(
+        [sys.executable, "-c", _COMMAND, *argv], capture_output=True, text=True, check=True
+    )
+    modules = set(json.loads(done.stdout.splitlines()[-1]))
+    assert "sympy" not in modules, argv
+    assert "inference_arithmetic.cli" in modules

@@ -741,8 +741,8 @@ def test_waves_serve_every_request(s, requests):
     )
     # As many as fit, and no more than the engine runs at once (vLLM's max_num_seqs).
     cap = ia.engine(ia.scenario.DEFAULT_ENGINE).max_num_seqs or requests
-    assert served["concurrency"] == min(requests, fits, cap)
-    assert served["waves"] == math.ceil(requests / served["concurrency"])
+    assert served["wave_size"] == min(requests, fits, cap)
+    assert served["waves"] == math.ceil(requests / served["wave_size"])
     assert served["elapsed"] >= served["ttft"]
     # Every request's output, in the time it all took.
     tokens = requests * s["output_len"]

@@ -429,13 +429,13 @@ def test_the_sweep_and_the_steady_state_take_expert_parallelism():
 def test_serve_of_a_billion_requests_is_waves_in_closed_form_or_refused_by_its_limit():
     # Waves: a billion requests are whole waves of the most that fit, each as long as the first.
     static = ia.serve(M, G, requests=10**9, engine="tensorrt-llm")
-    one = ia.serve(M, G, requests=static["concurrency"], engine="tensorrt-llm")
-    assert static["waves"] == -(-(10**9) // static["concurrency"])
-    full, rest = divmod(10**9, static["concurrency"])
+    one = ia.serve(M, G, requests=static["wave_size"], engine="tensorrt-llm")
+    assert static["waves"] == -(-(10**9) // static["wave_size"])
+    full, rest = divmod(10**9, static["wave_size"])
     last = ia.serve(M, G, requests=rest, engine="tensorrt-llm")["elapsed"] if rest else 0.0
     assert _close(static["elapsed"], full * one["elapsed"] + last)
     roof = ia.serve(M, G, requests=10**9, step="roofline")
-    assert roof["waves"] == -(-(10**9) // roof["concurrency"])
+    assert roof["waves"] == -(-(10**9) // roof["wave_size"])
     # A continuous engine's schedule is followed step by step: refused past its limit, by name.
     most = timing.BURST_LIMIT["requests"]
     for requests, output_len in ((10**9, 256), (most + 1, 2), (most, 4096)):

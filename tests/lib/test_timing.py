@@ -144,7 +144,7 @@ def test_a_batch_larger_than_memory_runs_in_waves():
         fit
         == on_roofline(timing.serve)(
             SMALL, GPU, requests=10**6, prompt_len=2048, output_len=100, memory_utilization=1.0
-        )["concurrency"]
+        )["wave_size"]
     )
     one = on_roofline(timing.serve)(
         SMALL, GPU, requests=fit, prompt_len=2048, output_len=100, memory_utilization=1.0
@@ -165,7 +165,7 @@ def test_a_batch_larger_than_memory_runs_in_waves():
     # An engine that keeps a tenth of the memory for itself fits fewer requests per wave,
     # and max_batch counts with the same budget.
     budget = on_roofline(timing.serve)(SMALL, GPU, requests=10**6, prompt_len=2048, output_len=100)[
-        "concurrency"
+        "wave_size"
     ]
     assert budget < fit and budget == on_roofline(timing.max_batch)(
         SMALL, GPU, context_len=2048 + 100
@@ -429,8 +429,8 @@ def test_a_decode_step_past_the_window_names_context_len():
     assert f"context_len may be at most {window - 1:,}, got 10,000,000" in message
     assert f"at most {window:,} tokens (its context window)" in message
     assert "prompt_len" not in message and "output_len" not in message
-    with pytest.raises(ia.ArgumentError, match="context_len may be at most"):
-        ia.kernels(SMALL, H100, context_len=window + 1, phase="prefill")
+    with pytest.raises(ia.ArgumentError, match="prompt_len may be at most"):
+        ia.kernels(SMALL, H100, prompt_len=window + 1, phase="prefill")
 
 
 def test_a_pipeline_stage_holds_whole_layers():

@@ -23,12 +23,11 @@ from __future__ import annotations
 
 import math
 import numbers
-import warnings
 
-from inference_arithmetic.core.numeric import ArgumentError, expression
+from inference_arithmetic.core.errors import ArgumentError
 
-__all__ = ["ArgumentError", "count", "fraction", "share", "amount", "choice", "renamed"]
-__all__ += ["expression", "is_real", "architecture"]
+__all__ = ["ArgumentError", "count", "fraction", "share", "amount", "choice", "removed"]
+__all__ += ["expression", "is_real", "architecture"]  # noqa: F822 (expression: __getattr__)
 
 FRACTION = (0.001, 1.0)
 """The range of every fraction the library takes."""
@@ -95,15 +94,16 @@ def choice(name: str, value, choices):
     return value
 
 
-def renamed(old: str, old_value, new: str, new_value, default=None):
-    """The value of a keyword that was renamed: ``new``'s, or ``old``'s with a
-    ``DeprecationWarning`` naming the new name (an error if both are given)."""
-    if old_value is None:
-        return new_value
-    if new_value is not default:
-        raise ArgumentError(f"give {new}= only ({old}= is its old name), not both")
-    warnings.warn(f"{old}= is now called {new}=", DeprecationWarning, stacklevel=3)
-    return old_value
+def removed(function: str, given: dict, names: dict[str, str]) -> None:
+    """Refuse the keywords ``given`` to ``function`` beyond its own: an old name of one of its
+    arguments (``names``: old -> new) by an ``ArgumentError`` naming the new one, any other as
+    Python would (``TypeError``)."""
+    # A removed name is refused, not taken as an alias: a keyword with two names is read two
+    # ways, and its old spelling would live on in the code that copies it.
+    for old in given:
+        if old in names:
+            raise ArgumentError(f"{function}: {old}= is now called {names[old]}=")
+        raise TypeError(f"{function}() got an unexpected keyword argument {old!r}")
 
 
 ARCHITECTURE = (
@@ -128,3 +128,13 @@ def architecture(value, name: str = "arch"):
         made = f"ia.model({value!r:.60})" if isinstance(value, str | dict) else "ia.model(name)"
         raise ArgumentError(ARCHITECTURE.format(name=name, made=made, kind=kind))
     return value
+
+
+def __getattr__(name):
+    # ``expression`` is ``core.numeric``'s, which imports SymPy: loaded on first use, so that
+    # checking a number (the command line's listings) imports none.
+    if name == "expression":
+        from inference_arithmetic.core.numeric import expression
+
+        return expression
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from inference_arithmetic.core.numeric import ArgumentError, UnknownName
+from inference_arithmetic.core.errors import ArgumentError, UnknownName
 
 __all__ = [
     "Format",

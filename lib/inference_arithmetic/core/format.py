@@ -31,10 +31,8 @@ import math
 import re
 from collections.abc import Iterable
 
-import sympy
-
 from inference_arithmetic.core import checks
-from inference_arithmetic.core.numeric import ArgumentError
+from inference_arithmetic.core.errors import ArgumentError
 
 __all__ = [
     "si",
@@ -337,6 +335,8 @@ def formula_table(rows) -> str:
     |---|---|---|
     | weights | $b N$ | `basics.weight_bytes()` |
     """
+    import sympy  # here: formatting a number imports no SymPy (the command line's listings)
+
     triple = "rows of (quantity, SymPy expression, name in the library)"
     if isinstance(rows, str) or not isinstance(rows, Iterable):
         raise checks.ArgumentError(f"formula_table takes {triple}, got {rows!r}")
@@ -359,10 +359,13 @@ def first_branch(expr):
     """``expr`` with each ``Piecewise`` replaced by its first branch, and the conditions that
     branch holds under: a table shows one readable case, not nested ``cases`` blocks.
 
+    >>> import sympy
     >>> from inference_arithmetic.core.symbols import n_gpus, n_link, beta_link, beta_net
     >>> first_branch(sympy.Piecewise((beta_link, n_link >= n_gpus), (beta_net, True)))
     (link_bandwidth, [link_domain >= n_gpus])
     """
+    import sympy
+
     conditions = []
     while pieces := sorted(expr.atoms(sympy.Piecewise), key=sympy.count_ops, reverse=True):
         value, condition = pieces[0].args[0]

@@ -21,6 +21,7 @@ import numpy as np
 import sympy
 
 from inference_arithmetic.core import printing
+from inference_arithmetic.core.errors import ArgumentError, UnknownName
 
 __all__ = [
     "ArgumentError",
@@ -42,30 +43,6 @@ def _run(source: str, numbers: bool = False):
     """The function that ``source`` (``printing.numpy_code``'s) defines, on arrays or, with
     ``numbers``, on single numbers (``printing.define``)."""
     return printing.define(source, numbers)[printing.GENERATED]
-
-
-class ArgumentError(ValueError, TypeError):
-    """A compiled formula got a missing, unknown or invalid argument.
-
-    It is a ``ValueError`` (bad input, as everywhere in the library) and a ``TypeError``
-    (what Python raises for a wrong keyword argument), so either ``except`` catches it.
-    Every error the library raises for its caller's input is one (``UnknownName`` too).
-    """
-
-
-class UnknownName(ArgumentError, KeyError):
-    """A name that is not one of the valid choices: a model, a GPU, an engine, a format, a
-    key. A ``KeyError``, as a dict's lookup raises, and an ``ArgumentError``; its message
-    names what was asked for and the valid choices (or the close ones).
-
-    >>> raise UnknownName("unknown gpu 'h100'; close matches: h100-sxm")
-    Traceback (most recent call last):
-    ...
-    inference_arithmetic.core.numeric.UnknownName: unknown gpu 'h100'; close matches: h100-sxm
-    """
-
-    def __str__(self):
-        return ValueError.__str__(self)  # the message as it is (a KeyError would quote it)
 
 
 def expression(name: str, value) -> sympy.Basic:

@@ -14,7 +14,7 @@ import json
 from collections.abc import Callable, Iterator, Mapping
 from importlib import resources
 
-from inference_arithmetic.core.numeric import ArgumentError, UnknownName
+from inference_arithmetic.core.errors import ArgumentError, UnknownName
 
 __all__ = ["Registry", "entries", "lookup"]
 

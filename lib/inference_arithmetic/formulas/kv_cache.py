@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import sympy
 
-from inference_arithmetic.core.checks import architecture, renamed
+from inference_arithmetic.core.checks import architecture
 from inference_arithmetic.core.numeric import ArgumentError
 from inference_arithmetic.core.symbols import (
     B,
@@ -36,7 +36,7 @@ __all__ = ["MLA_FORMS", "numbers_per_token", "cached_tokens", "kv_cache_bytes"]
 MLA_FORMS = ("latent", "expanded")
 
 
-def numbers_per_token(arch, mla_cache="latent", *, mla=None):
+def numbers_per_token(arch, mla_cache="latent"):
     """Numbers one layer caches per token: a key and a value per KV head, 2 H_kv d_h.
 
     MLA caches its compressed latent, r_kv + d_rope per token (``mla_cache="latent"``), as
@@ -44,7 +44,7 @@ def numbers_per_token(arch, mla_cache="latent", *, mla=None):
     the cache of keys and values expanded per head, H (d_nope + d_rope + d_v), that MLA
     avoids (and that a naive implementation would keep).
     """
-    form = renamed("mla", mla, "mla_cache", mla_cache, "latent")
+    form = mla_cache
     architecture(arch)
     if form not in MLA_FORMS:
         raise ArgumentError(
@@ -63,8 +63,7 @@ def cached_tokens(arch):
     return (L - L_w) * S + L_w * sympy.Min(S, W - 1)
 
 
-def kv_cache_bytes(arch, mla_cache="latent", *, mla=None):
+def kv_cache_bytes(arch, mla_cache="latent"):
     """Bytes of the KV cache of B sequences with S cached tokens each (``mla_cache``: which
     form an MLA model stores, ``numbers_per_token``)."""
-    form = renamed("mla", mla, "mla_cache", mla_cache, "latent")
-    return B * b * cached_tokens(architecture(arch)) * numbers_per_token(arch, form)
+    return B * b * cached_tokens(architecture(arch)) * numbers_per_token(arch, mla_cache)

@@ -29,7 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-from inference_arithmetic.core.numeric import ArgumentError
+from inference_arithmetic.core.errors import ArgumentError
 from inference_arithmetic.core.registry import entries, lookup
 
 __all__ = ["Engine", "engine", "engine_names", "ALLREDUCE", "BATCHING", "PROPERTIES"]

@@ -61,9 +61,8 @@ from types import MappingProxyType
 from inference_arithmetic.core import checks
 from inference_arithmetic.core import format as fmt
 from inference_arithmetic.core.dtypes import COMPUTE_FORMATS, DTYPE_BYTES
-from inference_arithmetic.core.numeric import ArgumentError, UnknownName, numeric
+from inference_arithmetic.core.errors import ArgumentError, UnknownName
 from inference_arithmetic.core.registry import Registry, lookup
-from inference_arithmetic.formulas import roofline
 
 __all__ = ["GPU", "gpu", "gpu_names", "FLOP_DTYPES", "FIGURES", "ON_CHIP", "ACHIEVED"]
 __all__ += ["achieved_figure"]
@@ -359,6 +358,10 @@ class GPU:
     def ridge_point(self, dtype: str) -> float:
         """FLOPs per byte of memory traffic at which compute time equals memory time
         (``formulas.roofline.ridge_point`` at this GPU's figures)."""
+        # The formula's SymPy, imported here: a GPU's figures (``ia gpus``) need none.
+        from inference_arithmetic.core.numeric import numeric
+        from inference_arithmetic.formulas import roofline
+
         return numeric(roofline.ridge_point()).from_values(self.figures(dtype))
 
     @property

@@ -17,14 +17,18 @@ from __future__ import annotations
 
 import functools
 
-from inference_arithmetic.core.checks import count, renamed
+from inference_arithmetic.core.checks import count, removed
 from inference_arithmetic.core.dtypes import bytes_per_number, cache_format
 from inference_arithmetic.core.numeric import ArgumentError, evaluate
 from inference_arithmetic.formulas import kv_cache, transformer
 from inference_arithmetic.models.config import ModelConfig
 from inference_arithmetic.models.config import model as registry_model
 
-__all__ = ["param_count", "kv_cache_bytes", "forward_flops", "decode_flops"]
+__all__ = ["param_count", "kv_cache_bytes", "forward_flops", "decode_flops", "OLD_NAMES"]
+
+OLD_NAMES = {"seq_len": "context_len", "mla": "mla_cache"}
+"""``kv_cache_bytes``' old keywords, refused by their new names: ``seq_len`` is a forward
+pass's tokens (``forward_flops``), ``mla`` how an MLA model decodes (``decode_flops``)."""
 
 
 def _at(arch: ModelConfig, expr, **values):
@@ -61,16 +65,15 @@ def kv_cache_bytes(
     context_len: int = 2048,
     dtype: str = "bf16",
     mla_cache: str = "latent",
-    seq_len: int | None = None,
-    mla: str | None = None,
+    **old,
 ) -> int:
     """Bytes of the KV cache holding ``context_len`` tokens for each of ``batch`` sequences
     (``mla_cache``: the form an MLA model stores, "latent" or "expanded"), at most the model's
-    context window (a model that states none: any). ``seq_len`` and ``mla`` are the old names
-    of ``context_len`` and ``mla_cache`` (deprecated)."""
+    context window (a model that states none: any). The old names ``seq_len`` and ``mla`` are
+    refused, naming ``context_len`` and ``mla_cache`` (``OLD_NAMES``)."""
+    removed("kv_cache_bytes", old, OLD_NAMES)
     model = registry_model(model)
-    context_len = renamed("seq_len", seq_len, "context_len", context_len, 2048)
-    form = renamed("mla", mla, "mla_cache", mla_cache, "latent")
+    form = mla_cache
     window = model.context_window
     values = {"batch": count("batch", batch), "context_len": count("context_len", context_len)}
     if window is not None and values["context_len"] > window:

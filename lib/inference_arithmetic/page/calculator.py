@@ -85,24 +85,26 @@ __all__ += ["STREAM", "step_key", "JUDGED", "PERCENTILE_KEY", "PERCENTILE_NAMES"
 
 
 class RefusedWarning(UserWarning):
-    """A ``Calculator`` made with settings the library refuses: its ``result`` is None, and
+    """A ``Calculator`` made with settings the library refuses: it has no ``result``, and
     this says why (``message``) to a reader who made it in code, not on the page."""
 
 
-REFUSED = "the calculator's result is None: {message} (its message; update() to change it)"
-"""The warning of a ``Calculator`` made with refused settings (``RefusedWarning``)."""
+REFUSED = "the calculator has no result: {message} (its message; update() to change it)"
+"""The warning of a ``Calculator`` made with refused settings (``RefusedWarning``), and the
+``ArgumentError`` of reading its ``result``."""
 
 
 class Calculator:
     """The calculator's controls and readout: ipywidgets in Jupyter, a live page in the book.
 
     ``update(**changes)`` sets controls and recomputes: ``result`` is ``ia.calculate``'s (or
-    ``ia.steady_state``'s, or ``ia.plan``'s, by the mode), or None with the reason in
-    ``message`` (an input outside its range, or a scenario the library refuses). Nothing is
-    clamped: the form answers for what was typed, or says why not. A value no field can hold
-    (a string, NaN, 2.5 requests) raises ``ArgumentError`` naming the control. Without a
-    ``requests_per_s``, the rate starts at half the saturation rate of the deployment the form
-    starts with (``default_rate``), where the tail of the wait has not yet exploded.
+    ``ia.steady_state``'s, or ``ia.plan``'s, by the mode), and ``message`` None; or, for an
+    input outside its range or a scenario the library refuses, ``message`` says why and reading
+    ``result`` raises ``ArgumentError`` with it (``values`` is None). Nothing is clamped: the
+    form answers for what was typed, or says why not. A value no field can hold (a string, NaN,
+    2.5 requests) raises ``ArgumentError`` naming the control. Without a ``requests_per_s``, the
+    rate starts at half the saturation rate of the deployment the form starts with
+    (``default_rate``), where the tail of the wait has not yet exploded.
     """
 
     def __init__(self, **state):
@@ -137,7 +139,7 @@ class Calculator:
         }
         self._widgets = None
         self._syncing = False
-        self.result, self.values, self.message = None, None, None
+        self._result, self.values, self.message = None, None, None
         self.update(**state)
         if "requests_per_s" not in state:
             self.update(requests_per_s=self.default_rate())
@@ -145,8 +147,19 @@ class Calculator:
             warnings.warn(REFUSED.format(message=self.message), RefusedWarning, stacklevel=2)
 
     def __repr__(self):
-        shown = f"message={self.message!r}" if self.result is None else f"result={self.result!r}"
+        shown = f"message={self.message!r}" if self.message else f"result={self._result!r}"
         return f"Calculator(mode={self.state['mode']!r}, {shown:.300})"
+
+    @property
+    def result(self) -> dict:
+        """The mode's answer for the current controls; ``ArgumentError`` with ``message`` where
+        the library refuses them."""
+        # Raised rather than None: c.result["tpot"] of refused settings failed as Python's
+        # "'NoneType' object is not subscriptable", far from the reason, which this error
+        # carries. ``message`` (None when answered) is the question "was it refused?".
+        if self.message is not None:
+            raise ArgumentError(REFUSED.format(message=self.message))
+        return self._result
 
     def default_rate(self) -> float:
         """Half the saturation rate of the steady state of the current controls, to two
@@ -202,10 +215,10 @@ class Calculator:
             check_number(name, value)
             self.state[name] = value
         try:
-            self.result, self.values = self._compute()
+            self._result, self.values = self._compute()
             self.message = None
         except (ValueError, KeyError) as error:
-            self.result, self.values = None, None
+            self._result, self.values = None, None
             self.message = error.args[0] if isinstance(error, KeyError) else str(error)
         if self._widgets is not None:
             self._syncing = True

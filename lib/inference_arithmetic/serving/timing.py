@@ -79,6 +79,9 @@ __all__ = [
     "PHASES",
     "kernels",
     "NO_PREFIX_IN_DECODE",
+    "STEP_TOKENS",
+    "PROMPT_NOT_CONTEXT",
+    "CONTEXT_NOT_PROMPT",
     "warm",
 ]
 
@@ -221,17 +224,19 @@ def in_waves(s: Scenario) -> dict[str, float]:
                 )
             )
         r = simulation.burst(s)
-        waves = -(-s.batch // r["concurrency"])  # the batch over the most at once, rounded up
-        return {"waves": waves, **r}
+        # The most requests the engine ran at once: its wave, as a static engine's batch.
+        wave_size = r.pop("concurrency")
+        waves = -(-s.batch // wave_size)  # the batch over the most at once, rounded up
+        return {"waves": waves, "wave_size": wave_size, **r}
     values = {**s.values(), "context_len": s.prompt_len + s.output_len}
     draft = s.formula_options.get("draft")  # a draft model's weights and cache take room
     fit = int(
         cache.formula(latency.max_concurrency, s.model, s.parallel, draft).from_values(values)
     )
-    concurrency = min(s.batch, fit)
+    wave_size = min(s.batch, fit)
     waves = cache.formula(latency.waves, s.model, s.parallel, draft).from_values(values)
-    full, rest = divmod(s.batch, concurrency)
-    first = run(s.replace(batch=concurrency, in_waves=False))
+    full, rest = divmod(s.batch, wave_size)
+    first = run(s.replace(batch=wave_size, in_waves=False))
     elapsed = full * first["request_time"] + (
         run(s.replace(batch=rest, in_waves=False))["request_time"] if rest else 0.0
     )
@@ -239,7 +244,7 @@ def in_waves(s: Scenario) -> dict[str, float]:
     throughput = cache.formula(latency.output_throughput, _seconds, "tensor")
     return {
         "waves": int(waves),
-        "concurrency": concurrency,
+        "wave_size": wave_size,
         "elapsed": elapsed,
         "throughput": throughput.from_values({**s.values(), "seconds": elapsed, "batch": s.batch}),
         "ttft": first["ttft"],
@@ -252,11 +257,13 @@ def serve(
     model, gpu, *, requests, prompt_len=2048, output_len=256, n_gpus=1, dtype=AUTO, **deployment
 ) -> dict[str, float]:
     """``requests`` identical requests sent at once to an engine whose KV cache holds only so
-    many: it runs them in waves of at most ``concurrency`` requests, one after another.
+    many: it runs them in waves of at most ``wave_size`` requests, one after another.
 
-    ``concurrency`` is the number of whole requests (prompt and output) whose cache fits in
-    ``memory_utilization`` of the GPUs' memory beside the weights. Returns ``waves``,
-    ``concurrency``, ``elapsed`` (seconds) and ``throughput`` (output tokens per second), the
+    ``wave_size`` is the number of whole requests (prompt and output) whose cache fits in
+    ``memory_utilization`` of the GPUs' memory beside the weights: a static engine's batch, a
+    continuous engine's most requests at once. (It is not ``steady_state``'s ``concurrency``,
+    the requests in the engine of a stream.) Returns ``waves``, ``wave_size``, ``elapsed``
+    (seconds) and ``throughput`` (output tokens per second), the
     first wave's ``ttft`` and ``tpot`` (a continuous engine's: the mean over the requests), and
     their ``band``: for each, the range in which eight of ten held-out measurements fell
     (``serving.bands``; None with ``step="roofline"``). Waves are a closed form, of any number
@@ -374,13 +381,30 @@ NO_PREFIX_IN_DECODE = (
 """The refusal of a prefix hit rate where it would change nothing."""
 
 
+STEP_TOKENS = 2048
+"""``kernels``' tokens by default: a decode step's ``context_len``, a prefill's ``prompt_len``."""
+
+PROMPT_NOT_CONTEXT = (
+    "a prefill (phase='prefill') computes a prompt of prompt_len tokens: give prompt_len, not "
+    "context_len (the tokens a decode step has cached)"
+)
+"""The refusal of a decode step's length in a prefill: one name, one job."""
+
+CONTEXT_NOT_PROMPT = (
+    "a decode step (phase='decode') reads context_len tokens cached: give context_len, not "
+    "prompt_len (a prefill's prompt, with phase='prefill')"
+)
+"""The refusal of a prefill's length in a decode step."""
+
+
 @deployment_keywords
 def kernels(
     model,
     gpu,
     *,
     batch=1,
-    context_len=2048,
+    context_len=None,
+    prompt_len=None,
     n_gpus=1,
     dtype=AUTO,
     phase="decode",
@@ -393,9 +417,10 @@ def kernels(
     the kernel's rate; ``memory``: bytes at its bandwidth; seconds, without the fixed cost),
     ``bound`` and seconds on one GPU (``time``) (``formulas.kernels``). ``phase="decode"``: a
     decode step of ``batch`` requests with ``context_len`` tokens cached; ``"prefill"``: a
-    prefill of ``batch`` prompts of ``context_len`` tokens. The last row, ``step``, is the
-    engine's fixed cost of the step and of the requests it schedules; the seconds add up to
-    the step's time.
+    prefill of ``batch`` prompts of ``prompt_len`` tokens. Each is ``STEP_TOKENS`` (2,048) unless
+    given, and each phase refuses the other's length (``PROMPT_NOT_CONTEXT``,
+    ``CONTEXT_NOT_PROMPT``). The last row, ``step``, is the engine's fixed cost of the step and
+    of the requests it schedules; the seconds add up to the step's time.
 
     >>> table = kernels("llama-3.1-8b", "h100-sxm", batch=256, context_len=1024)
     >>> bound = {r["kernel"]: r["bound"] for r in table}
@@ -405,9 +430,17 @@ def kernels(
     phase = checks.choice("phase", phase, PHASES)
     if phase == "decode" and deployment.get("prefix_hit_rate"):
         raise checks.ArgumentError(NO_PREFIX_IN_DECODE)
+    # A prefill's tokens are its prompt, a decode step's its cache: each phase takes its own
+    # name, as every other entry point spells them, and refuses the other's.
+    if phase == "prefill" and context_len is not None:
+        raise checks.ArgumentError(PROMPT_NOT_CONTEXT)
+    if phase == "decode" and prompt_len is not None:
+        raise checks.ArgumentError(CONTEXT_NOT_PROMPT)
+    name, tokens = ("context_len", context_len) if phase == "decode" else ("prompt_len", prompt_len)
+    tokens = STEP_TOKENS if tokens is None else tokens
     deployment.update(batch=batch, n_gpus=n_gpus, dtype=dtype)
-    s = one_step(model, gpu, "context_len", context_len, phase, step="kernels", **deployment)
-    context_len = s.prompt_len
+    s = one_step(model, gpu, name, tokens, phase, step="kernels", **deployment)
+    context_len = s.prompt_len  # the formulas' length symbol, either phase's tokens
     step, compiled = _kernel_rows(s.model, s.parallel, mla, **s.formula_options)
     values = {**s.values(), "context_len": context_len, "decoding": 0, "prefill_tokens": 0}
     prompts = batch * compiled.from_values(values)["prefilled"]  # a prefill reads no cache
