@@ -19,10 +19,14 @@ import sys as _sys
 # calculator's page data of every registry model (page.calculator_data) takes less than half
 # the time, the same expressions. A size set in the environment, or SymPy imported first, is kept.
 # The package imports SymPy on first use (below), so the size is set now and taken back once a
-# name of ``ia`` has imported it: this process's SymPy only, not its children's.
+# name of ``ia`` has imported it: this process's SymPy only, not its children's. The book's
+# execution hands the size to each page's kernel itself (tools/execute.py), since a chapter
+# imports SymPy before the library.
+SYMPY_CACHE_SIZE = 20_000
+"""The size of SymPy's caches the library asks for (``SYMPY_CACHE_SIZE`` in the environment)."""
 _SIZE_SET = "sympy" not in _sys.modules and "SYMPY_CACHE_SIZE" not in _os.environ
 if _SIZE_SET:
-    _os.environ["SYMPY_CACHE_SIZE"] = "20000"
+    _os.environ["SYMPY_CACHE_SIZE"] = str(SYMPY_CACHE_SIZE)
 
 # The layers, bottom up (README.md and tests/lib/test_layers.py): core < formulas < models,
 # hardware < serving < validation, page; this file sits on top, and exercises, the answer key

@@ -208,3 +208,20 @@ def test_a_shown_cell_that_needs_a_removed_cells_name_fails_the_page(tmp_path):
                                   out=lines.append)  # fmt: skip
     printed = "\n".join(lines)
     assert failed and "NameError" in printed and "name 'math' is not defined" in printed
+
+
+def test_a_pages_kernel_gets_the_librarys_sympy_cache_size(tmp_path, monkeypatch):
+    # A chapter imports SymPy before the library; the kernel must have the library's size all
+    # the same (SymPy reads it once, at its import): the calculator's page data depends on it.
+    # Not from this process's environment (importing the library may have left it there).
+    import inference_arithmetic
+
+    monkeypatch.delenv("SYMPY_CACHE_SIZE", raising=False)
+
+    code = "import sympy.core.cache\n\nprint(sympy.core.cache.SYMPY_CACHE_SIZE)"
+    _write(tmp_path, {"lib/x.py": "", "pages/size.md": _page(code)})
+    cache, page = tmp_path / "cache", tmp_path / "pages" / "size.md"
+    ran, failed = execute.execute([page], cache, tmp_path, out=print)
+    assert ran == [page] and not failed
+    assert _printed(cache, page) == f"{inference_arithmetic.SYMPY_CACHE_SIZE}\n"
+    assert inference_arithmetic.SYMPY_CACHE_SIZE > 1000  # SymPy's default
