@@ -45,9 +45,11 @@ settings.load_profile("library")
 # pytest-xdist runs all of a file's tests on one worker (`--dist loadfile`: they share what they
 # compute), in the order the files come (with --no-loadscope-reorder); a long file that starts
 # last leaves the other workers idle at the end. So the files run longest first: by the seconds
-# each took in the last run here (kept in pytest's cache), else, in a fresh clone, by the CPU
-# seconds each took in one (FRESH_SECONDS, `make test` on 2 cores: a file's formulas compiled
-# there, not read back), a file timed in neither before them all, the largest first.
+# each took in the last run here (kept in pytest's cache), else, in a fresh clone, by the
+# seconds each took in one (FRESH_SECONDS: pytest's own record of a fresh clone's `make test` on
+# 2 cores, the book's tests beside the library's, Chromium's time in its tests' seconds and a
+# file's formulas compiled there, not read back), a file timed in neither before them all, the
+# largest first.
 SECONDS = "inference-arithmetic/seconds-per-file"
 FRESH_SECONDS = Path(__file__).with_name("file_seconds.json")
 _seconds: dict[str, float] = {}
