@@ -19,8 +19,8 @@ BOOK_FLAGS := -W -n --keep-going
 # compile the library and pytest rewrite the tests again, seconds each.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: book execute test test-library test-book quick lint format notebooks browser lab bench \
-	bands reference measure linkcheck pdf clean help
+.PHONY: book execute shown test test-library test-book quick lint format notebooks browser lab \
+	bench bands reference measure linkcheck pdf clean help
 
 help:
 	@echo "make book       build the HTML book (executes every chapter; warnings are errors)"
@@ -31,6 +31,7 @@ help:
 	@echo "make notebooks  the chapters as .ipynb, student and instructor editions, in _build/notebooks/"
 	@echo "                (runs the chapters first, as make book does, for the numbers in the text)"
 	@echo "make execute    run the chapters whose code, library or data changed, into the cache"
+	@echo "make shown      each chapter's shown code alone in a fresh kernel, as a reader runs it (nbval)"
 	@echo "make lab        JupyterLab on the chapters"
 	@echo "make bench      import time, first and warm calculate, steady state, plan, compiled"
 	@echo "                formula vs numpy, a step model, widget update time, the command"
@@ -71,6 +72,16 @@ CACHE := _build/.jupyter_cache
 
 execute: $(STAMP)
 	$(BIN)/python tools/execute.py --jobs $(JOBS) --timeout 600 --cache $(CACHE) $(CHAPTERS)
+
+# Each page's shown code run alone in a fresh kernel, as a reader runs it (tools/shown.py, with
+# nbval). The book's execution checks the names already, at no cost (tools/shown_alone.py: a
+# shown cell sees only what shown cells bound); this runs every page a second time, so it is not
+# part of `make test`. After `execute`, which leaves the formulas compiled on disk.
+SHOWN := _build/shown
+
+shown: execute
+	$(BIN)/python tools/shown.py $(SHOWN) $(CHAPTERS)
+	$(PYTEST) -p no:cacheprovider --nbval-lax $(SHOWN)
 
 # Sphinx leaves the page of a renamed or removed chapter in place: it goes first, so that the
 # built book (and the layout tests, which read every page in it) has only the book's pages.

@@ -225,3 +225,19 @@ def test_a_pages_kernel_gets_the_librarys_sympy_cache_size(tmp_path, monkeypatch
     assert ran == [page] and not failed
     assert _printed(cache, page) == f"{inference_arithmetic.SYMPY_CACHE_SIZE}\n"
     assert inference_arithmetic.SYMPY_CACHE_SIZE > 1000  # SymPy's default
+
+
+def test_the_shown_notebook_has_the_shown_cells_only(tmp_path):
+    # `make shown` runs these with nbval: the code a reader sees, in order, and nothing else.
+    import shown
+
+    page = tmp_path / "page.md"
+    page.write_text(APART)
+    notebook = shown.shown(page)
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert [cell.source for cell in code] == [
+        "x, y = 1, 2",
+        "print(x, y, 'hidden' in dir())",
+        "y = 5",
+    ]
+    assert not any(cell.outputs for cell in code)
