@@ -66,7 +66,20 @@ Numbers print with decimal prefixes (1 GB = 10^9 B); --json and --csv give base 
 
 
 # What the table shows of each answer: (key path, label, kind of ``format.show``). JSON and
-# CSV give every key; the table, for people, these.
+# CSV give every key; the table, for people, these. The rows several tables print are labelled
+# once: a request's times, its throughput, and a stream's load.
+_TIMES = (
+    ("ttft", "time to first token", "seconds"),
+    ("tpot", "time per output token", "seconds"),
+)
+_REQUEST = (
+    ("request_time", "request time", "seconds"),
+    ("throughput", "throughput, output tokens/s", "number"),
+)
+_LOAD = (
+    ("utilization", "load (rate / saturation)", "percent"),
+    ("saturation_rate", "saturation, requests/s", "number"),
+)
 CALCULATE = (
     ("parallel", "parallelism", "text"),
     ("memory.weights", "weights per GPU", "nbytes"),
@@ -76,12 +89,10 @@ CALCULATE = (
     ("memory.total", "memory per GPU", "nbytes"),
     ("memory.budget", "memory budget per GPU", "nbytes"),
     ("memory.fits", "fits in the budget", "text"),
-    ("ttft", "time to first token", "seconds"),
-    ("tpot", "time per output token", "seconds"),
+    *_TIMES,
     ("speculative.tokens_per_step", "tokens per verification step", "number"),
     ("tokens_per_s_per_user", "tokens/s per user", "number"),
-    ("request_time", "request time", "seconds"),
-    ("throughput", "throughput, output tokens/s", "number"),
+    *_REQUEST,
     ("cost.input", "$ per million input tokens (prefill)", "usd"),
     ("cost.output", "$ per million output tokens (decode)", "usd"),
     ("cost.blended", "$ per million output tokens, blended", "usd"),
@@ -91,29 +102,23 @@ CALCULATE = (
     ("bound.decode", "decode bound by", "text"),
 )
 STEADY = (
-    ("ttft", "time to first token", "seconds"),
-    ("tpot", "time per output token", "seconds"),
+    *_TIMES,
     ("percentiles.ttft.p90", "time to first token, p90", "seconds"),
     ("percentiles.ttft.p99", "time to first token, p99", "seconds"),
     ("percentiles.tpot.p90", "time per output token, p90", "seconds"),
     ("percentiles.tpot.p99", "time per output token, p99", "seconds"),
-    ("request_time", "request time", "seconds"),
-    ("throughput", "throughput, output tokens/s", "number"),
+    *_REQUEST,
     ("concurrency", "requests in the engine", "number"),
-    ("utilization", "load (rate / saturation)", "percent"),
-    ("saturation_rate", "saturation, requests/s", "number"),
+    *_LOAD,
 )
 STEADY_USERS = (
-    ("ttft", "time to first token", "seconds"),
-    ("tpot", "time per output token", "seconds"),
-    ("request_time", "request time", "seconds"),
-    ("throughput", "throughput, output tokens/s", "number"),
+    *_TIMES,
+    *_REQUEST,
     ("requests_per_s", "requests/s", "number"),
     ("concurrency", "users", "integer"),
     ("in_engine", "requests in the engine", "integer"),
     ("queued", "users waiting outside it", "integer"),
-    ("utilization", "load (rate / saturation)", "percent"),
-    ("saturation_rate", "saturation, requests/s", "number"),
+    *_LOAD,
     ("first_wave.ttft", "first wave's time to first token", "seconds"),
     ("first_wave.last", "first wave's last first token", "seconds"),
 )
