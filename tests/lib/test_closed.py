@@ -117,7 +117,8 @@ def test_the_same_keys_as_the_open_loop_and_the_loop_s_own():
     assert set(open_loop) <= set(closed)
     own = {"requests_per_s", "in_engine", "queued", "prefill_bound", "first_wave"}
     assert set(closed) - set(open_loop) == own
-    assert set(closed["band"]) == set(open_loop["band"])
+    # No band on the loop's TTFT, which neither the simulation nor a measurement holds it to.
+    assert set(closed["band"]) == set(open_loop["band"]) - {"ttft"}
     roofline = ia.steady_state("llama-3.1-8b", H100, concurrency=8, step="roofline")
     assert roofline["band"] is None
 

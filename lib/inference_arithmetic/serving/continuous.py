@@ -41,7 +41,8 @@ from inference_arithmetic.serving.scenario import (
 )
 
 __all__ = ["steady_state", "steady_state_of", "saturation_rate", "REPLICAS", "SATURATED"]
-__all__ += ["ONE_TOKEN", "BANDED", "AGREEMENT", "closed_loop_of", "ONE_LOAD", "ONE_REPLICA"]
+__all__ += ["ONE_TOKEN", "BANDED", "CLOSED_BANDED", "AGREEMENT", "closed_loop_of"]
+__all__ += ["ONE_LOAD", "ONE_REPLICA"]
 
 ONE_LOAD = (
     "requests_per_s (an arrival rate: an open loop) or concurrency must be given, not both "
@@ -77,6 +78,11 @@ BANDED = {
 }
 """The predictions of ``steady_state`` that carry a band (``serving.bands``): key -> (kind,
 whether it is a speed). Its throughput is the rate's, not a prediction."""
+CLOSED_BANDED = {key: kind for key, kind in BANDED.items() if key != "ttft"}
+"""Those of a closed loop (``steady_state(..., concurrency=...)``): all but its TTFT. The loop's
+first token waits on how its users' requests bunch into cohorts, which neither the simulation
+holds it to (its tests hold the throughput and the time per token) nor the validation set
+measured, so the open loop's band would be a borrowed one."""
 
 _one_saturation = sympy.Symbol("replica_saturation", positive=True)
 _one_concurrency = sympy.Symbol("replica_concurrency", positive=True)
@@ -153,8 +159,8 @@ def steady_state(
     (the simulation's spread comes from the burst's cohorts, which it does not follow).
     ``first_wave`` is the burst with which such a run starts, all C prompts at once: the mean
     first-token time ``ttft`` of its first ``requests`` (as many as the engine holds) and the
-    ``last`` one's. One prompt and output length (no sequences), one replica, and not a
-    pipeline (``simulation.NO_PIPELINE``).
+    ``last`` one's. Its ``band`` leaves out the TTFT (``CLOSED_BANDED``). One prompt and output
+    length (no sequences), one replica, and not a pipeline (``simulation.NO_PIPELINE``).
     """
     if (requests_per_s is None) == (concurrency is None):
         raise checks.ArgumentError(ONE_LOAD)
@@ -183,7 +189,7 @@ def closed_loop_of(s: Scenario, users: int) -> dict:
     result["saturation_rate"] = saturation = saturation_rate(s)
     result["utilization"] = result["requests_per_s"] / saturation
     result["percentiles"] = None
-    result["band"] = bands.of(result, BANDED) if s.step == "kernels" else None
+    result["band"] = bands.of(result, CLOSED_BANDED) if s.step == "kernels" else None
     return result
 
 
