@@ -430,7 +430,7 @@ def parser(only: str | None = None):
         "steady-state",
         _steady,
         STEADY,
-        "a continuously batching engine at a request rate",
+        "a continuously batching engine at a request rate, or under a number of users",
         aliases=("steady",),
     ):
         _steady_arguments(p)
