@@ -160,12 +160,13 @@ def burst(s: Scenario, **figures) -> dict:
 
 def burst_schedule(s: Scenario, users: int | None = None, total: int | None = None):
     """The steps the engine takes for ``s``'s burst (or, with ``users`` and ``total``, for a
-    closed loop of ``users`` clients sending ``total`` requests), as (decodes, their mean
-    context, prompt tokens) each, and for each request the step of its first and last token
-    and the steps done when it arrived. With every request there from the start, or sent
-    when another finishes, at the end of a step, what a step does depends on the steps
-    before, not on how long they take, so one schedule serves every setting of the step's
-    figures. Requests in the order they finished, with ``i`` the order they were sent."""
+    closed loop of ``users`` clients sending ``total`` requests), an array of a row per step
+    (decodes, their mean context, prompt tokens), and for each request the step of its first
+    and last token and the steps done when it arrived. With every request there from the
+    start, or sent when another finishes, at the end of a step, what a step does depends on
+    the steps before, not on how long they take, so one schedule serves every setting of the
+    step's figures. Requests in the order they finished, with ``i`` the order they were sent;
+    the arrays are read-only (the schedule is cached)."""
     return _schedule(*limits(stepping_together(s)), s.batch if users is None else users, total)
 
 
@@ -185,7 +186,11 @@ def _schedule(capacity, token_budget, prompt_len, output_len, computed, sent, to
     last = np.array([round(r["last"]) - 1 for r in done])
     arrived = np.array([round(r["arrived"]) for r in done])  # steps done before it came
     sent = np.array([r["i"] for r in done])
-    return tuple(plan), first, last, arrived, sent
+    # The plan as one array, made once here: every timing of the cached schedule reads it.
+    plan = np.array(plan, dtype=float).reshape(len(plan), 3)
+    for array in (plan, first, last, arrived, sent):
+        array.flags.writeable = False  # shared by every caller of the cache
+    return plan, first, last, arrived, sent
 
 
 def _step_ends(s: Scenario, plan, figures):
@@ -193,7 +198,7 @@ def _step_ends(s: Scenario, plan, figures):
     step formula at its values and ``figures`` (arrays broadcast: one column per setting)."""
     values = {**s.values(), **figures}
     shape = np.broadcast(*[np.asarray(v) for v in figures.values()]).shape if figures else ()
-    columns = np.asarray(plan, dtype=float).reshape(len(plan), 3, *[1] * len(shape))
+    columns = plan.reshape(len(plan), 3, *[1] * len(shape))
     point = {
         **values,
         "decoding": columns[:, 0],
