@@ -25,10 +25,7 @@ from tests.book.layout import (
     small_figure_text,
 )
 from tests.book.test_book import HTML
-from tests.book.test_browser import (
-    APPENDICES,
-    browser,  # noqa: F401  (the Chromium fixture, launched once)
-)
+from tests.book.test_browser import APPENDICES
 from tests.book.test_chapters import CHAPTERS
 
 ROOT = Path(os.environ.get("IA_LAYOUT_HTML") or HTML)
@@ -45,7 +42,7 @@ if os.environ.get("IA_LAYOUT_HTML"):
     OPENED_ELSEWHERE = set()
 
 
-def _open_page(browser, path):  # noqa: F811
+def _open_page(browser, path):
     page = browser.new_page(viewport={"width": WIDTHS["laptop"], "height": 900})
     page.set_default_timeout(180_000)  # MathJax on a busy 2-core machine
     page.goto((ROOT / path).as_uri(), wait_until="load")
@@ -57,7 +54,7 @@ def _open_page(browser, path):  # noqa: F811
 
 
 @pytest.mark.parametrize("path", [p for p in PAGES if p not in OPENED_ELSEWHERE] or ["(no pages)"])
-def test_nothing_overflows_the_text_column_and_figures_are_sharp_and_legible(browser, path):  # noqa: F811
+def test_nothing_overflows_the_text_column_and_figures_are_sharp_and_legible(browser, path):
     if not PAGES:
         pytest.fail(f"no built pages under {ROOT}: build the book first (make book)")
     page = _open_page(browser, path)
@@ -81,7 +78,7 @@ BROKEN = r"""async () => {
 }"""
 
 
-def test_the_check_finds_a_wide_table_and_a_long_equation(browser):  # noqa: F811
+def test_the_check_finds_a_wide_table_and_a_long_equation(browser):
     if not PAGES:
         pytest.fail(f"no built pages under {ROOT}: build the book first (make book)")
     page = _open_page(browser, PAGES[0])
@@ -117,7 +114,7 @@ def test_the_check_finds_a_wide_table_and_a_long_equation(browser):  # noqa: F81
 # Figures as the book shows them (a PNG at half its pixels, shrunk to a 342 px column): the
 # check must find the text that a wide figure shrinks too far, a PNG drawn without the book's
 # renderer, and SVG text scaled down by its viewBox; and pass what is legible.
-def test_the_check_finds_small_figure_text(browser, tmp_path):  # noqa: F811
+def test_the_check_finds_small_figure_text(browser, tmp_path):
     from matplotlib.figure import Figure
 
     def drawn(width, record=True):

@@ -1,5 +1,6 @@
 """The calculator's form: the ipywidgets view and the page, whose data carries the library's
-formulas, checks and messages (the page itself is checked in test_browser.py)."""
+formulas, checks and messages (the page itself is checked in
+tests/book/test_calculator_page.py)."""
 
 import dataclasses
 import itertools
