@@ -163,16 +163,18 @@ browser:
 		exit 1; \
 	fi
 
-# The browser first (it may stop everything at once), and lint; then the chapters run (each
-# once, `execute`). Then two pytest runs side by side: the library's tests, which start from the
-# formulas the chapters compiled, while the book is built, and the book's tests, which read the
-# built HTML and the class notebooks (taking their numbers from that execution). Each run's
-# output is printed whole when it ends (-Otarget), pytest's summary last.
-test: browser lint execute
+# The browser first (it may stop everything at once), and lint. Then two runs side by side: the
+# book's chain (the chapters run, each once, `execute`; the book is built; its tests read the
+# built HTML and the class notebooks, taking their numbers from that execution), the longest
+# path; and the library's tests, which need no chapter, at a lower priority (nice): they take
+# the cores the chain leaves idle (its one-process build, the ends of its parallel runs) and
+# give them back when it needs them. Each run's output is printed whole when it ends
+# (-Otarget), pytest's summary last.
+test: browser lint
 	@$(MAKE) --no-print-directory -j2 -Otarget test-library test-book
 
-test-library: execute
-	$(PYTEST) lib tests/lib
+test-library: $(STAMP)
+	nice -n 10 $(PYTEST) lib tests/lib
 
 test-book: book notebooks
 	$(PYTEST) tests/book
