@@ -27,9 +27,14 @@ def test_the_held_out_median_error_beats_the_roofline_and_the_older_runs_meet_th
     )
     assert newer.sum() >= 90
     assert np.median(np.abs(errors[~newer])) <= 0.15
-    # Chapter 08's single roofline, fitted on the vLLM runs, misses these rows by more.
+    # Chapter 08's single roofline, fitted on the vLLM runs, misses these rows by more: the runs
+    # gathered before issue 35 and the 2026 ones, each. (Pooled, the medians of two sets of
+    # such different sizes of error sit closer than either pair: 27% against 31%.)
     roofline = measurements.errors(rows, step="roofline")
-    assert np.median(np.abs(roofline)) > np.median(np.abs(errors)) + 0.05
+    late = np.array([m.source in since for m in rows])
+    assert late.sum() >= 50
+    for part in (~late, late):
+        assert np.median(np.abs(roofline[part])) > np.median(np.abs(errors[part])) + 0.05
 
 
 @pytest.mark.slow

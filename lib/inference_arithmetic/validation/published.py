@@ -26,7 +26,7 @@ from importlib import resources
 from inference_arithmetic.core.dtypes import compute_format, fastest_wide
 from inference_arithmetic.hardware.gpus import gpu as registry_gpu
 from inference_arithmetic.hardware.gpus import gpu_names
-from inference_arithmetic.models.config import model_names
+from inference_arithmetic.models.config import AUTO, model_names, weight_formats
 from inference_arithmetic.validation.measurements import Measurement
 
 __all__ = [
@@ -130,8 +130,12 @@ _FORMATS = {
     "GGUF Q4_K_M": "q4_k_m",
     "f16 (llama-bench default)": "fp16",
     "auto (bf16)": "bf16",
-    "mxfp4": "mxfp4",  # gpt-oss as released: its experts in MXFP4 (the rest, bf16)
-    "nvfp4": "nvfp4",  # NVIDIA's ModelOpt checkpoints: the experts in NVFP4
+    # gpt-oss as released: its experts in MXFP4, the rest in bf16, as the registry's config
+    # says (``models.config.weight_formats``): the checkpoint's own formats, "auto".
+    "mxfp4 (MoE experts; attention and the rest bf16, as released)": AUTO,
+    # NVIDIA's ModelOpt checkpoints: the experts in NVFP4 (most of the weights), the rest fp8;
+    # timed as NVFP4 throughout, the registry holding no such mixture.
+    "nvfp4": "nvfp4",
 }
 
 LAYOUTS = {
@@ -210,15 +214,16 @@ _LAYOUT_WHY = {
 }
 
 
-def _weight_only(gpu: str, dtype: str) -> str | None:
-    """The format the products multiply in where the GPU has no rate for the weights' own
-    (FP8 on an A100, FP4 before Blackwell): the engines run such checkpoints weight-only, the
+def _weight_only(gpu: str, arch: str, dtype: str) -> str | None:
+    """The format the products multiply in where the GPU has no rate for the format of the
+    weights of ``arch``'s layers (``models.config.weight_formats``; FP8 on an A100, FP4 before
+    Blackwell): the engines run such checkpoints weight-only, the
     weights widened to the GPU's fastest format of 16 bits or more (vLLM's Marlin kernels for
     FP8 and MXFP4; TensorRT-LLM's "Default quantization for MXFP4 checkpoints on Hopper is
     W4A16_MXFP4", docs/source/blogs/tech_blog/blog9_Deploying_GPT_OSS_on_TRTLLM.md). None
     where the GPU has the rate: the ``Scenario``'s own choice."""
     rates = registry_gpu(gpu).peak_flop_rate
-    if compute_format(dtype) in rates:
+    if compute_format(weight_formats(arch, dtype)["layers"]) in rates:
         return None
     return fastest_wide(rates)
 
@@ -256,7 +261,7 @@ def _measurement(row) -> Measurement:
         requests = max(4 * round(batch), 100)  # enough to pass the warm-up (not stated)
     engine = LLAMA_CPP if row["engine"] == "llama.cpp" else {}
     if not engine:
-        engine = {"compute_dtype": _weight_only(gpu, dtype)}
+        engine = {"compute_dtype": _weight_only(gpu, arch, dtype)}
     note = row["notes"]
     if "not stated" in row["gpu"]:
         note = f"form factor assumed SXM; {note}"
