@@ -16,13 +16,25 @@ def test_the_held_out_median_error_beats_the_roofline_and_the_older_runs_meet_th
     assert len(rows) >= 390
     # The issue's bar (15% on the median) held for the runs timed before the registries learned
     # llama.cpp's 4-bit files, Llama 2 13B and Qwen3 14B, and still does; the whole set, those
-    # runs joined unfitted, is reported by chapter 13, not held to it.
-    newer = np.array([m.dtype == "q4_k_m" or m.model in ("llama-2-13b", "qwen3-14b") for m in rows])
+    # runs joined unfitted, is reported by chapter 13, not held to it. So are the 2026 sources
+    # of issue 35 (Blackwell, FP4 and MoE runs), reported group by group (residuals.bands).
+    since = ("GPUSTACK_MOE", "MILLSTONE", "BENHAMM_B200")
+    newer = np.array(
+        [
+            m.dtype == "q4_k_m" or m.model in ("llama-2-13b", "qwen3-14b") or m.source in since
+            for m in rows
+        ]
+    )
     assert newer.sum() >= 90
     assert np.median(np.abs(errors[~newer])) <= 0.15
-    # Chapter 08's single roofline, fitted on the vLLM runs, misses these rows by more.
+    # Chapter 08's single roofline, fitted on the vLLM runs, misses these rows by more: the runs
+    # gathered before issue 35 and the 2026 ones, each. (Pooled, the medians of two sets of
+    # such different sizes of error sit closer than either pair: 27% against 31%.)
     roofline = measurements.errors(rows, step="roofline")
-    assert np.median(np.abs(roofline)) > np.median(np.abs(errors)) + 0.05
+    late = np.array([m.source in since for m in rows])
+    assert late.sum() >= 50
+    for part in (~late, late):
+        assert np.median(np.abs(roofline[part])) > np.median(np.abs(errors[part])) + 0.05
 
 
 @pytest.mark.slow
@@ -31,11 +43,46 @@ def test_the_shipped_bands_are_the_validation_sets_residuals():
     shipped = bands.bands()
     computed = residuals.bands()
     assert json.loads(json.dumps(computed)).keys() <= shipped.keys()
-    for kind, band in computed.items():
+    for kind in bands.KINDS:
+        band = computed[kind]
         assert shipped[kind]["rows"] == band["rows"], kind
         for side in ("low", "high"):
             assert shipped[kind][side] == pytest.approx(band[side], rel=1e-9), (kind, side)
     assert tuple(shipped["quantiles"]) == residuals.QUANTILES
+    # Each group's report and bands, as its rows give them; the core's are the file's own.
+    assert computed["groups"].keys() == shipped["groups"].keys() == {bands.CORE, *bands.GROUPS}
+    for name, entry in computed["groups"].items():
+        for key, value in entry.items():
+            if isinstance(value, dict):
+                assert shipped["groups"][name][key].keys() == value.keys(), (name, key)
+                for k, v in value.items():
+                    assert shipped["groups"][name][key][k] == pytest.approx(v, rel=1e-9)
+            else:
+                expected = value if value is None else pytest.approx(value, rel=1e-9)
+                assert shipped["groups"][name][key] == expected, (name, key)
+    for kind in bands.KINDS:
+        assert shipped["groups"][bands.CORE][kind]["rows"] == shipped[kind]["rows"]
+
+
+@pytest.mark.slow
+def test_a_group_makes_a_band_only_from_enough_rows_of_enough_sources():
+    rows, errors = residuals.validation_errors()
+    table = residuals.bands()["groups"]
+    member = [residuals.row_groups(m) for m in rows]
+    for name, entry in table.items():
+        mine = [
+            m
+            for m, g in zip(rows, member, strict=True)
+            if (name in g or (name == bands.CORE and not g))
+        ]
+        assert entry["rows"] == len(mine) and entry["sources"] == len({m.source for m in mine})
+        for kind in bands.KINDS:
+            of_kind = [m for m in mine if residuals.KIND[m.metric] == kind]
+            enough = len(of_kind) >= 30 and len({m.source for m in of_kind}) >= 2
+            assert ("low" in entry.get(kind, {})) == enough, (name, kind)
+    # The rows of the new groups are there: Blackwell GPUs, FP4 weights, MoE models.
+    for name in ("blackwell", "fp4", "moe"):
+        assert table[name]["rows"] >= 8 and table[name]["sources"] >= 2, name
 
 
 def test_a_residual_is_measured_time_over_predicted_time():

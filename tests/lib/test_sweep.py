@@ -25,8 +25,8 @@ def calculated(**arguments):
         "bound.prefill": r["bound"]["prefill"],
         "bound.decode": r["bound"]["decode"],
     }
-    for key, (low, high) in (r["band"] or {}).items():
-        flat[f"band.{key}_low"], flat[f"band.{key}_high"] = low, high
+    for key, band in (r["band"] or {}).items():  # None where no validated group holds it
+        flat[f"band.{key}_low"], flat[f"band.{key}_high"] = band or (None, None)
     return flat
 
 

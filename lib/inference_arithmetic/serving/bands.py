@@ -13,6 +13,17 @@ measured time over the predicted one, on published runs no number of the library
 recomputes it). A predicted time t is measured between low t and high t on eight runs of ten; a
 predicted speed v between v / high and v / low. The band describes the kernel model at its
 defaults (``step="kernels"``); chapter 13 derives it.
+
+A prediction's band comes from the residuals of its own group (``GROUPS``: Blackwell GPUs, FP4
+weights, MoE models, expert parallelism, disaggregated serving, prompts of 8,000 tokens or
+more; ``groups_of`` derives them from the deployment, as ``validation.residuals`` derives each
+measured row's). One in none of them takes the file's own bands: the residuals of the rows in
+none either (``CORE``). One in some takes the band of the narrowest of them (fewest rows), if
+every one of its groups is validated for that kind (``VALIDATED``: enough rows from more than
+one source); else it has none, and says which group lacks the rows (``withheld``).
+
+>>> band("tpot", 0.010, groups=("blackwell",)) is None  # too few Blackwell rows yet
+True
 """
 
 from __future__ import annotations
@@ -24,9 +35,14 @@ from importlib import resources
 import sympy
 
 from inference_arithmetic.core import cache
+from inference_arithmetic.core.dtypes import compute_format
 from inference_arithmetic.core.numeric import UnknownName
+from inference_arithmetic.formulas.latency import EXPERT_PARALLEL
+from inference_arithmetic.models.config import weight_formats
 
-__all__ = ["KINDS", "BAND", "PER_TOKEN", "bands", "band", "of", "describe"]
+__all__ = ["KINDS", "BAND", "PER_TOKEN", "GROUPS", "CORE", "LONG_PROMPT", "VALIDATED"]
+__all__ += ["groups_of", "scenario_groups", "factors", "withheld"]
+__all__ += ["bands", "band", "of", "noted", "describe"]
 
 KINDS = ("ttft", "tpot", "request")
 """The kinds of prediction a band is kept for: the time to first token, the time per output
@@ -47,6 +63,90 @@ PER_TOKEN = {"ttft": ("ttft", False), "tpot": ("tpot", False)}
 (kind, whether it is a speed). Each entry point adds its own whole-request keys."""
 
 
+LONG_PROMPT = 8000
+"""The prompt, in tokens, from which a deployment is in the long-prompt group: where the
+validation set's errors grow (issue 35: about 30% at 8k to 16k tokens)."""
+
+GROUPS = {
+    "blackwell": "NVIDIA GPUs with FP4 tensor cores (Blackwell: B200, B300, GB200, GB300, RTX "
+    "PRO 6000, RTX 5090, DGX Spark)",
+    "fp4": "weights in an FP4 format (NVFP4, MXFP4)",
+    "moe": "mixture-of-experts models",
+    "expert-parallel": "the experts spread over the GPUs (expert parallelism)",
+    "disaggregated": "prefill and decode on separate GPUs",
+    "long-prompt": f"prompts of {LONG_PROMPT:,} tokens or more",
+}
+"""The groups a prediction or a measured row may belong to, each a regime the single band of
+all rows would hide: name -> what puts a deployment in it (``groups_of``)."""
+
+CORE = "core"
+"""The rows and predictions in none of ``GROUPS``: dense models on the GPUs before Blackwell,
+weights of 8 bits or more, colocated, prompts under ``LONG_PROMPT`` tokens."""
+
+VALIDATED = {"rows": 30, "sources": 2}
+"""When a group's residuals of one kind make a band: at least this many rows, from at least
+this many sources (one source's runs share its setup, and its errors with it)."""
+
+
+def groups_of(arch, gpu, dtype: str, parallel: str, prompt_len, disaggregated=False) -> tuple:
+    """The ``GROUPS`` a deployment is in (in their order; none: ``CORE``'s): of ``arch`` (a
+    ``ModelConfig``) on ``gpu`` (a ``GPU``), weights in ``dtype`` ("auto": as the checkpoint
+    ships them, ``models.config.weight_formats``: gpt-oss's experts in MXFP4), with
+    ``parallel``, prompts of ``prompt_len`` tokens, prefill and decode apart if
+    ``disaggregated``."""
+    member = {
+        "blackwell": gpu.vendor == "NVIDIA" and "fp4" in gpu.peak_flop_rate,
+        "fp4": any(compute_format(f) == "fp4" for f in weight_formats(arch, dtype).values()),
+        "moe": arch.is_moe,
+        "expert-parallel": parallel in EXPERT_PARALLEL,
+        "disaggregated": bool(disaggregated),
+        "long-prompt": prompt_len >= LONG_PROMPT,
+    }
+    return tuple(name for name in GROUPS if member[name])
+
+
+def scenario_groups(s, prompt_len=None) -> tuple:
+    """``groups_of`` a made ``Scenario`` (colocated; at ``prompt_len`` if given)."""
+    length = s.prompt_len if prompt_len is None else prompt_len
+    return groups_of(s.model, s.gpu, s.dtype, s.parallel, length)
+
+
+def _validated(entry) -> bool:
+    return entry is not None and "low" in entry
+
+
+def factors(kind: str, groups=()) -> tuple[float, float] | None:
+    """The band's ``low`` and ``high`` factors for a prediction of ``kind`` in ``groups``
+    (``groups_of``): ``CORE``'s where it is in none, the narrowest validated group's where
+    every group it is in is validated for ``kind``, else None."""
+    if kind not in KINDS:
+        raise UnknownName(f"no band for {kind!r}; the kinds are: {', '.join(KINDS)}")
+    if not groups:
+        b = bands()[kind]
+        return b["low"], b["high"]
+    entries = [bands()["groups"].get(g, {}).get(kind) for g in groups]
+    if not all(_validated(e) for e in entries):
+        return None
+    narrowest = min(entries, key=lambda e: e["rows"])
+    return narrowest["low"], narrowest["high"]
+
+
+def withheld(kind: str, groups) -> str:
+    """Why a prediction of ``kind`` in ``groups`` has no band: the groups short of
+    ``VALIDATED``, each with its rows and sources of that kind."""
+    table = bands()["groups"]
+    short = []
+    for g in groups:
+        entry = table.get(g, {}).get(kind) or {"rows": 0, "sources": 0}
+        if not _validated(entry):
+            short.append(f"{g} ({entry['rows']} rows from {entry['sources']} sources)")
+    need = f"{VALIDATED['rows']} rows from {VALIDATED['sources']} sources"
+    return (
+        f"no band for the {kind}: outside every validated group; the validation set has too "
+        f"few measurements of it in {', '.join(short)}, a band needs {need}"
+    )
+
+
 @functools.cache
 def bands() -> dict:
     """The shipped bands: ``quantiles``, and for each of ``KINDS`` its ``low`` and ``high``
@@ -55,14 +155,16 @@ def bands() -> dict:
     return json.loads(text)
 
 
-def band(kind: str, value: float, speed: bool = False) -> tuple[float, float]:
+def band(kind: str, value: float, speed: bool = False, groups=()) -> tuple[float, float] | None:
     """The range, low to high, in which eight of ten held-out measurements fell for a
-    prediction ``value`` of ``kind`` (seconds; a speed if ``speed``); ``KeyError`` naming the
-    kinds for another."""
-    if kind not in KINDS:
-        raise UnknownName(f"no band for {kind!r}; the kinds are: {', '.join(KINDS)}")
-    b = bands()[kind]
-    ends = cache.formulas(_ends)(predicted=value, band_low=b["low"], band_high=b["high"])
+    prediction ``value`` of ``kind`` (seconds; a speed if ``speed``) in ``groups``
+    (``groups_of``; none: ``CORE``), or None where no validated group holds it (``factors``);
+    ``KeyError`` naming the kinds for another kind."""
+    found = factors(kind, groups)
+    if found is None:
+        return None
+    low, high = found
+    ends = cache.formulas(_ends)(predicted=value, band_low=low, band_high=high)
     which = "speed" if speed else "time"
     return (ends[f"{which} low"], ends[f"{which} high"])
 
@@ -73,10 +175,25 @@ def _ends() -> dict:
     return {f"{which} {end}": expr for which, both in BAND.items() for end, expr in both.items()}
 
 
-def of(result: dict, banded: dict[str, tuple[str, bool]]) -> dict[str, tuple[float, float]]:
+def of(result: dict, banded: dict[str, tuple[str, bool]], groups=()) -> dict:
     """The band of each prediction of ``result`` that ``banded`` names, as key -> (kind,
-    whether it is a speed)."""
-    return {key: band(kind, float(result[key]), speed) for key, (kind, speed) in banded.items()}
+    whether it is a speed), for a deployment in ``groups`` (``groups_of``): None for a key
+    whose kind no validated group holds."""
+    return {
+        key: band(kind, float(result[key]), speed, groups) for key, (kind, speed) in banded.items()
+    }
+
+
+def noted(result: dict, banded: dict[str, tuple[str, bool]], groups=()) -> dict:
+    """``result`` with its ``band`` (``of``), and, where a kind has none, ``band_note``
+    saying why (``withheld``)."""
+    result["band"] = of(result, banded, groups)
+    missing = dict.fromkeys(
+        kind for key, (kind, _) in banded.items() if result["band"][key] is None
+    )
+    if missing:
+        result["band_note"] = "; ".join(withheld(kind, groups) for kind in missing)
+    return result
 
 
 def describe() -> str:

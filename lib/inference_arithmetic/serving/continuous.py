@@ -139,7 +139,9 @@ def steady_state(
     TTFT and TPOT (``{"ttft": {...}, "tpot": {...}}``, each of ``p50``, ``p90`` and ``p99``, as
     ``simulate`` gives them: ``Engine.percentiles``), and ``band``: for ttft, tpot,
     request_time and saturation_rate, the range in which eight of ten held-out measurements
-    fell (``serving.bands``; None with ``step="roofline"``). ``ValueError`` past saturation,
+    fell among its group's (``serving.bands``; None with ``step="roofline"``; a key's None
+    where no validated group holds the deployment, ``band_note`` saying why). ``ValueError``
+    past saturation,
     and for requests of one output token, which never decode (``ONE_TOKEN``). A pipeline
     (``parallel="pipeline"``) is n micro-batches in flight, each the chain at a share of the
     rate, each step lasting the cycle's (``Engine.period``; chapter 12). Expert parallelism
@@ -189,7 +191,9 @@ def closed_loop_of(s: Scenario, users: int) -> dict:
     result["saturation_rate"] = saturation = saturation_rate(s)
     result["utilization"] = result["requests_per_s"] / saturation
     result["percentiles"] = None
-    result["band"] = bands.of(result, CLOSED_BANDED) if s.step == "kernels" else None
+    result["band"] = None
+    if s.step == "kernels":
+        bands.noted(result, CLOSED_BANDED, bands.scenario_groups(s))
     return result
 
 
@@ -230,7 +234,9 @@ def steady_state_of(s: Scenario, rate: float, percentiles: bool = True, lengths=
         "decoding_variance": state["variance"] * engine.stages,
         "percentiles": engine.percentiles(state) if percentiles else None,
     }
-    result["band"] = bands.of(result, BANDED) if s.step == "kernels" else None
+    result["band"] = None
+    if s.step == "kernels":
+        bands.noted(result, BANDED, bands.scenario_groups(s))
     return result
 
 

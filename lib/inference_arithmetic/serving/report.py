@@ -224,8 +224,10 @@ def calculate(
     where neither is),
     ``bound`` (compute or bandwidth, for ``prefill`` and ``decode``; "bandwidth, then compute"
     if decode changes bound during the output), ``band`` (for ttft, tpot, request_time and
-    throughput, the range in which eight of ten held-out measurements fell,
-    ``serving.bands``; None with ``step="roofline"``), ``mean_context``, ``exact``, ``notes``
+    throughput, the range in which eight of ten held-out measurements of its group fell,
+    ``serving.bands``; None with ``step="roofline"``; a key's None where no validated group
+    holds the deployment, ``band_note`` saying why), ``mean_context``, ``exact``,
+    ``notes``
     (sentences on the deployment: tensor parallelism past the GPU's link domain, what its
     all-reduces over the network add to a decode step, ``NETWORK_NOTE``), ``gpus``
     (in all: ``n_gpus`` per replica times ``replicas``), and the settings it used: ``model``,
@@ -299,7 +301,8 @@ def report(s: Scenario, price_per_hour: float | None = None) -> dict:
     r = report_values(s, price_per_hour)
     cost = {key: r[f"cost_{key}"] for key in ("input", "output", "blended", "request")}
     price, date, _ = s.gpu.price(price_per_hour)
-    return {
+    banded = bands.noted(dict(r), BANDED, bands.scenario_groups(s)) if s.step == "kernels" else {}
+    result = {
         "model": s.model.name,
         "gpu": s.gpu.name,
         **{name: getattr(s, name) for name in ("n_gpus", "dtype", "cache_dtype", "compute_dtype")},
@@ -324,8 +327,8 @@ def report(s: Scenario, price_per_hour: float | None = None) -> dict:
             "prefill": bound_text(r["prefill_compute_bound"]),
             "decode": bound_text(r["decode_compute_bound_first"], r["decode_compute_bound_last"]),
         },
-        # Where eight of ten held-out measurements fell: the kernel model's residuals.
-        "band": bands.of(r, BANDED) if s.step == "kernels" else None,
+        # Where eight of ten held-out measurements fell: the residuals of its group's rows.
+        "band": banded.get("band"),
         "mean_context": r["mean_context"],
         "exact": bool(r["exact"]),
         "notes": notes(s, r),
@@ -338,6 +341,9 @@ def report(s: Scenario, price_per_hour: float | None = None) -> dict:
         "speculative": s.speculative.describe() if s.speculative else None,
         "expert_imbalance": s.expert_imbalance,
     }
+    if "band_note" in banded:
+        result["band_note"] = banded["band_note"]
+    return result
 
 
 def warm() -> None:

@@ -193,7 +193,8 @@ def sweep(
     ``output`` and ``blended`` as ``formulas.economics.COST_KEYS`` says; NaN where the scenario
     does not fit, costs NaN where the GPU has no price and none is given), ``bound.prefill``
     and ``bound.decode``, and the bands' ends
-    (``band.ttft_low``, ..., NaN with ``step="roofline"``).
+    (``band.ttft_low``, ..., NaN with ``step="roofline"`` and where no validated group holds the
+    row: ``serving.bands.factors``).
 
     A structured array, not a DataFrame: the same type wherever the library runs (it needs
     only numpy), indexed by column name as a DataFrame is; ``pandas.DataFrame(table)`` or
@@ -298,14 +299,23 @@ def _group(chosen: dict, flat: dict, reasons: np.ndarray) -> dict:
     columns["bound.prefill"] = bound[r["prefill_compute_bound"].astype(int)]
     first, last = (bound[r[f"decode_compute_bound_{e}"].astype(int)] for e in ("first", "last"))
     columns["bound.decode"] = np.where(first == last, first, first + THEN + last)
+    # Each row's band from its own groups: the prompt alone may differ between the rows.
+    prompt = np.broadcast_to(flat.get("prompt_len", s.prompt_len), (size,))
     for key, (kind, speed) in BANDED.items():
-        ends = {"low": np.full(size, np.nan), "high": np.full(size, np.nan)}
+        low, high = np.full(size, np.nan), np.full(size, np.nan)
         if s.step == "kernels":
-            b = bands.bands()[kind]
-            ends = _band_ends("speed" if speed else "time").over(
-                {"predicted": r[key], "band_low": b["low"], "band_high": b["high"]}
-            )
-        columns[f"band.{key}_low"], columns[f"band.{key}_high"] = ends["low"], ends["high"]
+            for long in (False, True):
+                rows = (prompt >= bands.LONG_PROMPT) == long
+                length = bands.LONG_PROMPT if long else 1
+                found = bands.factors(kind, bands.scenario_groups(s, prompt_len=length))
+                if not rows.any() or found is None:
+                    continue
+                ends = _band_ends("speed" if speed else "time").over(
+                    {"predicted": r[key], "band_low": found[0], "band_high": found[1]}
+                )
+                low = np.where(rows, ends["low"], low)
+                high = np.where(rows, ends["high"], high)
+        columns[f"band.{key}_low"], columns[f"band.{key}_high"] = low, high
     return {"columns": columns, "flat": flat, "reasons": reasons, "size": size}
 
 

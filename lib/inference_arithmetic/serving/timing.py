@@ -265,9 +265,10 @@ def serve(
     the requests in the engine of a stream.) Returns ``waves``, ``wave_size``, ``elapsed``
     (seconds) and ``throughput`` (output tokens per second), the
     first wave's ``ttft`` and ``tpot`` (a continuous engine's: the mean over the requests), and
-    their ``band``: for each, the range in which eight of ten held-out measurements fell
-    (``serving.bands``; None with ``step="roofline"``). Waves are a closed form, of any number
-    of requests; a continuous engine's schedule is followed step by step, within
+    their ``band``: for each, the range in which eight of ten held-out measurements of its
+    group fell (``serving.bands``; None with ``step="roofline"``; a key's None where no
+    validated group holds the deployment, ``band_note`` saying why). Waves are a closed form,
+    of any number of requests; a continuous engine's schedule is followed step by step, within
     ``BURST_LIMIT`` (past it ``ArgumentError``, ``TOO_MANY``: ``ia.steady_state`` is a
     stream's closed form).
     """
@@ -276,7 +277,9 @@ def serve(
     deployment.update(n_gpus=n_gpus, dtype=dtype)
     s = Scenario(model, gpu, **workload, in_waves=True, **deployment)
     r = in_waves(s)
-    return {**r, "band": bands.of(r, SERVE_BANDED) if s.step == "kernels" else None}
+    if s.step != "kernels":
+        return {**r, "band": None}
+    return bands.noted(dict(r), SERVE_BANDED, bands.scenario_groups(s))
 
 
 SERVE_BANDED = {**bands.PER_TOKEN, "elapsed": ("request", False), "throughput": ("request", True)}

@@ -23,8 +23,10 @@ import io
 import re
 from importlib import resources
 
+from inference_arithmetic.core.dtypes import compute_format, fastest_wide
+from inference_arithmetic.hardware.gpus import gpu as registry_gpu
 from inference_arithmetic.hardware.gpus import gpu_names
-from inference_arithmetic.models.config import model_names
+from inference_arithmetic.models.config import AUTO, model_names, weight_formats
 from inference_arithmetic.validation.measurements import Measurement
 
 __all__ = [
@@ -32,6 +34,7 @@ __all__ = [
     "MODELS",
     "ENGINES",
     "LLAMA_CPP",
+    "LAYOUTS",
     "published_rows",
     "validation_set",
     "sources",
@@ -56,6 +59,10 @@ GPUS = {
     "Apple M1 Max (32-core GPU, 64GB)": "apple-m1-max",
     "Apple M2 Ultra (76-core GPU, 192GB)": "apple-m2-ultra",
     "Apple M3 Max (40-core GPU, 64GB)": "apple-m3-max",
+    "RTX-PRO-6000-Blackwell-96GB": "rtx-pro-6000",
+    "B200-183GB (8x, NVSwitch)": "b200",
+    "GB200 NVL72": "gb200",
+    "GB300 NVL72": "gb300",
 }
 """The sources' GPU names, in the registry's. Where a source does not state the form factor,
 the datacenter SXM part is taken (the rows say so in their note)."""
@@ -80,6 +87,17 @@ MODELS = {
     "mistralai/Mixtral-8x7B-Instruct-v0.1": "mixtral-8x7b",
     "Qwen/Qwen3-14B": "qwen3-14b",
     "Qwen/Qwen3-14B-FP8": "qwen3-14b",
+    "openai/gpt-oss-120b": "gpt-oss-120b",
+    "openai/gpt-oss-20b": "gpt-oss-20b",
+    # The 2507 release and its FP8 checkpoint keep the architecture (a longer RoPE window).
+    "Qwen/Qwen3-235B-A22B": "qwen3-235b-a22b",
+    "Qwen/Qwen3-235B-A22B-Instruct-2507": "qwen3-235b-a22b",
+    "Qwen/Qwen3-235B-A22B-Instruct-2507-FP8": "qwen3-235b-a22b",
+    # DeepSeek-R1 (and its 0528 update) is DeepSeek-V3's architecture, trained further.
+    "deepseek-ai/DeepSeek-R1-0528": "deepseek-v3",
+    "nvidia/DeepSeek-R1-0528-FP4": "deepseek-v3",
+    "nvidia/DeepSeek-R1-NVFP4": "deepseek-v3",
+    "deepseek-ai/DeepSeek-V3 / R1": "deepseek-v3",
 }
 """The sources' model names, in the registry's (fine-tunes and checkpoints of one
 architecture are that architecture)."""
@@ -112,7 +130,23 @@ _FORMATS = {
     "GGUF Q4_K_M": "q4_k_m",
     "f16 (llama-bench default)": "fp16",
     "auto (bf16)": "bf16",
+    # gpt-oss as released: its experts in MXFP4, the rest in bf16, as the registry's config
+    # says (``models.config.weight_formats``): the checkpoint's own formats, "auto".
+    "mxfp4 (MoE experts; attention and the rest bf16, as released)": AUTO,
+    # NVIDIA's ModelOpt checkpoints: the experts in NVFP4 (most of the weights), the rest fp8;
+    # timed as NVFP4 throughout, the registry holding no such mixture.
+    "nvfp4": "nvfp4",
 }
+
+LAYOUTS = {
+    "": None,
+    "expert": "expert",
+    "expert-dp": "expert-dp",
+}
+"""The sources' ``layout`` (blank: the tensor and pipeline columns say it all), in the
+``Scenario``'s ``parallel``; a layout missing here (data-parallel attention with the experts
+split by tensor parallelism, or prefill and decode disaggregated over several nodes) is one the
+``Measurement`` of a row cannot time, and the row is set aside saying so."""
 
 LLAMA_CPP = {"compute_dtype": "fp16", "memory_utilization": 1.0}
 """How llama.cpp's CUDA and Metal builds of May 2024 ran the llama-bench rows, in the
@@ -174,8 +208,31 @@ def _engine(row) -> str:
     return name
 
 
+_LAYOUT_WHY = {
+    "dp-attention": "attention data-parallel, experts split by tensor parallelism",
+    "disaggregated+expert-dp": "prefill and decode disaggregated over several nodes",
+}
+
+
+def _weight_only(gpu: str, arch: str, dtype: str) -> str | None:
+    """The format the products multiply in where the GPU has no rate for the format of the
+    weights of ``arch``'s layers (``models.config.weight_formats``; FP8 on an A100, FP4 before
+    Blackwell): the engines run such checkpoints weight-only, the
+    weights widened to the GPU's fastest format of 16 bits or more (vLLM's Marlin kernels for
+    FP8 and MXFP4; TensorRT-LLM's "Default quantization for MXFP4 checkpoints on Hopper is
+    W4A16_MXFP4", docs/source/blogs/tech_blog/blog9_Deploying_GPT_OSS_on_TRTLLM.md). None
+    where the GPU has the rate: the ``Scenario``'s own choice."""
+    rates = registry_gpu(gpu).peak_flop_rate
+    if compute_format(weight_formats(arch, dtype)["layers"]) in rates:
+        return None
+    return fastest_wide(rates)
+
+
 def _measurement(row) -> Measurement:
     """The row as a ``Measurement`` in the registry's names; ``ValueError`` saying why not."""
+    layout = row.get("layout", "")
+    if layout not in LAYOUTS:
+        raise ValueError(f"no layout the library times for {layout!r} ({_LAYOUT_WHY[layout]})")
     gpu = GPUS.get(row["gpu"])
     if gpu not in gpu_names():
         raise ValueError(f"no registry GPU for {row['gpu']!r}")
@@ -203,6 +260,8 @@ def _measurement(row) -> Measurement:
     if mode == "closed":
         requests = max(4 * round(batch), 100)  # enough to pass the warm-up (not stated)
     engine = LLAMA_CPP if row["engine"] == "llama.cpp" else {}
+    if not engine:
+        engine = {"compute_dtype": _weight_only(gpu, arch, dtype)}
     note = row["notes"]
     if "not stated" in row["gpu"]:
         note = f"form factor assumed SXM; {note}"
@@ -220,7 +279,7 @@ def _measurement(row) -> Measurement:
         row["metric"],
         float(row["value"]),
         mode=mode,
-        parallel="pipeline" if pp > 1 else "tensor",
+        parallel=LAYOUTS[layout] or ("pipeline" if pp > 1 else "tensor"),
         cache_dtype=cache,
         split="validation",
         requests=requests,

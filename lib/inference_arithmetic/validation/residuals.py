@@ -29,6 +29,9 @@ import numpy as np
 
 from inference_arithmetic.core.dtypes import bytes_per_number
 from inference_arithmetic.core.numeric import UnknownName
+from inference_arithmetic.hardware.gpus import gpu
+from inference_arithmetic.models.config import model
+from inference_arithmetic.serving.bands import CORE, GROUPS, VALIDATED, groups_of
 from inference_arithmetic.serving.scenario import Scenario
 from inference_arithmetic.validation import measurements, published
 from inference_arithmetic.validation.measurements import Measurement
@@ -45,6 +48,7 @@ __all__ = [
     "ratio",
     "validation_errors",
     "bands",
+    "row_groups",
 ]
 
 KIND = {
@@ -153,18 +157,55 @@ def validation_errors() -> tuple[tuple[Measurement, ...], np.ndarray]:
     return rows, errors(rows)
 
 
-def bands(rows=None, predictions=None) -> dict[str, dict]:
-    """For each kind of ``KIND``, the ``QUANTILES`` of the residuals (``ratio``) of ``rows``
-    (default: the validation set at the defaults) as ``low`` and ``high``, and the rows they
-    come from."""
+def row_groups(m: Measurement) -> tuple:
+    """The ``serving.bands.GROUPS`` a measured row is in, by the rule a prediction's are found
+    (``serving.bands.groups_of``): its model, GPU, weights, parallelism and prompt. The rows
+    the library times are colocated: the disaggregated ones are set aside."""
+    return groups_of(model(m.model), gpu(m.gpu), m.dtype, m.parallel, m.input_tokens)
+
+
+def _quantiles(rows, predictions) -> dict[str, dict]:
+    """For each kind of ``KIND`` with rows among ``rows``, the ``QUANTILES`` of their
+    residuals (``ratio``) as ``low`` and ``high``, their ``rows`` and their ``sources``."""
+    out = {}
+    for kind in dict.fromkeys(KIND.values()):
+        mine = [(m, p) for m, p in zip(rows, predictions, strict=True) if KIND[m.metric] == kind]
+        if not mine:
+            continue
+        low, high = np.quantile([ratio(m, p) for m, p in mine], QUANTILES)
+        entry = {"low": float(low), "high": float(high), "rows": len(mine)}
+        out[kind] = {**entry, "sources": len({m.source for m, _ in mine})}
+    return out
+
+
+def bands(rows=None, predictions=None) -> dict:
+    """For each kind of ``KIND``, the ``QUANTILES`` of the residuals (``ratio``) of the rows
+    of ``rows`` (default: the validation set at the defaults) in no group (``CORE``) as
+    ``low`` and ``high``, and the rows they come from; and ``groups``: for ``CORE`` and each of
+    ``serving.bands.GROUPS``, its ``rows``, ``sources`` and ``median_error`` (the median size
+    of its rows' errors), and for each kind its ``rows`` and ``sources``, with ``low`` and
+    ``high`` where they make a band (``serving.bands.VALIDATED``)."""
     if rows is None:
         rows, errs = validation_errors()
         predictions = [m.value * (1 + e) for m, e in zip(rows, errs, strict=True)]
-    out = {}
-    for kind in dict.fromkeys(KIND.values()):
-        ratios = [
-            ratio(m, p) for m, p in zip(rows, predictions, strict=True) if KIND[m.metric] == kind
-        ]
-        low, high = np.quantile(ratios, QUANTILES)
-        out[kind] = {"low": float(low), "high": float(high), "rows": len(ratios)}
+    member = [row_groups(m) for m in rows]
+    core = [i for i, g in enumerate(member) if not g]
+    out = {
+        kind: {k: v for k, v in entry.items() if k != "sources"}
+        for kind, entry in _quantiles(
+            [rows[i] for i in core], [predictions[i] for i in core]
+        ).items()
+    }
+    table = {}
+    for name in (CORE, *GROUPS):
+        mine = core if name == CORE else [i for i, g in enumerate(member) if name in g]
+        chosen = [rows[i] for i in mine]
+        entry = {"rows": len(mine), "sources": len({m.source for m in chosen})}
+        errors_ = [predictions[i] / rows[i].value - 1 for i in mine]
+        entry["median_error"] = float(np.median(np.abs(errors_))) if mine else None
+        for kind, band in _quantiles(chosen, [predictions[i] for i in mine]).items():
+            enough = all(band[k] >= VALIDATED[k] for k in VALIDATED)
+            entry[kind] = band if enough else {k: band[k] for k in ("rows", "sources")}
+        table[name] = entry
+    out["groups"] = table
     return out
