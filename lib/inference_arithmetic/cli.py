@@ -618,8 +618,10 @@ def render(result, table, output: str | None, given: dict | None = None) -> str:
     ]
     width = max(len(label) for label, _ in shown)
     lines = [f"{label.ljust(width)}  {value}" for label, value in shown]
-    if result.get("band"):
+    if any(band is not None for band in (result.get("band") or {}).values()):
         lines.append("(in brackets: where 8 of 10 held-out measurements fell, chapter 13)")
+    if result.get("band_note"):  # a prediction outside every validated group says so
+        lines.append(f"note: {result['band_note']}")
     lines += [f"note: {note}" for note in result.get("notes", ())]
     return "\n".join(lines)
 

@@ -391,3 +391,20 @@ def test_every_command_judges_targets_on_the_librarys_default_percentile(capsys)
     want = ia.goodput("llama-3.1-8b", "h100-sxm", prompt_len=2048, output_len=256,
                       ttft_target=1, tpot_target=0.05)  # fmt: skip
     assert got["requests_per_s"] == want["requests_per_s"]
+
+
+def test_a_prediction_outside_every_validated_group_says_so_instead_of_a_band(capsys):
+    # The Blackwell group has too few rows for a band (serving.bands.VALIDATED): the table
+    # shows no bracket and no footer about brackets, and says why in a note; a Hopper
+    # prediction keeps its brackets and the footer, and no such note.
+    blackwell = run(capsys, "calculate", "llama-3.1-8b", "b200")
+    note = ia.calculate("llama-3.1-8b", "b200")["band_note"]
+    assert f"note: {note}" in blackwell and "blackwell" in note
+    assert "(in brackets" not in blackwell
+
+    def first_token(text):
+        return next(line for line in text.splitlines() if line.startswith("time to first token"))
+
+    assert "(" not in first_token(blackwell)
+    hopper = run(capsys, "calculate", "llama-3.1-8b", "h100-sxm")
+    assert "(in brackets" in hopper and "no band" not in hopper and "(" in first_token(hopper)

@@ -41,7 +41,7 @@ from inference_arithmetic.formulas.latency import EXPERT_PARALLEL
 from inference_arithmetic.models.config import weight_formats
 
 __all__ = ["KINDS", "BAND", "PER_TOKEN", "GROUPS", "CORE", "LONG_PROMPT", "VALIDATED"]
-__all__ += ["groups_of", "scenario_groups", "factors", "withheld"]
+__all__ += ["WORDS", "groups_of", "scenario_groups", "factors", "withheld"]
 __all__ += ["bands", "band", "of", "noted", "describe"]
 
 KINDS = ("ttft", "tpot", "request")
@@ -131,19 +131,33 @@ def factors(kind: str, groups=()) -> tuple[float, float] | None:
     return narrowest["low"], narrowest["high"]
 
 
-def withheld(kind: str, groups) -> str:
-    """Why a prediction of ``kind`` in ``groups`` has no band: the groups short of
-    ``VALIDATED``, each with its rows and sources of that kind."""
+WORDS = {"ttft": "the first token", "tpot": "the time per token", "request": "the request"}
+"""Each of ``KINDS`` in words, as a note names it."""
+
+
+def withheld(kinds, groups) -> str:
+    """Why predictions of ``kinds`` (one kind, or several) in ``groups`` have no band, in one
+    sentence: each group short of ``VALIDATED``, with its rows and sources of each kind."""
+    kinds = (kinds,) if isinstance(kinds, str) else tuple(kinds)
     table = bands()["groups"]
     short = []
     for g in groups:
-        entry = table.get(g, {}).get(kind) or {"rows": 0, "sources": 0}
-        if not _validated(entry):
-            short.append(f"{g} ({entry['rows']} rows from {entry['sources']} sources)")
+        counts = []
+        for kind in kinds:
+            entry = table.get(g, {}).get(kind) or {"rows": 0, "sources": 0}
+            if not _validated(entry):
+                rows, sources = entry["rows"], entry["sources"]
+                counts.append(
+                    f"{WORDS[kind]}: {rows} row{'s' * (rows != 1)} from {sources} "
+                    f"source{'s' * (sources != 1)}"
+                )
+        if counts:
+            short.append(f"{g} ({'; '.join(counts)})")
     need = f"{VALIDATED['rows']} rows from {VALIDATED['sources']} sources"
     return (
-        f"no band for the {kind}: outside every validated group; the validation set has too "
-        f"few measurements of it in {', '.join(short)}, a band needs {need}"
+        f"no band for {', '.join(WORDS[kind] for kind in kinds)}: outside every validated "
+        f"group; the validation set has too few measurements in {', '.join(short)}, and a band "
+        f"needs {need}"
     )
 
 
@@ -192,7 +206,7 @@ def noted(result: dict, banded: dict[str, tuple[str, bool]], groups=()) -> dict:
         kind for key, (kind, _) in banded.items() if result["band"][key] is None
     )
     if missing:
-        result["band_note"] = "; ".join(withheld(kind, groups) for kind in missing)
+        result["band_note"] = withheld(missing, groups)
     return result
 
 
