@@ -54,7 +54,8 @@ STREAM_PARALLEL = ("tensor", "pipeline")
 parallelism, and a pipeline's micro-batches in flight (``serving.engine.Engine.period``, its cycle
 ``formulas.continuous.pipeline_wait`` printed). Expert parallelism's steady state is the
 library's only: its steps would add a fifth to an MoE model's part of the page (25 of
-Qwen3-30B-A3B's 112 kB), each evaluated at every step of the chain beside these."""
+Qwen3-30B-A3B's 112 kB), each evaluated at every step of the chain beside these. The frontier's
+closed loops take it, at the plain step only (``calculator_data``)."""
 NOT_STREAMED = (
     "the calculator's continuous and plan modes time {choices}; parallel='{parallel}' is the "
     "static mode's here (ia.steady_state and ia.plan take it)"
