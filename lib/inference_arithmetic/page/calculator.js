@@ -380,6 +380,7 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     }
     var table = document.createElement("table"), banded = state.step === "kernels";
     if (r.columns) {  // the frontier's table: a column of each quantity, a row of each point
+      table.className = "ia-calc-frontier";
       var head = document.createElement("tr");
       r.columns.forEach(function (c) {
         var th = document.createElement("th"); th.textContent = c.label; head.appendChild(th);

@@ -398,6 +398,9 @@ _STYLE = (
     "gap:.3em 1em;margin:.5em 0}.ia-calc-controls label{display:flex;gap:.5em;"
     "align-items:center;justify-content:space-between}.ia-calc-controls input{width:8em}"
     ".ia-calc-readout td,.ia-calc-readout th{padding:0 .6em}.ia-calc-readout th{text-align:left}"
+    # The frontier's table: a deployment on one line, numbers aligned, scrolled on a phone.
+    ".ia-calc-frontier{display:block;overflow-x:auto}.ia-calc-frontier td{white-space:nowrap}"
+    ".ia-calc-frontier th+th,.ia-calc-frontier td+td{text-align:right}"
     # The message in the text colour (vermillion text is too faint on white), marked by a bar.
     ".ia-calc-message{border-left:.3em solid #D55E00;padding-left:.5em;font-weight:bold}"
 )

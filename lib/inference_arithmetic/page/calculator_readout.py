@@ -257,7 +257,7 @@ def readout_html(values, gpu, message: str | None = None, price=None, banded=Tru
             "<tr>" + "".join(f"<td><b>{html.escape(text)}</b></td>" for text in row) + "</tr>"
             for row in _frontier_cells(values)
         )
-        return f"<table><tr>{head}</tr>{body}</table>{note}"
+        return f'<table class="ia-calc-frontier"><tr>{head}</tr>{body}</table>{note}'
     rows = "".join(
         f"<tr><td>{row[1]}</td><td><b>{html.escape(cell(row, values, banded))}</b></td></tr>"
         for row in _MODE_ROWS[_mode_of(values)]

@@ -8,8 +8,8 @@ True
 calculator's data (``calculator.Calculator.live_html``), with ``steady.js`` (``iaSteady``, the
 steady state of a continuously batching engine over the data's formulas), ``plan.js``
 (``iaPlan``, the plan's search over it), ``closed.js`` (``iaLoop``, a closed loop of users) and
-``frontier.js`` (``iaFrontier``, the frontier over such loops). ``core/format.js`` prints their numbers
-(``format.js_runtime``).
+``frontier.js`` (``iaFrontier``, the frontier over such loops). ``core/format.js`` prints
+their numbers (``format.js_runtime``).
 """
 
 from __future__ import annotations
