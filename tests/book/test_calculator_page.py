@@ -408,4 +408,52 @@ def test_the_calculator_plans_on_percentiles_as_ia_plan_does(browser):
     page.close()
 
 
+def test_the_calculators_frontier_is_ia_frontiers(browser):
+    """The frontier mode: the page sweeps the closed loops of ``ia.frontier`` itself (closed.js,
+    frontier.js), and each cell of its table is the library's, for a dense model and an MoE
+    model whose experts are spread; its refusals are the library's words."""
+    page, errors = open_page(browser, CALCULATOR)
+    root = page.locator(".ia-calc").first
+    choose, enter = _form(page, root)
+    for name, value in (("model", "llama-3.1-70b"), ("gpu", "h100-sxm"), ("dtype", "auto")):
+        choose(name, value)
+    # A stream's serving options are not the frontier's (its steps are plain).
+    choose("mode", "continuous serving")
+    enter("prefix_hit_rate", 0.5)
+    dense = choose("mode", ia.calculator.FRONTIER)
+    assert dense is not None and len({p["n_gpus"] for p in dense}) > 1  # several layouts
+    assert [p["n_gpus"] for p in dense] == sorted((p["n_gpus"] for p in dense), reverse=True)
+    for name in ("n_gpus", "parallel", "price_per_hour", "batch", "requests_per_s"):
+        assert not root.locator(f'[name="{name}"]').is_visible(), name
+    header = root.locator(".ia-calc-readout th").all_text_contents()
+    assert header == [label for _, label, _ in ia.calculator.FRONTIER_COLUMNS]
+    shorter = enter("prompt_len", 500)
+    assert shorter is not None and shorter != dense
+    moe = choose("model", "qwen3-30b-a3b")  # 128 experts, spread over 2 to 8 H100s
+    assert {p["parallel"] for p in moe} & set(ia.formulas.latency.EXPERT_PARALLEL)
+    wider = enter("token_budget", 2048)
+    assert wider is not None and wider != moe
+    # Its refusals, each ia.frontier's (``_calculator_agrees`` holds the words).
+    assert choose("step", "roofline") is None
+    assert ia.serving.engine.EXPERTS_BY_KERNELS in _readout(root)
+    assert choose("model", "llama-3.1-8b") is not None  # a dense model's roofline loops
+    choose("step", "kernels")
+    assert enter("output_len", 1) is None and "output_len must be a whole number from 2" in (
+        _readout(root)
+    )
+    enter("output_len", 256)
+    assert enter("prompt_len", 131_000) is None and "context window" in _readout(root)
+    enter("prompt_len", 2048)
+    choose("gpu", "l40s")
+    assert choose("model", "llama-3.1-405b") is None and "no layout of" in _readout(root)
+    choose("gpu", "h100-sxm")
+    choose("model", "llama-3.1-70b")
+    enter("token_budget", 512)
+    choose("mode", "continuous serving")
+    enter("prefix_hit_rate", 0)
+    choose("mode", "static batch")
+    assert not errors, f"console errors: {errors}"
+    page.close()
+
+
 # --- The appendices: the formula reference and the glossary -----------------------------------

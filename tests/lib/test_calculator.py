@@ -3,6 +3,7 @@ formulas, checks and messages (the page itself is checked in
 tests/book/test_calculator_page.py)."""
 
 import dataclasses
+import inspect
 import itertools
 import json
 import math
@@ -103,7 +104,7 @@ def test_the_page_carries_the_librarys_formulas_checks_and_messages():
 
 def test_the_pages_script_holds_no_message_or_formula():
     # Every sentence the page shows comes from the spec: no template text in the script.
-    runtime = script("calculator.js")
+    runtime = script("calculator.js") + script("closed.js") + script("frontier.js")
     for text in ("does not fit", "context window", "FLOP rate", "attention heads", "whole number"):
         assert text not in runtime
     for kind in ("nbytes", "seconds", "usd"):
@@ -157,7 +158,7 @@ def test_the_page_carries_the_steady_states_formulas_and_messages():
     assert spec["models"]["gpt2"]["degree_list"] == [1, 2, 3, 4, 6, 12]  # 12 heads
     assert spec["saturated"] == ia.continuous.SATURATED
     modes = {"static": calculator.STATIC, "continuous": calculator.CONTINUOUS}
-    assert spec["modes"] == {**modes, "plan": calculator.PLAN}
+    assert spec["modes"] == {**modes, "plan": calculator.PLAN, "frontier": calculator.FRONTIER}
     runtime = script("steady.js") + script("calculator.js")
     for text in ("saturate ", "keeps up", "positive number", "requests per second"):
         assert text not in runtime
@@ -642,3 +643,83 @@ def test_a_calculator_made_with_refused_settings_says_so_in_code():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert "result=" in repr(calculator.Calculator())  # a good one warns of nothing
+
+
+def _frontier_arguments(**changes):
+    """``ia.frontier``'s arguments for the calculator's defaults, with ``changes``."""
+    start = calculator.Calculator().state
+    asked = {name: start[name] for name in ("prompt_len", "output_len", "token_budget")}
+    return {"memory_utilization": start["memory_utilization"], **asked, **changes}
+
+
+@pytest.mark.slow
+def test_the_frontier_is_a_mode_whose_rows_are_ia_frontiers_points():
+    w = calculator.widget(mode=calculator.FRONTIER)
+    expected = ia.frontier("llama-3.1-8b", "h100-sxm", **_frontier_arguments())
+    assert w.result == expected and len(expected) > 3  # one source: the library's points
+    lines = [line.strip() for line in w.text().splitlines()]
+    assert lines[1].split(" | ")[0] == "deployment" and len(lines) == len(expected) + 3
+    for point, (p, line) in enumerate(zip(expected, lines[2:], strict=False), start=1):
+        key = calculator.FRONTIER_KEY.format(key="tpot", point=point)
+        assert w.values[key] == p["tpot"]
+        users = calculator.FRONTIER_KEY.format(key="concurrency", point=point)
+        assert w.values[users] == p["concurrency"]
+        per_gpu = ia.format.number(p["throughput_per_gpu"])
+        deployment = f"{p['n_gpus']} x h100-sxm, {p['parallel']}"
+        assert line.split(" | ") == [
+            deployment,
+            str(p["concurrency"]),
+            per_gpu,
+            ia.format.number(p["tokens_per_s_per_user"]),
+            ia.format.seconds(p["tpot"]),
+        ]
+    assert "<th>output tokens/s per GPU</th>" in w.html()
+    assert "closed loops of 1, 2, 4, " in lines[-1] and "up to 8 GPUs" in lines[-1]
+    # An MoE model: its experts spread over the GPUs are among the layouts, as ia.frontier's.
+    w.update(model="qwen3-30b-a3b")
+    expected = ia.frontier("qwen3-30b-a3b", "h100-sxm", **_frontier_arguments())
+    assert w.result == expected
+    assert {p["parallel"] for p in expected} & set(ia.formulas.latency.EXPERT_PARALLEL)
+    # It chooses the GPUs, their parallelism and the users, and shows no cost.
+    for name in ("n_gpus", "replicas", "parallel", "batch", "requests_per_s", "price_per_hour"):
+        assert not calculator.used(name, w.state), name
+    assert calculator.used("parallel", {"mode": calculator.STATIC})
+
+
+@pytest.mark.slow
+def test_the_frontiers_refusals_are_ia_frontiers():
+    with pytest.warns(calculator.RefusedWarning):
+        w = calculator.widget(mode=calculator.FRONTIER, model="qwen3-30b-a3b", step="roofline")
+    with pytest.raises(ValueError) as refused:  # expert parallelism is timed kernel by kernel
+        ia.frontier("qwen3-30b-a3b", "h100-sxm", **_frontier_arguments(step="roofline"))
+    assert w.message == str(refused.value) == ia.serving.engine.EXPERTS_BY_KERNELS
+    w.update(step="kernels", output_len=1)
+    with pytest.raises(ValueError) as refused:
+        ia.frontier("qwen3-30b-a3b", "h100-sxm", **_frontier_arguments(output_len=1))
+    assert w.message == str(refused.value) == w.spec()["frontier"]["one_token"]
+    w.update(output_len=256, model="llama-3.1-405b", gpu="l40s")  # 810 GB on 8 x 48 GB
+    with pytest.raises(ValueError) as refused:
+        ia.frontier("llama-3.1-405b", "l40s", **_frontier_arguments())
+    assert w.message == str(refused.value) and "no layout of llama-3.1-405b fits" in w.message
+
+
+@pytest.mark.slow
+def test_the_frontier_takes_no_serving_option_and_the_page_carries_its_sweep():
+    # The serving options set in another mode are not the frontier's: its steps are plain.
+    w = calculator.widget(mode=calculator.CONTINUOUS, prefix_hit_rate=0.5, speculative="ngram")
+    w.update(mode=calculator.FRONTIER)
+    assert w.result == ia.frontier("llama-3.1-8b", "h100-sxm", **_frontier_arguments())
+    spec = w.spec()
+    sweep = spec["frontier"]
+    signature = inspect.signature(ia.frontier).parameters
+    assert list(sweep["concurrency"]) == list(ia.serving.frontier.CONCURRENCY)
+    assert sweep["most_gpus"] == signature["most_gpus"].default
+    assert sweep["request_check"] == ia.serving.frontier.REQUEST_CHECK
+    assert sweep["max_num_seqs"] == ia.engine("vllm").max_num_seqs
+    # An MoE model's expert-parallel steps, the plain kernel step, printed for the frontier
+    # alone; a dense model has none.
+    moe = ia.model("qwen3-30b-a3b")
+    experts = ia.formulas.latency.EXPERT_PARALLEL
+    steps = {p: ia.scenario.STEP_FORMULAS["kernels"](moe, p) for p in experts}
+    assert spec["models"][moe.name]["experts"]["step"] == printing.javascript(steps)
+    assert "experts" not in spec["models"]["llama-3.1-8b"]

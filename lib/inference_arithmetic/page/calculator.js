@@ -59,9 +59,12 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
             prefix: options.indexOf("prefix") >= 0, speculating: method !== null};
   }
   var plain = {key: ":None", values: {}, prefix: false, speculating: false};
-  // One deployment's values and its refusal, if any: the Scenario's checks in its order.
+  var speculative = spec.controls.filter(function (c) { return c.name === "speculative"; })[0];
+  // One deployment's values and its refusal, if any: the Scenario's checks in its order (a
+  // rule's refusal names the rule, ``check``). A stream takes the serving options where the
+  // form uses them (not in the frontier's mode: its steps are plain).
   function deployment(m, g, names, n_gpus, replicas, parallel, streaming) {
-    var serving = streaming ? servingOptions() : plain;
+    var serving = streaming && used(speculative) ? servingOptions() : plain;
     if (serving.error) return {error: serving.error, names: names, fatal: true};
     if (!(parallel in m.checks)) return {error: spec.no_experts, names: names, fatal: true};
     var auto = state.dtype === spec.auto, layers = auto ? m.layers_format : state.dtype;
@@ -106,7 +109,7 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
         for (var f in check.fields) {
           shown[f] = iaShow(call(check.fields[f], v), check.fields[f].kind);
         }
-        return {error: check.message, names: shown};
+        return {error: check.message, names: shown, check: check.name};
       }
     }
     return {values: v, serving: serving};
@@ -180,6 +183,10 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
   }
   function price(g) { return state.price_per_hour === null ? g.price_per_hour : state.price_per_hour; }
   function note(g, mode, exact) {  // calculator._note
+    if (mode === spec.modes.frontier) {  // no cost and no band: ia.frontier gives neither
+      return fill(spec.notes.frontier, {users: spec.frontier.users,
+                                        most_gpus: spec.frontier.most_gpus}) + ".";
+    }
     var parts = [state.price_per_hour !== null ?
       fill(spec.notes.given, {price_per_hour: iaShow(state.price_per_hour, spec.given_kind)}) :
       g.price_per_hour !== null ? fill(spec.notes.priced, g) : spec.notes.unpriced];
@@ -196,12 +203,14 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     if (bad) return {error: bad};
     var m = model(), g = spec.gpus[state.gpu], mode = state.mode;
     var streaming = mode === spec.modes.continuous;
-    if (mode !== spec.modes.static && spec.stream_parallel.indexOf(state.parallel) < 0) {
+    var timed = mode === spec.modes.continuous || mode === spec.modes.plan;
+    if (timed && spec.stream_parallel.indexOf(state.parallel) < 0) {
       return {error: fill(spec.not_streamed, {parallel: state.parallel})};
     }
     if (m.error) return {error: m.error};
     var names = Object.assign({}, spec.options, state);
     if (mode === spec.modes.plan) return plan(m, g, names);
+    if (mode === spec.modes.frontier) return frontier(m, g, names);
     var d = deployment(m, g, names, state.n_gpus, state.replicas, state.parallel, streaming);
     if (d.error) return {error: fill(d.error, d.names)};
     var v = d.values, cost = price(g);
@@ -311,6 +320,45 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     }
     return {rows: spec.plan_rows, values: found.best, note: note(g, state.mode)};
   }
+  function frontier(m, g, names) {  // ia.frontier (frontier.js): closed loops (closed.js)
+    var f = spec.frontier, kernels = state.step === "kernels";
+    if (state.output_len < 2) return {error: f.one_token};
+    var points = iaFrontier(f, m.degree_list || [], m.expert_degree_list || [],
+                            function (n_gpus, parallel) {
+      var d = deployment(m, g, Object.assign({}, names), n_gpus, 1, parallel, true);
+      if (d.error && d.check && d.check !== f.request_check) return null;  // a layout refused
+      if (d.error) throw new Error(fill(d.error, d.names));
+      var experts = f.expert_parallel.indexOf(parallel) >= 0;
+      if (experts && !kernels) throw new Error(f.experts_by_kernels);
+      // The loop's engine (serving.closed): the plain step, at the mean context, and the
+      // requests the memory holds whole, at most the engine's max_num_seqs (kernel by kernel).
+      var v = d.values, formulas = experts ? m.experts : m.continuous;
+      var step = experts ? formulas.step : formulas.step[state.step][plain.key];
+      var point = Object.assign({}, v, {context_len: call(spec.context, v)});
+      var whole = Object.assign({}, v, {context_len: v.seq_len + v.output_len});
+      var held = Math.floor(call(formulas.capacity, whole)[parallel]);
+      return {budget: v.token_budget, tokens: v.seq_len, O: v.output_len, rows: 1,
+        mean_output: v.output_len, tokens_per_step: 1,
+        capacity: kernels && f.max_num_seqs ? Math.min(held, f.max_num_seqs) : held,
+        step: function (decodes, tokens) {
+          point.decoding = Math.max(decodes, 0); point.prefill_tokens = tokens;
+          return call(step, point)[parallel];
+        }};
+    });
+    if (!points.length) {
+      return {error: fill(f.no_layout, {model: state.model, most_gpus: f.most_gpus,
+        gpu: state.gpu, prompt_len: state.prompt_len, output_len: state.output_len})};
+    }
+    var values = {};
+    points.forEach(function (p, i) {
+      var named = fill(f.deployment, Object.assign({gpu: state.gpu}, p));
+      var cells = Object.assign({deployment: named}, p);
+      f.columns.forEach(function (c) {
+        values[fill(f.key, {key: c.key, point: i + 1})] = cells[c.key];
+      });
+    });
+    return {columns: f.columns, points: points, values: values, note: note(g, state.mode)};
+  }
   function bounds(r, keys) {
     var seen = [];
     keys.forEach(function (k) {
@@ -331,7 +379,27 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
       return;
     }
     var table = document.createElement("table"), banded = state.step === "kernels";
-    r.rows.forEach(function (row) {
+    if (r.columns) {  // the frontier's table: a column of each quantity, a row of each point
+      table.className = "ia-calc-frontier";
+      var head = document.createElement("tr");
+      r.columns.forEach(function (c) {
+        var th = document.createElement("th"); th.textContent = c.label; head.appendChild(th);
+      });
+      table.appendChild(head);
+      r.points.forEach(function (_, i) {
+        var tr = document.createElement("tr");
+        r.columns.forEach(function (c) {
+          var cell = document.createElement("td"), strong = document.createElement("b");
+          var key = fill(spec.frontier.key, {key: c.key, point: i + 1}), value = r.values[key];
+          cell.className = "ia-calc-value"; cell.dataset.key = key;
+          if (c.kind === "text") cell.dataset.text = value; else cell.dataset.value = String(value);
+          strong.textContent = iaShow(value, c.kind);
+          cell.appendChild(strong); tr.appendChild(cell);
+        });
+        table.appendChild(tr);
+      });
+    }
+    (r.rows || []).forEach(function (row) {
       var tr = document.createElement("tr"), name = document.createElement("td");
       var cell = document.createElement("td"), strong = document.createElement("b");
       name.textContent = row.label;

@@ -8,8 +8,8 @@ book's page.
 True
 
 What it computes is ``ia.calculate`` (``serving``): a ``Scenario``, checked by ``scenario.CHECKS``,
-and the formulas of ``serving.report_formulas``; in its other modes ``ia.steady_state`` and
-``ia.plan``. The form's controls are ``calculator_form``'s, the readout
+and the formulas of ``serving.report_formulas``; in its other modes ``ia.steady_state``,
+``ia.plan`` and ``ia.frontier``. The form's controls are ``calculator_form``'s, the readout
 ``calculator_readout``'s. The page cannot run Python, so the live block carries the same
 rules as data (``calculator_data``) and a script that interprets them (``calculator.js``): it
 holds no formula, no check and no message of its own.
@@ -33,6 +33,7 @@ from inference_arithmetic.page.calculator_form import (
     AMOUNTS,
     COMPUTED,
     CONTINUOUS,
+    FRONTIER,
     JUDGED,
     MODES,
     NO_SPECULATION,
@@ -58,6 +59,8 @@ from inference_arithmetic.page.calculator_form import (
 from inference_arithmetic.page.calculator_readout import (
     BANDED_CELL,
     CONTINUOUS_ROWS,
+    FRONTIER_COLUMNS,
+    FRONTIER_KEY,
     NOTES,
     PERCENTILE_KEY,
     PERCENTILE_NAMES,
@@ -65,6 +68,7 @@ from inference_arithmetic.page.calculator_readout import (
     ROWS,
     STREAM,
     cell,
+    frontier_values,
     percentile_values,
     readout_html,
     readout_lines,
@@ -73,6 +77,7 @@ from inference_arithmetic.page.calculator_readout import (
 from inference_arithmetic.page.live import FORMAT_RUNTIME, embed_json
 from inference_arithmetic.page.scripts import script
 from inference_arithmetic.serving import continuous, efficiencies, planning, scenario
+from inference_arithmetic.serving.frontier import frontier
 
 # The calculator's front door (ia.calculator): the widget, and the names of the form, the
 # readout and the page data that chapter 16 and readers use.
@@ -82,6 +87,7 @@ __all__ += ["CONTINUOUS_ROWS", "label", "PAGE_PARALLEL", "STREAM_PARALLEL", "NOT
 __all__ += ["NO_SPECULATION", "SERVING_OPTIONS", "PLAN", "PLAN_ROWS", "AMOUNTS", "ONLY"]
 __all__ += ["used", "amount_message", "amount_range", "rate_message", "not_streamed", "PRICE"]
 __all__ += ["STREAM", "step_key", "JUDGED", "PERCENTILE_KEY", "PERCENTILE_NAMES"]
+__all__ += ["FRONTIER", "FRONTIER_COLUMNS", "FRONTIER_KEY"]
 
 
 class RefusedWarning(UserWarning):
@@ -98,7 +104,8 @@ class Calculator:
     """The calculator's controls and readout: ipywidgets in Jupyter, a live page in the book.
 
     ``update(**changes)`` sets controls and recomputes: ``result`` is ``ia.calculate``'s (or
-    ``ia.steady_state``'s, or ``ia.plan``'s, by the mode), and ``message`` None; or, for an
+    ``ia.steady_state``'s, ``ia.plan``'s or ``ia.frontier``'s, by the mode), and ``message``
+    None; or, for an
     input outside its range or a scenario the library refuses, ``message`` says why and reading
     ``result`` raises ``ArgumentError`` with it (``values`` is None). Nothing is clamped: the
     form answers for what was typed, or says why not. A value no field can hold (a string, NaN,
@@ -242,8 +249,14 @@ class Calculator:
         for name, check in AMOUNTS.items():
             if used(name, state) and state[name] is not None:
                 check(name, state[name])
-        if mode != STATIC and state["parallel"] not in STREAM_PARALLEL:
+        if mode in (CONTINUOUS, PLAN) and state["parallel"] not in STREAM_PARALLEL:
             raise ArgumentError(not_streamed(state["parallel"]))
+        if mode == FRONTIER:  # ia.frontier chooses the GPUs, their parallelism and the users
+            arguments = self.arguments()
+            for name in ("n_gpus", "replicas", "parallel", "batch", "in_waves"):
+                del arguments[name]
+            points = frontier(arguments.pop("model"), **arguments)
+            return points, frontier_values(points, state["gpu"])
         price = state["price_per_hour"]
         if mode == PLAN:
             arguments = self.arguments()
@@ -338,7 +351,8 @@ class Calculator:
             '</script><div class="ia-calc-controls"></div>'
             '<div class="ia-calc-readout" aria-live="polite"></div></div>'
             f"<script>{FORMAT_RUNTIME}{script('quantiles.js')}{script('steady.js')}"
-            f"{script('plan.js')}{script('calculator.js')}\n"
+            f"{script('plan.js')}{script('closed.js')}{script('frontier.js')}"
+            f"{script('calculator.js')}\n"
             f"iaCalc(document.getElementById({json.dumps(element)}));</script>"
         )
 
@@ -383,7 +397,10 @@ _STYLE = (
     ".ia-calc-controls{display:grid;grid-template-columns:repeat(auto-fill,minmax(15em,1fr));"
     "gap:.3em 1em;margin:.5em 0}.ia-calc-controls label{display:flex;gap:.5em;"
     "align-items:center;justify-content:space-between}.ia-calc-controls input{width:8em}"
-    ".ia-calc-readout td{padding:0 .6em}"
+    ".ia-calc-readout td,.ia-calc-readout th{padding:0 .6em}.ia-calc-readout th{text-align:left}"
+    # The frontier's table: a deployment on one line, numbers aligned, scrolled on a phone.
+    ".ia-calc-frontier{display:block;overflow-x:auto}.ia-calc-frontier td{white-space:nowrap}"
+    ".ia-calc-frontier th+th,.ia-calc-frontier td+td{text-align:right}"
     # The message in the text colour (vermillion text is too faint on white), marked by a bar.
     ".ia-calc-message{border-left:.3em solid #D55E00;padding-left:.5em;font-weight:bold}"
 )

@@ -50,6 +50,7 @@ from inference_arithmetic.page.calculator_form import (
     COMPUTED,
     COMPUTES,
     CONTINUOUS,
+    FRONTIER,
     JUDGED,
     NO_SPECULATION,
     PAGE_PARALLEL,
@@ -64,6 +65,9 @@ from inference_arithmetic.page.calculator_form import (
 from inference_arithmetic.page.calculator_readout import (
     BANDED_CELL,
     CONTINUOUS_ROWS,
+    DEPLOYMENT,
+    FRONTIER_COLUMNS,
+    FRONTIER_KEY,
     GIVEN_KIND,
     NOTES,
     PERCENTILE_KEY,
@@ -71,11 +75,14 @@ from inference_arithmetic.page.calculator_readout import (
     PLAN_ROWS,
     ROWS,
     STREAM,
+    users_text,
 )
 from inference_arithmetic.serving import (
     bands,
     continuous,
     efficiencies,
+    engine,
+    frontier,
     planning,
     queueing,
     scenario,
@@ -118,9 +125,23 @@ def _facts(arch) -> dict:
 
 def _print_formulas(arch) -> dict:
     """The model's formulas printed: its steady state's steps and capacity, and its report's
-    formulas, by step model and parallelism."""
+    formulas, by step model and parallelism; for an MoE model, the plain kernel step and the
+    capacity of expert parallelism, which only the frontier's closed loops take
+    (``STREAM_PARALLEL`` says why the steady state at a rate does not)."""
     capacity = {p: latency.max_concurrency(arch, p) for p in STREAM_PARALLEL}
+    experts = {}
+    if arch.is_moe:
+        step = scenario.STEP_FORMULAS["kernels"]
+        experts = {
+            "experts": {
+                "step": javascript({p: step(arch, p) for p in latency.EXPERT_PARALLEL}),
+                "capacity": javascript(
+                    {p: latency.max_concurrency(arch, p) for p in latency.EXPERT_PARALLEL}
+                ),
+            }
+        }
     return {
+        **experts,
         "continuous": {  # the page's steady state, of each of STREAM_PARALLEL
             "step": {s: _steps(arch, s) for s in scenario.STEPS},
             "capacity": javascript(capacity),
@@ -283,7 +304,7 @@ def page_data() -> dict:
         "then": serving.THEN,
         "notes": NOTES,
         "given_kind": GIVEN_KIND,
-        "modes": {"static": STATIC, "continuous": CONTINUOUS, "plan": PLAN},
+        "modes": {"static": STATIC, "continuous": CONTINUOUS, "plan": PLAN, "frontier": FRONTIER},
         "continuous_rows": _rows_data(CONTINUOUS_ROWS, continuous.BANDED),
         "plan_rows": _rows_data(PLAN_ROWS, continuous.BANDED),
         "context": javascript(latency.mean_context()),
@@ -312,6 +333,7 @@ def page_data() -> dict:
             "rules": own_config.reading(),
             "messages": own_config.MESSAGES,
         },
+        "frontier": _frontier_data(default),
         "plan": {
             "degree": planning.PLAN_DEGREE,
             "most_gpus": plan_signature["most_gpus"].default,
@@ -320,6 +342,31 @@ def page_data() -> dict:
             "judged": JUDGED,  # the form's choice -> ia.plan's percentile (None: the mean)
             "on": planning.NO_DEPLOYMENT_ON,
         },
+    }
+
+
+def _frontier_data(default) -> dict:
+    """What the page's frontier (frontier.js, over closed.js) takes: ``ia.frontier``'s sweep
+    and messages, the engine's cap on the requests it runs (the form offers no engine: the
+    default scenario's), the readout's columns and templates."""
+    signature = inspect.signature(frontier.frontier).parameters
+    try:  # its refusal of requests of one output token, the library's own words
+        frontier.frontier(default.model, default.gpu, output_len=1)
+    except ValueError as error:
+        one_token = str(error)
+    return {
+        "most_gpus": signature["most_gpus"].default,
+        "concurrency": signature["concurrency"].default,
+        "one_token": one_token,
+        "no_layout": frontier.NO_LAYOUT,
+        "experts_by_kernels": engine.EXPERTS_BY_KERNELS,
+        "expert_parallel": latency.EXPERT_PARALLEL,
+        "request_check": frontier.REQUEST_CHECK,
+        "max_num_seqs": default.engine.max_num_seqs,
+        "columns": _rows_data(FRONTIER_COLUMNS, {}),
+        "key": FRONTIER_KEY,
+        "deployment": DEPLOYMENT,
+        "users": users_text(),
     }
 
 

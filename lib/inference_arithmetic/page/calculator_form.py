@@ -29,18 +29,22 @@ from inference_arithmetic.page import controls as widget_controls
 from inference_arithmetic.page import own_config
 from inference_arithmetic.serving import queueing, scenario, speculative, targets
 
-__all__ = ["STATIC", "CONTINUOUS", "PLAN", "MODES", "PAGE_PARALLEL", "STREAM_PARALLEL"]
+__all__ = ["STATIC", "CONTINUOUS", "PLAN", "FRONTIER", "MODES", "PAGE_PARALLEL", "STREAM_PARALLEL"]
 __all__ += ["NOT_STREAMED", "not_streamed", "NO_SPECULATION", "SERVING_OPTIONS"]
 __all__ += ["SAME", "COMPUTES", "COMPUTED", "PRICE", "ranges", "AMOUNTS", "ONLY", "used"]
 __all__ += ["amount_message", "rate_message", "amount_range", "label", "choices"]
 __all__ += ["check_number", "page_controls", "MEAN", "JUDGED"]
 
 STATIC, CONTINUOUS, PLAN = "static batch", "continuous serving", "sizing from targets"
-MODES = [STATIC, CONTINUOUS, PLAN]
-"""The form's three modes: a batch of ``batch`` requests sent at once (``ia.calculate``); a
+FRONTIER = "users: the frontier"
+MODES = [STATIC, CONTINUOUS, PLAN, FRONTIER]
+"""The form's four modes: a batch of ``batch`` requests sent at once (``ia.calculate``); a
 stream of ``requests_per_s`` requests a second on a continuously batching engine
-(``ia.steady_state``); or the cheapest deployment whose steady state at that rate meets a time
-to first token and a time per output token (``ia.plan``, which chooses the GPUs)."""
+(``ia.steady_state``); the cheapest deployment whose steady state at that rate meets a time
+to first token and a time per output token (``ia.plan``, which chooses the GPUs); or the
+Pareto set of output tokens per second per GPU against tokens per second per user, over closed
+loops of users and the layouts that fit (``ia.frontier``, which chooses the GPUs, their
+parallelism and the users; at the plain step, without the serving options)."""
 PAGE_PARALLEL = latency.PARALLEL
 """The parallelisms the page offers, the library's own; expert parallelism
 (``latency.EXPERT_PARALLEL``) where the model has experts (a dense one gets
@@ -50,7 +54,8 @@ STREAM_PARALLEL = ("tensor", "pipeline")
 parallelism, and a pipeline's micro-batches in flight (``serving.engine.Engine.period``, its cycle
 ``formulas.continuous.pipeline_wait`` printed). Expert parallelism's steady state is the
 library's only: its steps would add a fifth to an MoE model's part of the page (25 of
-Qwen3-30B-A3B's 112 kB), each evaluated at every step of the chain beside these."""
+Qwen3-30B-A3B's 112 kB), each evaluated at every step of the chain beside these. The frontier's
+closed loops take it, at the plain step only (``calculator_data``)."""
 NOT_STREAMED = (
     "the calculator's continuous and plan modes time {choices}; parallel='{parallel}' is the "
     "static mode's here (ia.steady_state and ia.plan take it)"
@@ -122,6 +127,7 @@ ONLY = {
     "batch": {"mode": [STATIC]},
     "n_gpus": {"mode": [STATIC, CONTINUOUS]},
     "replicas": {"mode": [STATIC, CONTINUOUS]},
+    "parallel": {"mode": [STATIC, CONTINUOUS, PLAN]},
     "requests_per_s": {"mode": [CONTINUOUS, PLAN]},
     "ttft_target": {"mode": [PLAN]},
     "tpot_target": {"mode": [PLAN]},
@@ -129,16 +135,18 @@ ONLY = {
     "expert_imbalance": {"mode": [STATIC], "parallel": list(latency.EXPERT_PARALLEL)},
     "prefix_hit_rate": {"mode": [CONTINUOUS, PLAN]},
     "speculative": {"mode": [CONTINUOUS, PLAN]},
+    "price_per_hour": {"mode": [STATIC, CONTINUOUS, PLAN]},
     "compute_efficiency": {"step": ["roofline"]},
     "bandwidth_efficiency": {"step": ["roofline"]},
     "config": {"model": [own_config.OWN]},
 }
 """The controls that only some settings use, and those settings (every other control is used
 everywhere): the batch in the static mode, the rate and targets where the steady state is
-asked, the GPUs where the form does not choose them (the plan does), the efficiencies of
-chapter 08's single roofline (the kernel model takes the GPU's measured kernels), the
-imbalance of experts where they are spread (the static mode's: ``STREAM_PARALLEL``), the
-serving options where a stream is served."""
+asked, the GPUs where the form does not choose them (the plan does, and the frontier chooses
+their parallelism too), the price where a cost is shown (the frontier shows none), the
+efficiencies of chapter 08's single roofline (the kernel model takes the GPU's measured
+kernels), the imbalance of experts where they are spread (the static mode's:
+``STREAM_PARALLEL``), the serving options where a stream at a rate is served."""
 
 
 def used(name: str, state: dict) -> bool:

@@ -8,13 +8,15 @@ under them, as HTML or as text.
 
 The rows of the static mode are formulas of ``serving.report_formulas``; the continuous
 mode's, keys of ``ia.steady_state``'s result and the memory and cost at the rate
-(``stream_values``); the plan's, keys of ``ia.plan``'s. The page's script fills the same rows
-and templates (``calculator_data``).
+(``stream_values``); the plan's, keys of ``ia.plan``'s. The frontier's readout is a table of
+``ia.frontier``'s points, a row each, its columns ``FRONTIER_COLUMNS`` (``frontier_values``).
+The page's script fills the same rows and templates (``calculator_data``).
 """
 
 from __future__ import annotations
 
 import html
+import inspect
 import math
 
 import sympy
@@ -23,14 +25,15 @@ from inference_arithmetic import serving
 from inference_arithmetic.core import cache
 from inference_arithmetic.core import format as fmt
 from inference_arithmetic.formulas import economics
-from inference_arithmetic.page.calculator_form import CONTINUOUS, PLAN, STATIC
-from inference_arithmetic.serving import bands, continuous, planning, queueing
+from inference_arithmetic.page.calculator_form import CONTINUOUS, FRONTIER, PLAN, STATIC
+from inference_arithmetic.serving import bands, continuous, frontier, planning, queueing
 from inference_arithmetic.serving.engine import in_flight
 from inference_arithmetic.serving.report import compiled_report
 
 __all__ = ["ROWS", "CONTINUOUS_ROWS", "PLAN_ROWS", "STREAM", "NOTES", "GIVEN_KIND"]
 __all__ += ["BANDED_CELL", "cell", "readout_html", "readout_lines", "stream_values"]
 __all__ += ["PERCENTILE_KEY", "PERCENTILE_NAMES", "percentile_values"]
+__all__ += ["FRONTIER_COLUMNS", "FRONTIER_KEY", "DEPLOYMENT", "frontier_values", "users_text"]
 
 # The rows of the readout: a formula of serving.report_formulas, its label, its kind of
 # quantity (ia.format.show). A row of kind "bound" names the bounds of its flags, in order.
@@ -85,6 +88,17 @@ cost_blended    | blended cost per million output tokens (GPUs paid busy or idle
 """
 
 
+# The frontier's columns: a key of each point of ``ia.frontier`` (its deployment in words,
+# ``DEPLOYMENT``), its label, its kind.
+_FRONTIER_TABLE = """
+deployment            | deployment                | text
+concurrency           | users                     | integer
+throughput_per_gpu    | output tokens/s per GPU   | number
+tokens_per_s_per_user | tokens/s per user         | number
+tpot                  | time per output token     | seconds
+"""
+
+
 def _row(line: str) -> tuple:
     key, label, kind = (part.strip() for part in line.split("|"))
     return (tuple(key.split()) if kind == "bound" else key), label, kind
@@ -118,6 +132,13 @@ CONTINUOUS_ROWS = _STREAM_ROWS[:3] + _percentile_rows(_STREAM_ROWS) + _STREAM_RO
 PLAN_ROWS = [_row(line) for line in _PLAN_TABLE.strip().splitlines()]
 """The plan's rows: (key of ``ia.plan``'s result, label, kind)."""
 _MODE_ROWS = {STATIC: ROWS, CONTINUOUS: CONTINUOUS_ROWS, PLAN: PLAN_ROWS}
+FRONTIER_COLUMNS = [_row(line) for line in _FRONTIER_TABLE.strip().splitlines()]
+"""The frontier's columns: (key of a point of ``ia.frontier``, or ``deployment``, label, kind)."""
+FRONTIER_KEY = "{key}_{point}"
+"""The readout's key of a cell of the frontier's table: ``tpot_2`` is the TPOT of
+``ia.frontier``'s second point (counted from 1, the most tokens per second per user)."""
+DEPLOYMENT = "{n_gpus} x {gpu}, {parallel}"
+"""A frontier point's deployment in words: its GPUs and their parallelism."""
 
 _rate = sympy.Symbol("requests_per_s", positive=True)  # continuous.STEADY's rate
 STREAM = {
@@ -141,6 +162,9 @@ NOTES = {
     "plan": "the cheapest replicas x degree of the parallelism chosen (up to "
     f"{planning.PLAN_DEGREE}) whose steady state meets both targets (ia.plan)",
     "judged": "its times are each request's {percentile}, on which the targets are judged",
+    "frontier": "the deployments on the frontier of output tokens/s per GPU against tokens/s "
+    "per user (ia.frontier), the most tokens/s per user first: closed loops of {users} users "
+    "on each layout of up to {most_gpus} GPUs that fits, without prefix caching or speculation",
     "band": bands.describe(),
 }
 """The sentence under the readout: its parts joined by "; ", the band's last (the kernel
@@ -154,7 +178,10 @@ BANDED_CELL = "{value} ({low} to {high})"
 
 
 def _mode_of(values) -> str:
-    """The mode whose readout ``values`` are: a steady state's, a plan's, or a report's."""
+    """The mode whose readout ``values`` are: a steady state's, a plan's, a frontier's, or a
+    report's."""
+    if "points" in values:
+        return FRONTIER
     if "saturation_rate" in values:
         return CONTINUOUS
     return PLAN if "replicas" in values else STATIC
@@ -180,8 +207,16 @@ def cell(row, values, banded: bool = True) -> str:
     return BANDED_CELL.format(value=text, low=fmt.show(low, kind), high=fmt.show(high, kind))
 
 
+def users_text(users=frontier.CONCURRENCY) -> str:
+    """The users ``ia.frontier`` sweeps, as the frontier's note names them."""
+    return ", ".join(fmt.show(c, "integer") for c in users)
+
+
 def _note(values, gpu, price=None, banded=True) -> str:
     mode = _mode_of(values)
+    if mode == FRONTIER:  # no cost and no band: ia.frontier gives neither
+        most = inspect.signature(frontier.frontier).parameters["most_gpus"].default
+        return NOTES["frontier"].format(users=users_text(), most_gpus=most) + "."
     if price is not None:
         parts = [NOTES["given"].format(price_per_hour=fmt.show(price, GIVEN_KIND))]
     elif gpu.price_per_hour is not None:
@@ -199,21 +234,44 @@ def _note(values, gpu, price=None, banded=True) -> str:
     return "; ".join(parts + [NOTES["band"]] * banded) + "."
 
 
+def _frontier_cells(values) -> list[list[str]]:
+    """The frontier's table as text: a row of each point's cells (``FRONTIER_COLUMNS``)."""
+    return [
+        [
+            fmt.show(values[FRONTIER_KEY.format(key=key, point=point)], kind)
+            for key, _, kind in FRONTIER_COLUMNS
+        ]
+        for point in range(1, len(values["points"]) + 1)
+    ]
+
+
 def readout_html(values, gpu, message: str | None = None, price=None, banded=True) -> str:
-    """The readout table of ``serving.report_values`` (or of a steady state or a plan), or the
-    message that replaces it."""
+    """The readout table of ``serving.report_values`` (or of a steady state, a plan or a
+    frontier), or the message that replaces it."""
     if values is None:
         return f'<p class="ia-calc-message" role="alert"><b>{html.escape(message)}</b></p>'
+    note = f"<p>{html.escape(_note(values, gpu, price, banded))}</p>"
+    if _mode_of(values) == FRONTIER:
+        head = "".join(f"<th>{label}</th>" for _, label, _ in FRONTIER_COLUMNS)
+        body = "".join(
+            "<tr>" + "".join(f"<td><b>{html.escape(text)}</b></td>" for text in row) + "</tr>"
+            for row in _frontier_cells(values)
+        )
+        return f'<table class="ia-calc-frontier"><tr>{head}</tr>{body}</table>{note}'
     rows = "".join(
         f"<tr><td>{row[1]}</td><td><b>{html.escape(cell(row, values, banded))}</b></td></tr>"
         for row in _MODE_ROWS[_mode_of(values)]
     )
-    return f"<table>{rows}</table><p>{html.escape(_note(values, gpu, price, banded))}</p>"
+    return f"<table>{rows}</table>{note}"
 
 
 def readout_lines(values, gpu, price=None, banded=True) -> list[str]:
     """The readout as lines of text (``readout_html``'s rows and note), for outputs that show
-    no HTML (the PDF)."""
+    no HTML (the PDF): the frontier's, a line of its columns' labels, then a line a point."""
+    if _mode_of(values) == FRONTIER:
+        lines = [" | ".join(row) for row in _frontier_cells(values)]
+        head = " | ".join(label for _, label, _ in FRONTIER_COLUMNS)
+        return [head, *lines, _note(values, gpu, price, banded)]
     rows = _MODE_ROWS[_mode_of(values)]
     lines = [f"{row[1]}: {cell(row, values, banded)}" for row in rows]
     return [*lines, _note(values, gpu, price, banded)]
@@ -246,3 +304,15 @@ def stream_values(s, steady: dict, rate: float, price) -> dict:
     costs = cache.formulas(_stream).from_values({**values, "n_gpus": gpus, "requests_per_s": rate})
     memory = {k: r[k] for k in ("weights", "kv_cache", "memory", "budget", "capacity")}
     return {**memory, "gpus": gpus, **{k: v if price else None for k, v in costs.items()}}
+
+
+def frontier_values(points: list[dict], gpu) -> dict:
+    """The frontier's readout values: ``ia.frontier``'s ``points`` (on ``gpu``, a name), and
+    each cell of its table by its key (``FRONTIER_KEY``), the deployment in words
+    (``DEPLOYMENT``)."""
+    values = {"points": points}
+    for point, p in enumerate(points, start=1):
+        cells = {**p, "deployment": DEPLOYMENT.format(**p, gpu=gpu)}
+        for key, _, _ in FRONTIER_COLUMNS:
+            values[FRONTIER_KEY.format(key=key, point=point)] = cells[key]
+    return values

@@ -6,9 +6,10 @@ True
 
 ``live.js`` renders a live widget (``live.live_html``); ``calculator.js`` interprets the
 calculator's data (``calculator.Calculator.live_html``), with ``steady.js`` (``iaSteady``, the
-steady state of a continuously batching engine over the data's formulas) and ``plan.js``
-(``iaPlan``, the plan's search over it). ``core/format.js`` prints their numbers
-(``format.js_runtime``).
+steady state of a continuously batching engine over the data's formulas), ``plan.js``
+(``iaPlan``, the plan's search over it), ``closed.js`` (``iaLoop``, a closed loop of users) and
+``frontier.js`` (``iaFrontier``, the frontier over such loops). ``core/format.js`` prints
+their numbers (``format.js_runtime``).
 """
 
 from __future__ import annotations

@@ -37,6 +37,7 @@ from inference_arithmetic.serving.scenario import (
 )
 
 __all__ = ["frontier", "layouts", "CONCURRENCY", "POINT_KEYS", "NO_LAYOUT", "MOST_GPUS"]
+__all__ += ["REQUEST_CHECK"]
 
 CONCURRENCY = tuple(2**k for k in range(10))
 """The users ``frontier`` sweeps unless told: 1 to 512, doubling (a benchmark's sweep)."""
@@ -62,6 +63,11 @@ NO_LAYOUT = (
 MOST_GPUS = 512
 """The most GPUs ``frontier`` takes for one deployment: a wide expert-parallel one over many
 nodes (``scenario.expert_parallel_degrees`` looks as far)."""
+
+REQUEST_CHECK = "window"
+"""The rule of ``scenario.CHECKS`` that refuses the requests themselves, whatever the layout:
+``frontier`` raises it (and any error that names no rule), where it passes over a layout that
+another rule refuses (it does not fit, or does not split the heads or spread the experts)."""
 
 SWEPT = ("n_gpus", "parallel", "replicas")
 """Deployment settings ``frontier`` chooses itself, which it refuses as arguments."""
@@ -125,7 +131,7 @@ def frontier(
         try:
             s = stream_scenario(arch, device, prompt_len, output_len, n_gpus, dtype, options)
         except ValueError as error:
-            if getattr(error, "check", "window") == "window":
+            if getattr(error, "check", REQUEST_CHECK) == REQUEST_CHECK:
                 raise  # a setting or a request refused, not a layout that does not fit
             continue
         for c in users:
