@@ -51,7 +51,8 @@ SymPy comes in only where a formula is built (a cold disk cache). The import goa
 "first call" start from here."""
 WITH_SYMPY = f"{LOADED}\nimport sympy"
 """``LOADED`` and SymPy, as a process that builds formulas (a chapter) has them: the import
-goal's measure before the API loaded without SymPy, beside its base."""
+goal's measure before the API loaded without SymPy, beside its base; the steady state and the
+plan start from here, since their modules import SymPy (the import line counts it)."""
 
 
 def median_seconds(function, repeat=7, number=1):
@@ -172,9 +173,10 @@ def registry_first_calculates(gpu=REGISTRY_GPU, repeat=3, most=256):
 
 def steady_state_times(repeat=5):
     """Median seconds of ``STEADY_STATE`` first in a fresh process (the disk cache as ``make``
-    leaves it), and of another rate on the same deployment after it."""
+    leaves it), and of another rate on the same deployment after it. From ``WITH_SYMPY``: the
+    stream's modules import SymPy, which the import line counts."""
     model, gpu, rate = STEADY_STATE
-    setup = LOADED
+    setup = WITH_SYMPY
     first = f"ia.steady_state({model!r}, {gpu!r}, requests_per_s={rate!r})"
     other = f"ia.steady_state({model!r}, {gpu!r}, requests_per_s={rate * 1.5!r})"
     return fresh_seconds(first, setup, repeat), fresh_seconds(other, f"{setup}\n{first}", repeat)
@@ -182,9 +184,10 @@ def steady_state_times(repeat=5):
 
 def plan_seconds(repeat=3):
     """Median seconds of ``PLAN``, first in a fresh process (the disk cache as ``make`` leaves
-    it): every tensor-parallel degree's saturation and each replica count's steady state."""
+    it): every tensor-parallel degree's saturation and each replica count's steady state. From
+    ``WITH_SYMPY``, as ``steady_state_times``."""
     workload = dict(zip(PLAN_KEYWORDS, PLAN[2:], strict=True))  # keyword-only, as ia.plan's
-    return fresh_seconds(f"ia.plan(*{PLAN[:2]!r}, **{workload!r})", LOADED, repeat)
+    return fresh_seconds(f"ia.plan(*{PLAN[:2]!r}, **{workload!r})", WITH_SYMPY, repeat)
 
 
 SWEEP = dict(n_gpus=[1, 2, 4, 8], batch=list(range(1, 51)), output_len=[64, 256, 1024, 2048, 8192],
