@@ -46,8 +46,13 @@ COMMAND_LINE = (("--help",), ("gpus",), ("models",), ("calculate", "llama-3.1-8b
 
 LOADED = "import inference_arithmetic as ia\nia.calculate"
 """The library with its API loaded: the package loads each name on first use, so its bare
-import costs nothing, and the first use of ``ia.calculate`` imports what ``import`` did before
-(SymPy and NumPy among it). The import goal and every "first call" start from here."""
+import costs nothing, and the first use of ``ia.calculate`` imports its modules and NumPy;
+SymPy comes in only where a formula is built (a cold disk cache). The import goal and every
+"first call" start from here."""
+WITH_SYMPY = f"{LOADED}\nimport sympy"
+"""``LOADED`` and SymPy, as a process that builds formulas (a chapter) has them: the import
+goal's measure before the API loaded without SymPy, beside its base; the steady state and the
+plan start from here, since their modules import SymPy (the import line counts it)."""
 
 
 def median_seconds(function, repeat=7, number=1):
@@ -73,15 +78,16 @@ def fresh_seconds(statement, setup="", repeat=5, env=None):
 
 
 def import_times(repeat=7):
-    """Median import times of the library (its API loaded, ``LOADED``; and the bare package)
-    and of what it builds on, sympy and numpy, in fresh processes taking turns (so that all see
-    the same load on the machine)."""
-    library, bare, base = [], [], []
+    """Median import times of the library (its API loaded, ``LOADED``; with SymPy too,
+    ``WITH_SYMPY``; and the bare package) and of what it builds on, sympy and numpy, in fresh
+    processes taking turns (so that all see the same load on the machine)."""
+    library, sympy_too, bare, base = [], [], [], []
     for _ in range(repeat):
         library.append(fresh_seconds(LOADED, repeat=1))
+        sympy_too.append(fresh_seconds(WITH_SYMPY, repeat=1))
         bare.append(fresh_seconds("import inference_arithmetic", repeat=1))
         base.append(fresh_seconds("import sympy, numpy", repeat=1))
-    return statistics.median(library), statistics.median(bare), statistics.median(base)
+    return tuple(statistics.median(times) for times in (library, sympy_too, bare, base))
 
 
 def first_calculate(model, gpu, n_gpus, repeat=5, most=256):
@@ -167,9 +173,10 @@ def registry_first_calculates(gpu=REGISTRY_GPU, repeat=3, most=256):
 
 def steady_state_times(repeat=5):
     """Median seconds of ``STEADY_STATE`` first in a fresh process (the disk cache as ``make``
-    leaves it), and of another rate on the same deployment after it."""
+    leaves it), and of another rate on the same deployment after it. From ``WITH_SYMPY``: the
+    stream's modules import SymPy, which the import line counts."""
     model, gpu, rate = STEADY_STATE
-    setup = LOADED
+    setup = WITH_SYMPY
     first = f"ia.steady_state({model!r}, {gpu!r}, requests_per_s={rate!r})"
     other = f"ia.steady_state({model!r}, {gpu!r}, requests_per_s={rate * 1.5!r})"
     return fresh_seconds(first, setup, repeat), fresh_seconds(other, f"{setup}\n{first}", repeat)
@@ -177,9 +184,10 @@ def steady_state_times(repeat=5):
 
 def plan_seconds(repeat=3):
     """Median seconds of ``PLAN``, first in a fresh process (the disk cache as ``make`` leaves
-    it): every tensor-parallel degree's saturation and each replica count's steady state."""
+    it): every tensor-parallel degree's saturation and each replica count's steady state. From
+    ``WITH_SYMPY``, as ``steady_state_times``."""
     workload = dict(zip(PLAN_KEYWORDS, PLAN[2:], strict=True))  # keyword-only, as ia.plan's
-    return fresh_seconds(f"ia.plan(*{PLAN[:2]!r}, **{workload!r})", LOADED, repeat)
+    return fresh_seconds(f"ia.plan(*{PLAN[:2]!r}, **{workload!r})", WITH_SYMPY, repeat)
 
 
 SWEEP = dict(n_gpus=[1, 2, 4, 8], batch=list(range(1, 51)), output_len=[64, 256, 1024, 2048, 8192],
@@ -302,11 +310,13 @@ def main():
     args = parser.parse_args()
 
     with measuring("import times"):
-        library, bare, base = import_times()
+        library, sympy_too, bare, base = import_times()
         print(f"import inference_arithmetic      {bare * 1e3:8.0f} ms   names load on first use")
         print(f"  and its API (ia.calculate)     {library * 1e3:8.0f} ms   (goal: under 1 s)")
+        print(f"  and SymPy too (building)       {sympy_too * 1e3:8.0f} ms")
         print(f"import sympy, numpy              {base * 1e3:8.0f} ms   what the library builds on")
-        print(f"  ratio                          {library / base:8.2f} x    (goal: at most 1.2x)")
+        print(f"  ratio, the API                 {library / base:8.2f} x    (goal: at most 1.2x)")
+        print(f"  ratio, the API and SymPy       {sympy_too / base:8.2f} x    (goal: at most 1.2x)")
 
     print("first ia.calculate in a fresh process (after import and ia.calculate's first use):")
     for model, gpu, n_gpus in FIRST_CALCULATE:
@@ -314,7 +324,8 @@ def main():
             n_gpus, cold, warm = first_calculate(model, gpu, n_gpus)
             label = f"{model}, {n_gpus} x {gpu}"
             print(f"  {label:31s}{warm * 1e3:8.0f} ms   (goal: at most 100 ms), cached on disk")
-            print(f"  {'':31s}{cold * 1e3:8.0f} ms   with an empty cache (compiling; no goal)")
+            empty = "with an empty cache (importing SymPy, compiling; no goal)"
+            print(f"  {'':31s}{cold * 1e3:8.0f} ms   {empty}")
     with measuring("every registry model's first ia.calculate"):
         times = registry_first_calculates()
         (slowest, worst), median = times[0], statistics.median(t for _, t in times)

@@ -18,10 +18,11 @@ import sys as _sys
 # thousands, and a cache of 1,000 forgets them before they come again: with 20,000 the
 # calculator's page data of every registry model (page.calculator_data) takes less than half
 # the time, the same expressions. A size set in the environment, or SymPy imported first, is kept.
-# The package imports SymPy on first use (below), so the size is set now and taken back once a
-# name of ``ia`` has imported it: this process's SymPy only, not its children's. The book's
-# execution hands the size to each page's kernel itself (tools/execute.py), since a chapter
-# imports SymPy before the library.
+# The package imports SymPy on first use: where a formula is built (a warm disk cache of
+# compiled formulas needs none). So the size is set now, and taken back when a name of ``ia``
+# loads after SymPy came in; a child process started before that inherits it (a larger cache,
+# the same numbers). The book's execution hands the size to each page's kernel itself
+# (tools/execute.py), since a chapter imports SymPy before the library.
 SYMPY_CACHE_SIZE = 20_000
 """The size of SymPy's caches the library asks for (``SYMPY_CACHE_SIZE`` in the environment)."""
 _SIZE_SET = "sympy" not in _sys.modules and "SYMPY_CACHE_SIZE" not in _os.environ
@@ -35,7 +36,8 @@ if _SIZE_SET:
 # Every name below is loaded on first use (PEP 562, ``__getattr__``): ``import
 # inference_arithmetic`` imports neither SymPy nor NumPy (half a second), so that the command
 # line answers ``ia --help`` or ``ia gpus`` without them, and ``ia.calculate`` imports what it
-# needs. Each name's module, as it was imported here:
+# needs (NumPy; SymPy only to build a formula the disk cache does not hold). Each name's
+# module, as it was imported here:
 _MODULES = {
     **dict.fromkeys(
         ("core", "formulas", "hardware", "models", "serving", "validation"), "inference_arithmetic"

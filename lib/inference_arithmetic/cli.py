@@ -457,7 +457,7 @@ def _calculate_arguments(p):
     _add_deployment(p)
     p.add_argument(
         "--parallel",
-        choices=ia.timing.PARALLEL,
+        choices=ia.formulas.layouts.PARALLEL,  # without SymPy, which ia.timing imports
         help="n GPUs as tensor, pipeline, or an MoE model's experts spread over them with "
         "attention split by heads (expert) or data-parallel (expert-dp) (tensor)",
     )
@@ -465,7 +465,7 @@ def _calculate_arguments(p):
         "--expert-imbalance",
         type=float,
         help="expert parallelism: the busiest GPU's tokens over the mean "
-        f"({ia.timing.DEFAULT_EXPERT_IMBALANCE})",
+        f"({ia.scenario.DEFAULT_EXPERT_IMBALANCE})",
     )
     p.add_argument("--batch", type=int, default=1, help="requests served together (1)")
     _add_workload(p)

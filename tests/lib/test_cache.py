@@ -4,6 +4,7 @@ and every input it is given, so that changing any input changes the key."""
 
 import copy
 import dataclasses
+import importlib
 import json
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import pytest
 import sympy
 
 import inference_arithmetic as ia
-from inference_arithmetic import serving
+from inference_arithmetic import cli, serving
 from inference_arithmetic.core import cache
 from inference_arithmetic.core.numeric import CompiledFormulas
 from inference_arithmetic.formulas import kernels, mlp
@@ -248,6 +249,65 @@ def test_keys_are_the_same_in_another_process():
     assert run.stdout.strip() == str([cache.key(kernels.step, v, draft=v) for v in ARGUMENTS])
 
 
+# A process that has not imported SymPy (a warm command line's): the folder it reads and the
+# key of a model's report, and whether SymPy came in while it derived them.
+_PLAIN_KEYS = """
+import json, sys
+import inference_arithmetic as ia
+from inference_arithmetic.core import cache
+from inference_arithmetic.serving.report import report_formulas
+key = cache.key(report_formulas, ia.model("llama-3.1-8b"), parallel="pipeline")
+print(json.dumps([str(cache.folder()), key, "sympy" in sys.modules]))
+"""
+
+
+@pytest.mark.slow
+def test_keys_and_the_folder_are_derived_without_sympy_as_with_it():
+    # This process has imported SymPy (the formulas built in it); the other reads what it wrote.
+    assert "sympy" in sys.modules
+    run = subprocess.run([sys.executable, "-c", _PLAIN_KEYS], capture_output=True, text=True)
+    assert run.returncode == 0, run.stderr
+    key = cache.key(serving.report_formulas, ia.model("llama-3.1-8b"), parallel="pipeline")
+    assert json.loads(run.stdout) == [str(cache.folder()), key, False]
+
+
+# Every registry model's first calculation and parameter count, in a fresh process reading the
+# disk cache: the answers as the command line's --json prints them, and whether SymPy came in.
+_READ_BACK = """
+import json, sys
+import inference_arithmetic as ia
+from inference_arithmetic import cli
+answers = {
+    name: [ia.param_count(name), cli.render(ia.calculate(name, "h200", **asked), None, "json")]
+    for name, asked in json.loads(sys.argv[1]).items()
+}
+print(json.dumps([answers, "sympy" in sys.modules]))
+"""
+
+
+@pytest.mark.slow  # compiles every registry model's report and checks: half a minute
+def test_the_disk_cache_answers_as_sympy_does_for_every_registry_model(folder):
+    # Here each formula is built in SymPy and compiled (the folder is empty); a fresh process
+    # reads the compiled code back by its key, with numpy alone: the same numbers, to the digit.
+    asked, answers = {}, {}
+    for name in ia.model_names():
+        workload = {"n_gpus": 1, "prompt_len": 512, "output_len": 128}
+        while True:  # the fewest H200s that hold it
+            try:
+                report = ia.calculate(name, "h200", **workload)
+                break
+            except ia.ArgumentError:
+                assert workload["n_gpus"] < 64, name
+                workload["n_gpus"] *= 2
+        asked[name] = workload
+        answers[name] = [ia.param_count(name), cli.render(report, None, "json")]
+    run = subprocess.run(
+        [sys.executable, "-c", _READ_BACK, json.dumps(asked)], capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr
+    assert json.loads(run.stdout) == [answers, False]
+
+
 def test_a_builder_must_be_a_named_function_at_the_top_of_a_module():
     def nested():
         return {"f": mlp.params()}
@@ -271,7 +331,8 @@ def test_an_argument_of_an_unknown_type_is_refused_by_its_type(value):
 def test_each_serving_module_warms_its_own_and_serving_warms_them_all(monkeypatch):
     # What make runs at install: every module that compiles formulas warms its own.
     names = ("bands", "scenario", "report", "queueing", "engine", "continuous", "planning")
-    modules = [sys.modules[f"inference_arithmetic.serving.{name}"] for name in names]
+    # Imported by name: the serving package imports only what its report needs.
+    modules = [importlib.import_module(f"inference_arithmetic.serving.{name}") for name in names]
     warmed = []
     for module in modules:
         monkeypatch.setattr(module, "warm", lambda name=module.__name__: warmed.append(name))

@@ -49,7 +49,6 @@ from pathlib import Path
 from types import MappingProxyType
 
 import numpy as np
-import sympy
 
 from inference_arithmetic.core.numeric import CompiledFormula, CompiledFormulas
 
@@ -141,7 +140,10 @@ def _form(value) -> tuple[str, bool]:
         return text, fixed
     if isinstance(value, np.generic):
         return f"numpy.{value.dtype}({value.item()!r})", True
-    if isinstance(value, sympy.Basic):
+    # A SymPy object exists only once SymPy is imported: a key of plain inputs (a model, a
+    # GPU, names) is derived without importing it, as a warm command line's are.
+    sympy = sys.modules.get("sympy")
+    if sympy is not None and isinstance(value, sympy.Basic):
         return "sympy" + _quoted(sympy.srepr(value)), True
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return _dataclass_form(value)
@@ -311,7 +313,7 @@ def fingerprint(package: Path = LIBRARY, root: Path | None = None) -> str:
             if not name.endswith((".pyc", ".pyo")):
                 path = os.path.join(where, name)
                 paths.append((os.path.relpath(path, package).replace(os.sep, "/"), path))
-    versions = f"{sympy.__version__} {np.__version__} {sys.version_info[:2]}"
+    versions = f"{_sympy_version()} {np.__version__} {sys.version_info[:2]}"
     stats = {}
     for name, path in sorted(paths):
         stat = os.stat(path)
@@ -332,6 +334,22 @@ def fingerprint(package: Path = LIBRARY, root: Path | None = None) -> str:
     if root is not None:
         _write_text(root / "signatures" / signature, digest.hexdigest()[:16])
     return digest.hexdigest()[:16]
+
+
+def _sympy_version() -> str:
+    """SymPy's version, read from its ``release.py`` without importing it (SymPy takes half a
+    second to import, which a warm command line does not pay)."""
+    import importlib.util
+    import re
+
+    spec = importlib.util.find_spec("sympy")
+    try:
+        text = Path(spec.submodule_search_locations[0], "release.py").read_text()
+        return re.search(r"""__version__\s*=\s*["']([^"']+)["']""", text).group(1)
+    except (AttributeError, TypeError, IndexError, OSError):  # laid out otherwise: ask SymPy
+        import sympy
+
+        return sympy.__version__
 
 
 def _hash(text: str) -> str:

@@ -8,6 +8,10 @@
 24.0
 
 Derived in chapter 02 (the MLP), used by every chapter after it.
+
+SymPy is imported where a formula is compiled or evaluated exactly, not when this module is:
+a compiled formula read back from the disk cache (``from_parts``, ``core.cache``) runs on
+numpy alone, so that the command line answers without SymPy's half a second of import.
 """
 
 from __future__ import annotations
@@ -16,12 +20,15 @@ import ast
 import functools
 import math
 from collections.abc import Hashable, Mapping
+from typing import TYPE_CHECKING
 
 import numpy as np
-import sympy
 
 from inference_arithmetic.core import printing
 from inference_arithmetic.core.errors import ArgumentError, UnknownName
+
+if TYPE_CHECKING:  # the annotations' types; SymPy itself is imported where it compiles
+    import sympy
 
 __all__ = [
     "ArgumentError",
@@ -50,6 +57,8 @@ def expression(name: str, value) -> sympy.Basic:
     number, or text SymPy reads), else an ``ArgumentError`` naming ``name``; a function where
     its formula belongs is named with the call it lacks ("did you mean mlp.params()?").
     ``checks.expression`` is this one."""
+    import sympy
+
     if callable(value) and not isinstance(value, sympy.Basic):
         called = _called(value)
         raise ArgumentError(
@@ -390,6 +399,8 @@ class CompiledFormulas(CompiledFormula):
     _numbers = True  # the code runs on single numbers (``printing.define``)
 
     def __init__(self, exprs: dict[str, sympy.Expr]):
+        import sympy
+
         self.names = tuple(exprs)
         # No factor_terms: it serves large arrays, and costs several times the compile here.
         super().__init__(sympy.Tuple(*exprs.values()), factor=False)
@@ -481,6 +492,8 @@ def evaluate(expr: sympy.Expr, *positional, **values) -> sympy.Expr:
 
     Takes single numbers; ``numeric(expr)`` evaluates arrays.
     """
+    import sympy
+
     expr = expression("expr", expr)
     if positional:
         names = ", ".join(sorted(s.name for s in expr.free_symbols))

@@ -5,6 +5,7 @@ and as plain Python for single numbers.
 >>> page = javascript(mlp.forward_flops())  # new Function(page.args, page.body) in the page
 >>> page["args"], page["body"]
 (['batch', 'd_1', 'd_2', 'd_3'], 'var _c0=(2*batch*d_2);return (d_1*_c0 + d_3*_c0);')
+>>> import sympy
 >>> forward = define(numpy_code(sympy.symbols("batch d_1 d_2 d_3"), mlp.forward_flops()))
 >>> float(forward[GENERATED](1, 2, 3, 2))  # 2 * (2*3 + 3*2) = 24
 24.0
@@ -14,6 +15,9 @@ else in the library prints a formula for a machine (``tests/lib/test_printing.py
 widgets, the calculator's data, ``numeric`` and the simulation's step all print here, so a
 rule written once as an expression runs the same everywhere (STYLE.md, "One rule, many
 printers").
+
+The printers import SymPy when they print; ``define``, which runs printed code, needs only
+numpy: a formula read back from the disk cache runs without SymPy (``core.numeric``).
 """
 
 from __future__ import annotations
@@ -24,18 +28,28 @@ import inspect
 import json
 import operator
 from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
-import sympy
+
+if TYPE_CHECKING:  # the annotations' types; SymPy itself is imported where it prints
+    import sympy
 
 __all__ = ["javascript", "numpy_code", "define", "scalar", "hold", "GENERATED"]
 
 GENERATED = "_lambdifygenerated"
 """The name of the function that ``numpy_code`` defines (lambdify's)."""
 
-_LAMBDIFY = {"cse": True}  # every Python target computes common subexpressions once
-if "docstring_limit" in inspect.signature(sympy.lambdify).parameters:  # SymPy 1.13 and later
-    _LAMBDIFY["docstring_limit"] = -1  # no docstring: it would print the whole expression
+
+@functools.cache
+def _lambdify() -> dict:
+    """``lambdify``'s options for every Python target."""
+    import sympy
+
+    options = {"cse": True}  # every Python target computes common subexpressions once
+    if "docstring_limit" in inspect.signature(sympy.lambdify).parameters:  # SymPy 1.13 on
+        options["docstring_limit"] = -1  # no docstring: it would print the whole expression
+    return options
 
 
 def _held(cls: type) -> type:
@@ -52,13 +66,18 @@ def _held(cls: type) -> type:
 # of the calculator's formulas). A formula comes in evaluated already, so it is printed with
 # these instead: the same name, so the same sort order (factor_terms and cse make the same
 # choices), and subclasses, so the same printing: the code is that of Max and Min.
-_HELD = {sympy.Max: _held(sympy.Max), sympy.Min: _held(sympy.Min)}
+@functools.cache
+def _held_types() -> dict:
+    import sympy
+
+    return {sympy.Max: _held(sympy.Max), sympy.Min: _held(sympy.Min)}
 
 
 def hold(expr: sympy.Basic) -> sympy.Basic:
     """``expr`` with its Max and Min held: rebuilding them (as ``cse`` and ``factor_terms``
     do) no longer evaluates them again. Built bottom up: ``replace`` would first rebuild a Max
     around a held Min as a Max, with the evaluation."""
+    held_types = _held_types()
     done = {}
 
     def held(node):
@@ -66,8 +85,8 @@ def hold(expr: sympy.Basic) -> sympy.Basic:
             return node
         if node not in done:
             args = tuple(held(arg) for arg in node.args)
-            if type(node) in _HELD:
-                done[node] = _HELD[type(node)](*args)
+            if type(node) in held_types:
+                done[node] = held_types[type(node)](*args)
             elif all(new is old for new, old in zip(args, node.args, strict=True)):
                 done[node] = node
             else:
@@ -93,6 +112,8 @@ def javascript(exprs: sympy.Basic | Mapping[str, sympy.Basic]) -> dict:
     Printed once per distinct formula in a process: models of one family, whose formulas are
     the same expressions of their sizes, share the printing.
     """
+    import sympy
+
     if isinstance(exprs, Mapping):
         return dict(_javascript(tuple(exprs), tuple(map(sympy.sympify, exprs.values()))))
     return dict(_javascript(None, (sympy.sympify(exprs),)))
@@ -102,6 +123,8 @@ def javascript(exprs: sympy.Basic | Mapping[str, sympy.Basic]) -> dict:
 def _javascript(names: tuple[str, ...] | None, exprs: tuple[sympy.Basic, ...]) -> dict:
     """``javascript`` of the formulas ``exprs``, of the object of ``names`` or (None) of the
     one formula; SymPy expressions are equal and hash alike when they are the same formula."""
+    import sympy
+
     symbols = sympy.numbered_symbols("_c")  # no symbol of the library starts with an underscore
     held = [hold(e) for e in exprs]
     replacements, reduced = sympy.cse(held, symbols=symbols, optimizations=None)
@@ -125,11 +148,13 @@ def numpy_code(args: Sequence[sympy.Symbol], expr: sympy.Basic, factor: bool = F
     ``expr`` with numpy's functions (lambdify's NumPy printer), its common subexpressions once;
     ``define`` runs it. ``factor`` pulls common factors out of sums first (``factor_terms``,
     which expands nothing): b*x + b*y computes as b*(x + y), fewer operations on large arrays."""
+    import sympy
+
     held = sympy.factor_terms(hold(expr)) if factor else hold(expr)
     # modules=[np] prints with the same NumPy printer as modules="numpy", into numpy's own
     # namespace; "numpy" would run `from numpy import *` on first use, which imports
     # numpy.testing, f2py, ma, random, polynomial... (about 0.1 s, once per process).
-    return inspect.getsource(sympy.lambdify(args, held, modules=[np], **_LAMBDIFY))
+    return inspect.getsource(sympy.lambdify(args, held, modules=[np], **_lambdify()))
 
 
 def _minimum(a, b):
@@ -189,8 +214,11 @@ def scalar(args: Sequence[sympy.Symbol], expr: sympy.Basic):
     subexpressions once): for a formula called once per step of a simulation, where a checked
     array function would cost a hundred times as much.
 
+    >>> import sympy
     >>> from inference_arithmetic.core.symbols import B, D
     >>> scalar((B, D), sympy.Max(B, D) / 2)(3.0, 5.0)
     2.5
     """
-    return sympy.lambdify(args, expr, "math", **_LAMBDIFY)
+    import sympy
+
+    return sympy.lambdify(args, expr, "math", **_lambdify())

@@ -59,6 +59,13 @@ from inference_arithmetic.core.symbols import (
 from inference_arithmetic.formulas import kv_cache, roofline, transformer
 from inference_arithmetic.formulas import parallel as parallelism
 
+# The layouts' names, public here too (``latency.PARALLEL``), live where no SymPy is imported.
+from inference_arithmetic.formulas.layouts import (  # noqa: F401  (NO_EXPERTS: kernels')
+    EXPERT_PARALLEL,
+    NO_EXPERTS,
+    PARALLEL,
+)
+
 # The formulas, each an entry of the formula reference (book/appendix-formulas.md), and the
 # names of the parallelisms. The helpers other formulas modules build on (``check_parallel``,
 # ``work_split``, ``weight_number_bytes``, ``stored_weight_bytes``, ``at_sizes``) are public
@@ -170,14 +177,6 @@ def prefill_bytes(arch, mla_cache="latent"):
 def decode_bytes(arch, mla_cache="latent"):
     """A decode step reads the weights and the KV cache of every one of the B requests."""
     return weight_bytes_read(arch, B) + cache_bytes(arch, mla_cache)
-
-
-PARALLEL = ("tensor", "pipeline", "expert", "expert-dp")
-EXPERT_PARALLEL = ("expert", "expert-dp")
-"""The parallelisms that spread an MoE model's routed experts over the GPUs: attention split
-by heads ("expert") or run by each GPU on its own requests ("expert-dp")."""
-NO_EXPERTS = "expert parallelism needs an MoE model; {model} is dense"
-"""The message for expert parallelism asked of a dense model."""
 
 
 def check_parallel(parallel):

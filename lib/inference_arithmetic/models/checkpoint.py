@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 
-from inference_arithmetic.core.numeric import ArgumentError
+from inference_arithmetic.core.errors import ArgumentError
 
 __all__ = ["CHECKPOINT_DTYPES", "DTYPE_KEYS", "ROPE_TYPES", "CONSTANTS", "QUANTIZATION"]
 __all__ += ["check_constants", "checkpoint_formats"]

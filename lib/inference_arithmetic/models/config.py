@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from inference_arithmetic.core.dtypes import bytes_per_number, dtype_name
-from inference_arithmetic.core.numeric import ArgumentError
+from inference_arithmetic.core.errors import ArgumentError
 from inference_arithmetic.core.registry import Registry, lookup
 from inference_arithmetic.models.checkpoint import QUANTIZATION  # noqa: F401
 

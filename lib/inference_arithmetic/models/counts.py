@@ -11,16 +11,20 @@ Each function evaluates the SymPy formula of ``formulas.transformer`` or
 ``formulas.kv_cache`` exactly (integers, no float rounding) at the model's sizes. A model is
 a ``ModelConfig`` or a registry name. Names of sizes follow the notation: ``seq_len`` (T) is
 the tokens of one forward pass, ``context_len`` (S) the tokens held in the KV cache.
+
+A parameter count depends on the model alone, so it is kept in the disk cache of compiled
+formulas (``core.cache``) once counted: ``ia models`` lists every registry model's without
+importing SymPy, which the formulas are built in (imported here only to count).
 """
 
 from __future__ import annotations
 
 import functools
 
+from inference_arithmetic.core import cache
 from inference_arithmetic.core.checks import count, removed
 from inference_arithmetic.core.dtypes import bytes_per_number, cache_format
 from inference_arithmetic.core.numeric import ArgumentError, evaluate
-from inference_arithmetic.formulas import kv_cache, transformer
 from inference_arithmetic.models.config import ModelConfig
 from inference_arithmetic.models.config import model as registry_model
 
@@ -55,7 +59,14 @@ def param_count(model: ModelConfig, *, active: bool = False, embeddings: bool = 
     (``embeddings=False``, e.g. gpt-oss-20b's 3.6 billion). Chapter 03 shows both.
     """
     model = registry_model(model)
-    return _at(model, _formula(transformer.params, model, bool(active), bool(embeddings)))
+    return cache.data(_params, model, bool(active), bool(embeddings))
+
+
+def _params(arch: ModelConfig, active: bool, embeddings: bool) -> int:
+    """``param_count``, counted exactly (``cache.data`` keeps it)."""
+    from inference_arithmetic.formulas import transformer
+
+    return _at(arch, _formula(transformer.params, arch, active, embeddings))
 
 
 def kv_cache_bytes(
@@ -81,6 +92,8 @@ def kv_cache_bytes(
             f"{model.name} reads at most {window:,} tokens (its context window): context_len "
             f"may be at most {window:,}, got {values['context_len']:,}"
         )
+    from inference_arithmetic.formulas import kv_cache
+
     expr = _formula(kv_cache.kv_cache_bytes, model, form)
     return _at(
         model, expr, **values, bytes_per_number=bytes_per_number(cache_format(dtype, "dtype"))
@@ -99,6 +112,8 @@ def forward_flops(
     docstring of ``formulas.transformer``)."""
     model = registry_model(model)
     values = {"batch": count("batch", batch), "seq_len": count("seq_len", seq_len)}
+    from inference_arithmetic.formulas import transformer
+
     expr = _formula(transformer.forward_flops, model, bool(causal), bool(last_logits_only))
     return _at(model, expr, **values)
 
@@ -118,5 +133,7 @@ def decode_flops(
     """
     model = registry_model(model)
     values = {"batch": count("batch", batch), "context_len": count("context_len", context_len)}
+    from inference_arithmetic.formulas import transformer
+
     expr = _formula(transformer.decode_flops, model, bool(causal), mla)
     return _at(model, expr, **values)

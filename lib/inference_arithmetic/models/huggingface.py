@@ -23,7 +23,7 @@ import os
 import re
 from pathlib import Path
 
-from inference_arithmetic.core.numeric import ArgumentError, UnknownName
+from inference_arithmetic.core.errors import ArgumentError, UnknownName
 from inference_arithmetic.models.checkpoint import DTYPE_KEYS, check_constants, checkpoint_formats
 
 __all__ = ["read_hf_config", "MODEL_TYPES", "FIELDS", "WRAPPERS", "UNMODELED", "Keys", "Read"]

@@ -32,12 +32,10 @@ import functools
 import json
 from importlib import resources
 
-import sympy
-
 from inference_arithmetic.core import cache
 from inference_arithmetic.core.dtypes import compute_format
-from inference_arithmetic.core.numeric import UnknownName
-from inference_arithmetic.formulas.latency import EXPERT_PARALLEL
+from inference_arithmetic.core.errors import UnknownName
+from inference_arithmetic.formulas.layouts import EXPERT_PARALLEL
 from inference_arithmetic.models.config import weight_formats
 
 __all__ = ["KINDS", "BAND", "PER_TOKEN", "GROUPS", "CORE", "LONG_PROMPT", "VALIDATED"]
@@ -48,15 +46,31 @@ KINDS = ("ttft", "tpot", "request")
 """The kinds of prediction a band is kept for: the time to first token, the time per output
 token, and a whole request's time (or a run's throughput)."""
 
-_predicted = sympy.Symbol("predicted", positive=True)
-_low, _high = sympy.Symbol("band_low", positive=True), sympy.Symbol("band_high", positive=True)
-BAND = {
-    "time": {"low": _predicted * _low, "high": _predicted * _high},
-    "speed": {"low": _predicted / _high, "high": _predicted / _low},
-}
+BAND: dict
 """A band's ends, for a predicted time and for a predicted speed, in ``predicted`` and the
 kind's factors ``band_low`` and ``band_high``: a speed's run the other way. The library
-evaluates them; the calculator's page prints them to JavaScript."""
+evaluates them; the calculator's page prints them to JavaScript. Built on first use
+(``__getattr__``): a band read back from the disk cache needs no SymPy."""
+
+
+@functools.cache
+def _band() -> dict:
+    """``BAND``."""
+    import sympy
+
+    predicted = sympy.Symbol("predicted", positive=True)
+    low, high = sympy.Symbol("band_low", positive=True), sympy.Symbol("band_high", positive=True)
+    return {
+        "time": {"low": predicted * low, "high": predicted * high},
+        "speed": {"low": predicted / high, "high": predicted / low},
+    }
+
+
+def __getattr__(name):
+    if name == "BAND":
+        return _band()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 PER_TOKEN = {"ttft": ("ttft", False), "tpot": ("tpot", False)}
 """The first token and each later one, as the predictions that carry a band name them: key ->
@@ -186,7 +200,7 @@ def band(kind: str, value: float, speed: bool = False, groups=()) -> tuple[float
 def _ends() -> dict:
     """Both kinds' ends, compiled together and kept on disk (``core.cache``): compiling them
     would be most of a fresh process's first ``calculate``."""
-    return {f"{which} {end}": expr for which, both in BAND.items() for end, expr in both.items()}
+    return {f"{which} {end}": e for which, both in _band().items() for end, e in both.items()}
 
 
 def of(result: dict, banded: dict[str, tuple[str, bool]], groups=()) -> dict:

@@ -26,18 +26,20 @@ split by KV heads (``latency.kv_split``), and one step's activations, against
 ``memory_utilization`` of each GPU. Chapter 16 presents it; chapters 06
 (KV cache), 08 (prefill and decode), 09 (batching), 10 (parallelism) and 12 (economics)
 derive its formulas.
+
+The formulas are built (in SymPy) only where the disk cache (``core.cache``) has not kept them
+compiled: SymPy and the formulas modules are imported there, so that a warm ``ia calculate``
+reads the compiled code and runs it with numpy alone.
 """
 
 from __future__ import annotations
 
-import sympy
+from typing import TYPE_CHECKING
 
 from inference_arithmetic.core import cache
 from inference_arithmetic.core import format as fmt
 from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas
-from inference_arithmetic.core.symbols import B, B_d, L_w, M, O, P_t, R, S, T, W, n_gpus
-from inference_arithmetic.formulas import economics, kernels, latency
-from inference_arithmetic.formulas import parallel as parallelism
+from inference_arithmetic.formulas.layouts import EXPERT_PARALLEL
 from inference_arithmetic.models.config import AUTO, model, model_names
 from inference_arithmetic.serving import bands
 from inference_arithmetic.serving.scenario import (
@@ -48,6 +50,9 @@ from inference_arithmetic.serving.scenario import (
     check_decodes,
     deployment_keywords,
 )
+
+if TYPE_CHECKING:  # the annotations' types; SymPy itself is imported where a formula is built
+    import sympy
 
 __all__ = [
     "BOUNDS",
@@ -83,7 +88,7 @@ EXPERT_NETWORK_NOTE = (
 """``calculate``'s note for expert parallelism past the GPU's link domain."""
 NETWORK_NOTES = {
     "tensor": NETWORK_NOTE,
-    **dict.fromkeys(latency.EXPERT_PARALLEL, EXPERT_NETWORK_NOTE),
+    **dict.fromkeys(EXPERT_PARALLEL, EXPERT_NETWORK_NOTE),
 }
 """The note past one link domain, by parallelism (a pipeline hands off once a stage: none)."""
 BANDED = {**bands.PER_TOKEN, "request_time": ("request", False), "throughput": ("request", True)}
@@ -93,6 +98,8 @@ prediction, whether it is a speed)."""
 
 def _flag(condition):
     """1 where ``condition`` holds, else 0: a number, so it compiles and compares like one."""
+    import sympy
+
     return sympy.Piecewise((1, condition), (0, True))
 
 
@@ -104,6 +111,11 @@ def report_formulas(arch, step=DEFAULT_STEP, parallel="tensor", **options) -> di
     full utilization (a pipeline's n batches in flight share the rent). The bounds are chapter
     08's: which side of the whole step's roofline is the longer. ``options``: a scenario's
     ``formula_options`` (prefix caching, speculative decoding), for the kernel model only."""
+    import sympy
+
+    from inference_arithmetic.core.symbols import B, B_d, L_w, M, O, P_t, R, S, T, W, n_gpus
+    from inference_arithmetic.formulas import economics, kernels, latency
+
     timing = STEPS[step]
     whole = {S: T + O}  # the cache of a whole request
     ttft = timing.prefill_time(arch, parallel, **options)
@@ -259,6 +271,8 @@ def report_values(s: Scenario, price_per_hour: float | None = None) -> dict[str,
 
 
 def _link_used() -> dict:
+    from inference_arithmetic.formulas import parallel as parallelism
+
     return {"link": parallelism.link_bandwidth_used()}
 
 

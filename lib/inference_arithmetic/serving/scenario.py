@@ -14,16 +14,19 @@ ways to make a ``Scenario`` and evaluate formulas of ``formulas.latency`` at its
 Its rules are data: each input's type and range (``checks``), then ``CHECKS``, each a SymPy
 condition and a message template, which the calculator's page prints to JavaScript and fills
 the same way. Chapter 16 lists them.
+
+The formulas are built in SymPy only where a compiled one is not in the disk cache
+(``core.cache``): this module imports neither SymPy nor a formulas module until a rule or a
+step is built, so that a warm ``ia calculate`` answers without them.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from collections.abc import Callable, Mapping
+import importlib
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-
-import sympy
 
 from inference_arithmetic.core import cache, checks
 from inference_arithmetic.core import format as fmt
@@ -36,8 +39,7 @@ from inference_arithmetic.core.dtypes import (
     fastest_wide,
 )
 from inference_arithmetic.core.numeric import ArgumentError, CompiledFormulas, UnknownName, numeric
-from inference_arithmetic.core.symbols import B, E, H, H_kv, L, M, O, S, S_max, T, n_gpus
-from inference_arithmetic.formulas import continuous, kernels, latency
+from inference_arithmetic.formulas.layouts import EXPERT_PARALLEL, NO_EXPERTS, PARALLEL
 from inference_arithmetic.hardware import engines
 from inference_arithmetic.hardware.engines import engine as registry_engine
 from inference_arithmetic.hardware.gpus import GPU
@@ -56,6 +58,7 @@ from inference_arithmetic.serving.efficiencies import (
     OVERHEADS,
     found_figures,
 )
+from inference_arithmetic.serving.rules import CHECKS, Check
 from inference_arithmetic.serving.speculative import Speculative, check_target, speculation
 
 __all__ = [
@@ -85,11 +88,38 @@ __all__ = [
     "IMBALANCE",
 ]
 
-STEPS = {"kernels": kernels, "roofline": latency}
+
+class _Imported(Mapping):
+    """A mapping of names to what ``module:attribute`` paths name (a module where there is no
+    attribute), each imported when it is looked up: its names are known without SymPy, which
+    the formulas modules import."""
+
+    def __init__(self, paths: dict[str, str]):
+        self._paths = paths
+
+    def __getitem__(self, name: str):
+        module, _, attribute = self._paths[name].partition(":")
+        found = importlib.import_module(module)
+        return getattr(found, attribute) if attribute else found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._paths)
+
+    def __len__(self) -> int:
+        return len(self._paths)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._paths!r})"
+
+
+_FORMULAS = "inference_arithmetic.formulas"
+STEPS = _Imported({"kernels": f"{_FORMULAS}.kernels", "roofline": f"{_FORMULAS}.latency"})
 """How a scenario times a step: kernel by kernel, each at its own roofline with its fixed cost
 (``formulas.kernels``, the default), or as chapter 08's single roofline of the whole step
 (``formulas.latency``). Both modules build the same formulas by the same names."""
-STEP_FORMULAS = {"kernels": kernels.step, "roofline": continuous.step}
+STEP_FORMULAS = _Imported(
+    {"kernels": f"{_FORMULAS}.kernels:step", "roofline": f"{_FORMULAS}.continuous:step"}
+)
 """A continuously batching engine's step of B_d decodes and P_t prompt tokens, by the same
 ``step``: each a function of the model and its ``parallel`` (a pipeline's step is one
 micro-batch's, stage by stage; expert parallelism's, the kernels' step of the busiest GPU)."""
@@ -151,118 +181,6 @@ NOT_KERNELS = (
     "chapter 08's single roofline (step={step!r}) does not model them"
 )
 """The message for a serving option on the single roofline of a whole step."""
-
-
-@dataclass(frozen=True, eq=False)
-class Check:
-    """One rule of a scenario: ``holds`` (a SymPy condition on the formulas' symbols) must be
-    true, else ``message`` is raised, filled with the scenario's settings and ``fields`` (name
-    -> (expression, ``format.show`` kind)); each is built by a function of the model and the
-    parallelism. ``applies(arch, parallel)`` says where it is checked at all."""
-
-    name: str
-    holds: Callable
-    message: str
-    fields: Mapping[str, tuple[Callable, str]] = dataclasses.field(default_factory=dict)
-    applies: Callable = lambda arch, parallel: True
-
-
-def _request(expr):
-    """``expr`` with the context of a request's whole prompt and output, S = T + O."""
-    return expr.subs(S, T + O)
-
-
-def _fits(arch, parallel, draft=None):
-    return _request(latency.memory_per_gpu(arch, parallel, draft)) <= latency.memory_budget()
-
-
-def _weights(arch, parallel, draft=None):
-    """Bytes of weights on each GPU, a draft model's with the target's."""
-    drafted = latency.draft_bytes_per_gpu(draft).subs(B, 0)
-    return latency.weight_bytes_per_gpu(arch, parallel) + drafted
-
-
-def _cache(arch, parallel, draft=None):
-    """Bytes of KV cache on each GPU of a request's whole tokens, a draft model's with the
-    target's."""
-    drafted = latency.draft_bytes_per_gpu(draft)
-    return _request(latency.cache_bytes_per_gpu(arch, parallel) + drafted - drafted.subs(B, 0))
-
-
-CHECKS = (
-    Check(
-        "heads",
-        lambda arch, parallel, draft=None: sympy.And(
-            sympy.Eq(sympy.Mod(H, n_gpus), 0),
-            sympy.Or(sympy.Eq(sympy.Mod(H_kv, n_gpus), 0), sympy.Eq(sympy.Mod(n_gpus, H_kv), 0)),
-        ),
-        "{model}'s {n_heads} attention heads and {n_kv_heads} KV heads cannot be split over "
-        "{n_gpus} GPUs with tensor parallelism: n_gpus must divide the heads and divide (or be "
-        "a multiple of) the KV heads; it may be {degrees}",
-        {
-            "n_heads": (lambda arch, parallel, draft=None: H, "integer"),
-            "n_kv_heads": (lambda arch, parallel, draft=None: H_kv, "integer"),
-        },
-        applies=lambda arch, parallel: parallel in ("tensor", "expert"),
-    ),
-    Check(
-        "experts",
-        lambda arch, parallel, draft=None: sympy.Eq(sympy.Mod(E, n_gpus), 0),
-        "{model}'s {n_experts} experts cannot be spread evenly over {n_gpus} GPUs with expert "
-        "parallelism: n_gpus must divide them; it may be {expert_degrees}",
-        {"n_experts": (lambda arch, parallel, draft=None: E, "integer")},
-        applies=lambda arch, parallel: parallel in latency.EXPERT_PARALLEL and arch.is_moe,
-    ),
-    Check(
-        "layers",
-        lambda arch, parallel, draft=None: n_gpus <= L,
-        "{model} has {n_layers} layers, too few for {n_gpus} pipeline stages: use at most "
-        "{n_layers} GPUs",
-        {"n_layers": (lambda arch, parallel, draft=None: L, "integer")},
-        applies=lambda arch, parallel: parallel == "pipeline",
-    ),
-    Check(
-        "window",
-        lambda arch, parallel, draft=None: T + O <= S_max,
-        "{model} reads at most {window} tokens (its context window); prompt_len + output_len "
-        "is {context}",
-        {
-            "window": (lambda arch, parallel, draft=None: S_max, "integer"),
-            "context": (lambda arch, parallel, draft=None: T + O, "integer"),
-        },
-        applies=lambda arch, parallel: arch.context_window is not None,
-    ),
-    Check(
-        "fit",
-        _fits,
-        "{model} does not fit: needs {need} per GPU (weights {weights}, KV cache {cache} of a "
-        "batch of {batch} at {context} tokens each, activations {activations}) on "
-        "{n_gpus} x {gpu}, whose budget is "
-        "{budget} ({memory_utilization} of {memory}). Use more GPUs, a smaller batch, shorter "
-        "requests or fewer bytes per number",
-        {
-            "need": (
-                lambda arch, parallel, draft=None: _request(
-                    latency.memory_per_gpu(arch, parallel, draft)
-                ),
-                "nbytes",
-            ),
-            "weights": (_weights, "nbytes"),
-            "cache": (_cache, "nbytes"),
-            # The tokens each request's cache holds, in numbers: the entry points name them
-            # differently (prompt_len and output_len, context_len).
-            "context": (lambda arch, parallel, draft=None: T + O, "integer"),
-            "activations": (
-                lambda arch, parallel, draft=None: latency.activation_reserve(arch),
-                "nbytes",
-            ),
-            "budget": (lambda arch, parallel, draft=None: latency.memory_budget(), "nbytes"),
-            "memory": (lambda arch, parallel, draft=None: M, "nbytes"),
-        },
-    ),
-)
-"""The rules every scenario obeys, in the order they are checked (after each input's own type
-and range)."""
 
 
 @functools.lru_cache(maxsize=256)
@@ -382,7 +300,7 @@ class Scenario:
             "engine": registry_engine(self.engine),
             "step": checks.choice("step", self.step, tuple(STEPS)),
             "n_gpus": checks.count("n_gpus", self.n_gpus),
-            "parallel": checks.choice("parallel", self.parallel, latency.PARALLEL),
+            "parallel": checks.choice("parallel", self.parallel, PARALLEL),
             "dtype": self.dtype if self.dtype == AUTO else dtype_name(self.dtype),
             "batch": checks.count("batch", self.batch),
             "prompt_len": checks.count("prompt_len", self.prompt_len),
@@ -426,8 +344,8 @@ class Scenario:
         object.__setattr__(self, "weight_formats", formats)
         object.__setattr__(self, "_figures", self._resolve())
         arch = self.model
-        if self.parallel in latency.EXPERT_PARALLEL and not arch.is_moe:
-            error = ArgumentError(latency.NO_EXPERTS.format(model=arch.name))
+        if self.parallel in EXPERT_PARALLEL and not arch.is_moe:
+            error = ArgumentError(NO_EXPERTS.format(model=arch.name))
             error.check = "experts"
             raise error
         check_target(self.speculative, arch)

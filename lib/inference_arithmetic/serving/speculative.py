@@ -30,9 +30,8 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass, field
 
-from inference_arithmetic.core import checks
-from inference_arithmetic.core.numeric import ArgumentError, numeric
-from inference_arithmetic.formulas import techniques
+from inference_arithmetic.core import cache, checks
+from inference_arithmetic.core.errors import ArgumentError
 from inference_arithmetic.models.config import ModelConfig, model_names
 from inference_arithmetic.models.config import model as registry_model
 
@@ -65,7 +64,14 @@ class Method:
 
 @functools.cache
 def _expected():
-    return numeric(techniques.expected_tokens())
+    """``techniques.expected_tokens`` compiled, kept in the disk cache (``core.cache``)."""
+    return cache.formula(_expected_tokens)
+
+
+def _expected_tokens():
+    from inference_arithmetic.formulas import techniques
+
+    return techniques.expected_tokens()
 
 
 def acceptance_from_length(length: float, draft_len: int) -> float:
