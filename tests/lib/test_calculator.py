@@ -398,7 +398,31 @@ def test_the_single_rooflines_readout_carries_no_band():
     kernels, roofline = calculator.widget(batch=8), calculator.widget(batch=8, step="roofline")
     assert ia.bands.describe() in kernels.text() and ia.bands.describe() not in roofline.text()
     assert " to " in calculator.cell(calculator.ROWS[5], kernels.values)  # time to first token
-    assert " to " not in calculator.cell(calculator.ROWS[5], roofline.values, banded=False)
+    assert " to " not in calculator.cell(calculator.ROWS[5], roofline.values, groups=None)
+
+
+@pytest.mark.parametrize("model, gpu", [("llama-3.1-8b", "b200"), ("qwen3-30b-a3b", "h100-sxm")])
+def test_the_readout_bands_a_prediction_by_its_group_as_the_library_does(model, gpu):
+    # A Blackwell GPU (no validated group: no band at all) and an MoE model (a band for the
+    # request only): each cell carries ia.calculate's band or none, and the note says which
+    # kinds have none in ia.calculate's words; the page reads the same from band_groups.
+    w = calculator.widget(model=model, gpu=gpu, batch=8)
+    r = ia.calculate(model, gpu, batch=8)
+    groups = ia.bands.scenario_groups(ia.Scenario(model, gpu))
+    assert r["band_note"] in w.text()
+    for row in calculator.ROWS:
+        key, _, kind = row
+        if key in ia.serving.BANDED and r[key] is not None:
+            band = r["band"][key]
+            shown = calculator.cell(row, w.values, groups)
+            assert (" to " in shown) == (band is not None), (key, shown)
+            if band is not None:
+                assert ia.format.show(band[0], kind) in shown, key
+    entry = w.spec()["band_groups"]["table"][",".join(groups)]
+    assert entry["withheld"]["static"] == r["band_note"]
+    for kind in ia.bands.KINDS:
+        factors = entry["factors"][kind]
+        assert (None if factors is None else tuple(factors)) == ia.bands.factors(kind, groups)
 
 
 def test_a_pasted_config_is_read_by_the_librarys_parser():

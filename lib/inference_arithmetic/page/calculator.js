@@ -181,6 +181,15 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
       plan_degrees: {tensor: planned(list), pipeline: planned(degreesOf("pipeline", "layers"))}});
     return m;
   }
+  function bandEntry() {  // serving.bands.groups_of the form's deployment, and its bands
+    var m = model(), g = spec.gpus[state.gpu], b = spec.band_groups, have = {};
+    (m.groups ? m.groups[state.dtype] || [] : []).concat(g.groups).forEach(function (n) {
+      have[n] = true;
+    });
+    if (b.expert_parallel.indexOf(state.parallel) >= 0) have["expert-parallel"] = true;
+    if (state.prompt_len >= b.long_prompt) have["long-prompt"] = true;
+    return b.table[b.order.filter(function (n) { return have[n]; }).join(",")];
+  }
   function price(g) { return state.price_per_hour === null ? g.price_per_hour : state.price_per_hour; }
   function note(g, mode, exact) {  // calculator._note
     if (mode === spec.modes.frontier) {  // no cost and no band: ia.frontier gives neither
@@ -195,7 +204,11 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     if (mode === spec.modes.plan && spec.plan.judged[state.percentile] !== null) {
       parts.push(fill(spec.notes.judged, {percentile: state.percentile}));
     }
-    if (state.step === "kernels") parts.push(spec.notes.band);
+    if (state.step === "kernels") {  // the band's sentence, and which kinds have none
+      parts.push(spec.notes.band);
+      var withheld = bandEntry().withheld[mode === spec.modes.static ? "static" : "streamed"];
+      if (withheld) parts.push(withheld);
+    }
     return parts.join("; ") + ".";
   }
   function calculate() {
@@ -379,6 +392,7 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
       return;
     }
     var table = document.createElement("table"), banded = state.step === "kernels";
+    var band = banded && r.rows ? bandEntry().factors : null;
     if (r.columns) {  // the frontier's table: a column of each quantity, a row of each point
       table.className = "ia-calc-frontier";
       var head = document.createElement("tr");
@@ -412,10 +426,10 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
         cell.dataset.key = row.key;
         if (value !== null) cell.dataset.value = String(value);
         strong.textContent = iaShow(value, row.kind);
-        if (banded && row.band && value !== null) {  // serving.bands.band: a time's, a speed's
-          var b = spec.bands[row.band[0]];
+        var f = band && row.band ? band[row.band[0]] : null;  // none: no validated group
+        if (f && value !== null) {  // serving.bands.band: a time's, a speed's
           var ends = call(spec.band_ends[row.band[1] ? "speed" : "time"],
-                          {predicted: value, band_low: b.low, band_high: b.high});
+                          {predicted: value, band_low: f[0], band_high: f[1]});
           strong.textContent = fill(spec.band_cell, {value: strong.textContent,
             low: iaShow(ends.low, row.kind), high: iaShow(ends.high, row.kind)});
         }

@@ -27,6 +27,7 @@ from inference_arithmetic.core import checks
 from inference_arithmetic.core.numeric import ArgumentError
 from inference_arithmetic.hardware.gpus import gpu as registry_gpu
 from inference_arithmetic.models.config import AUTO
+from inference_arithmetic.models.config import model as registry_model
 from inference_arithmetic.page import named, own_config
 from inference_arithmetic.page.calculator_data import page_data, step_key, warm
 from inference_arithmetic.page.calculator_form import (
@@ -76,7 +77,7 @@ from inference_arithmetic.page.calculator_readout import (
 )
 from inference_arithmetic.page.live import FORMAT_RUNTIME, embed_json
 from inference_arithmetic.page.scripts import script
-from inference_arithmetic.serving import continuous, efficiencies, planning, scenario
+from inference_arithmetic.serving import bands, continuous, efficiencies, planning, scenario
 from inference_arithmetic.serving.frontier import frontier
 
 # The calculator's front door (ia.calculator): the widget, and the names of the form, the
@@ -287,8 +288,20 @@ class Calculator:
         return {"model": arguments.pop("model"), **arguments}
 
     def html(self) -> str:
-        gpu, banded = registry_gpu(self.state["gpu"]), self.state["step"] == "kernels"
-        return readout_html(self.values, gpu, self.message, self.state["price_per_hour"], banded)
+        gpu, groups = registry_gpu(self.state["gpu"]), self._band_groups()
+        return readout_html(self.values, gpu, self.message, self.state["price_per_hour"], groups)
+
+    def _band_groups(self) -> tuple | None:
+        """The deployment's groups of ``serving.bands`` (its band's), or None where the readout
+        has no band: chapter 08's single roofline, a refused form, the frontier."""
+        if self.state["step"] != "kernels" or self.values is None:
+            return None
+        if self.state["mode"] == FRONTIER:
+            return None
+        arguments = self.arguments()
+        arch, gpu = registry_model(arguments["model"]), registry_gpu(arguments["gpu"])
+        dtype, parallel = arguments["dtype"], arguments["parallel"]
+        return bands.groups_of(arch, gpu, dtype, parallel, arguments["prompt_len"])
 
     def widget(self):
         """The ipywidgets form (built once): dropdowns, number fields, and the readout."""
@@ -332,8 +345,8 @@ class Calculator:
         args = ", ".join(f"{k}={v}" for k, v in self.state.items() if used(k, self.state))
         if self.values is None:
             return f"Calculator ({args}): {self.message}"
-        gpu, banded = registry_gpu(self.state["gpu"]), self.state["step"] == "kernels"
-        lines = readout_lines(self.values, gpu, self.state["price_per_hour"], banded)
+        gpu, groups = registry_gpu(self.state["gpu"]), self._band_groups()
+        lines = readout_lines(self.values, gpu, self.state["price_per_hour"], groups)
         return "\n".join([f"Calculator ({args}):", *(f"  {line}" for line in lines)])
 
     def spec(self) -> dict:

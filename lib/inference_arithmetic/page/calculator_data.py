@@ -76,6 +76,7 @@ from inference_arithmetic.page.calculator_readout import (
     ROWS,
     STREAM,
     users_text,
+    withheld,
 )
 from inference_arithmetic.serving import (
     bands,
@@ -120,6 +121,8 @@ def _facts(arch) -> dict:
         },
         "expert_degrees": ", ".join(map(str, scenario.expert_parallel_degrees(arch))),
         "expert_degree_list": scenario.expert_parallel_degrees(arch, ranges()["n_gpus"][1]),
+        # The groups of serving.bands its weights put a deployment in, by the weights' format.
+        "groups": {d: list(bands.model_groups(arch, d)) for d in [AUTO, *DTYPE_BYTES]},
     }
 
 
@@ -249,6 +252,32 @@ def _gpu_data(g, engine) -> dict:
         "price_per_hour": g.price_per_hour,
         "price_date": g.price_date,
         "no_price": no_price,
+        "groups": list(bands.gpu_groups(g)),  # of serving.bands
+    }
+
+
+def _band_groups() -> dict:
+    """What the page needs to band a prediction by its group, as ``serving.bands`` does: the
+    groups in their order, the rules the form's own controls decide (an expert layout, a long
+    prompt), and for each set of groups the form can reach (no disaggregation: its modes are
+    colocated) each kind's factors (``bands.factors``; null: none) and, by mode, the sentence
+    that says which kinds have none (``calculator_readout.withheld``)."""
+    reachable = [g for g in bands.GROUPS if g != "disaggregated"]
+    table = {}
+    for n in range(len(reachable) + 1):
+        for groups in itertools.combinations(reachable, n):
+            table[",".join(groups)] = {
+                "factors": {kind: bands.factors(kind, groups) for kind in bands.KINDS},
+                "withheld": {
+                    "static": withheld(STATIC, groups),
+                    "streamed": withheld(CONTINUOUS, groups),
+                },
+            }
+    return {
+        "order": list(bands.GROUPS),
+        "expert_parallel": list(latency.EXPERT_PARALLEL),
+        "long_prompt": bands.LONG_PROMPT,
+        "table": table,
     }
 
 
@@ -297,7 +326,7 @@ def page_data() -> dict:
         },
         "one_token": continuous.ONE_TOKEN,
         "rows": _rows_data(ROWS, serving.BANDED),
-        "bands": {kind: bands.bands()[kind] for kind in bands.KINDS},
+        "band_groups": _band_groups(),
         "band_ends": {which: javascript(ends) for which, ends in bands.BAND.items()},
         "band_cell": BANDED_CELL,
         "bounds": serving.BOUNDS,

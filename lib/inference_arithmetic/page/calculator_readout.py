@@ -192,19 +192,32 @@ def _banded(values) -> dict:
     return serving.BANDED if _mode_of(values) == STATIC else continuous.BANDED
 
 
-def cell(row, values, banded: bool = True) -> str:
+def cell(row, values, groups=()) -> str:
     """One row of the readout (of ``ROWS``) as text: a formula's value in its kind, and in
-    brackets its band where it has one (``serving.bands``; none with ``banded`` false, for
-    chapter 08's single roofline), or the bounds of a phase (``serving.bound_text``)."""
+    brackets its band where it has one (``serving.bands``, of the deployment's ``groups``: ``()``
+    for the core's; none where ``groups`` is None, for chapter 08's single roofline, or where no
+    validated group holds it), or the bounds of a phase (``serving.bound_text``)."""
     key, _, kind = row
     if kind == "bound":
         return serving.bound_text(*(values[k] for k in key))
     text, value = fmt.show(values[key], kind), values[key]
-    if not banded or key not in _banded(values) or value is None:
+    if groups is None or key not in _banded(values) or value is None:
         return text
     band_kind, speed = _banded(values)[key]
-    low, high = bands.band(band_kind, value, speed)
+    band = bands.band(band_kind, value, speed, groups)
+    if band is None:
+        return text
+    low, high = band
     return BANDED_CELL.format(value=text, low=fmt.show(low, kind), high=fmt.show(high, kind))
+
+
+def withheld(mode: str, groups) -> str | None:
+    """Why the readout of ``mode`` has no band for some kind, in a deployment in ``groups``
+    (``serving.bands.withheld``), or None where every kind has one."""
+    banded = serving.BANDED if mode == STATIC else continuous.BANDED
+    kinds = dict.fromkeys(kind for kind, _ in banded.values())
+    missing = [kind for kind in kinds if bands.factors(kind, groups) is None]
+    return bands.withheld(missing, groups) if missing else None
 
 
 def users_text(users=frontier.CONCURRENCY) -> str:
@@ -212,7 +225,7 @@ def users_text(users=frontier.CONCURRENCY) -> str:
     return ", ".join(fmt.show(c, "integer") for c in users)
 
 
-def _note(values, gpu, price=None, banded=True) -> str:
+def _note(values, gpu, price=None, groups=()) -> str:
     mode = _mode_of(values)
     if mode == FRONTIER:  # no cost and no band: ia.frontier gives neither
         most = inspect.signature(frontier.frontier).parameters["most_gpus"].default
@@ -231,7 +244,10 @@ def _note(values, gpu, price=None, banded=True) -> str:
     if mode == PLAN and values["percentile"] is not None:
         name = PERCENTILE_NAMES[queueing.PERCENTILES.index(values["percentile"])]
         parts.append(NOTES["judged"].format(percentile=name))
-    return "; ".join(parts + [NOTES["band"]] * banded) + "."
+    if groups is not None:
+        parts.append(NOTES["band"])
+        parts += [note for note in [withheld(mode, groups)] if note]
+    return "; ".join(parts) + "."
 
 
 def _frontier_cells(values) -> list[list[str]]:
@@ -245,12 +261,12 @@ def _frontier_cells(values) -> list[list[str]]:
     ]
 
 
-def readout_html(values, gpu, message: str | None = None, price=None, banded=True) -> str:
+def readout_html(values, gpu, message: str | None = None, price=None, groups=()) -> str:
     """The readout table of ``serving.report_values`` (or of a steady state, a plan or a
     frontier), or the message that replaces it."""
     if values is None:
         return f'<p class="ia-calc-message" role="alert"><b>{html.escape(message)}</b></p>'
-    note = f"<p>{html.escape(_note(values, gpu, price, banded))}</p>"
+    note = f"<p>{html.escape(_note(values, gpu, price, groups))}</p>"
     if _mode_of(values) == FRONTIER:
         head = "".join(f"<th>{label}</th>" for _, label, _ in FRONTIER_COLUMNS)
         body = "".join(
@@ -259,22 +275,22 @@ def readout_html(values, gpu, message: str | None = None, price=None, banded=Tru
         )
         return f'<table class="ia-calc-frontier"><tr>{head}</tr>{body}</table>{note}'
     rows = "".join(
-        f"<tr><td>{row[1]}</td><td><b>{html.escape(cell(row, values, banded))}</b></td></tr>"
+        f"<tr><td>{row[1]}</td><td><b>{html.escape(cell(row, values, groups))}</b></td></tr>"
         for row in _MODE_ROWS[_mode_of(values)]
     )
     return f"<table>{rows}</table>{note}"
 
 
-def readout_lines(values, gpu, price=None, banded=True) -> list[str]:
+def readout_lines(values, gpu, price=None, groups=()) -> list[str]:
     """The readout as lines of text (``readout_html``'s rows and note), for outputs that show
     no HTML (the PDF): the frontier's, a line of its columns' labels, then a line a point."""
     if _mode_of(values) == FRONTIER:
         lines = [" | ".join(row) for row in _frontier_cells(values)]
         head = " | ".join(label for _, label, _ in FRONTIER_COLUMNS)
-        return [head, *lines, _note(values, gpu, price, banded)]
+        return [head, *lines, _note(values, gpu, price, groups)]
     rows = _MODE_ROWS[_mode_of(values)]
-    lines = [f"{row[1]}: {cell(row, values, banded)}" for row in rows]
-    return [*lines, _note(values, gpu, price, banded)]
+    lines = [f"{row[1]}: {cell(row, values, groups)}" for row in rows]
+    return [*lines, _note(values, gpu, price, groups)]
 
 
 def percentile_values(steady: dict) -> dict:

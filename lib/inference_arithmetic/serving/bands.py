@@ -39,7 +39,8 @@ from inference_arithmetic.formulas.layouts import EXPERT_PARALLEL
 from inference_arithmetic.models.config import weight_formats
 
 __all__ = ["KINDS", "BAND", "PER_TOKEN", "GROUPS", "CORE", "LONG_PROMPT", "VALIDATED"]
-__all__ += ["WORDS", "groups_of", "scenario_groups", "factors", "withheld"]
+__all__ += ["WORDS", "gpu_groups", "model_groups", "groups_of", "scenario_groups"]
+__all__ += ["factors", "withheld"]
 __all__ += ["bands", "band", "of", "noted", "describe"]
 
 KINDS = ("ttft", "tpot", "request")
@@ -102,21 +103,30 @@ VALIDATED = {"rows": 30, "sources": 2}
 this many sources (one source's runs share its setup, and its errors with it)."""
 
 
+def gpu_groups(gpu) -> tuple:
+    """The ``GROUPS`` a ``GPU`` puts a deployment in: ``blackwell`` for an NVIDIA GPU with FP4
+    tensor cores."""
+    return ("blackwell",) if gpu.vendor == "NVIDIA" and "fp4" in gpu.peak_flop_rate else ()
+
+
+def model_groups(arch, dtype: str) -> tuple:
+    """The ``GROUPS`` a model (a ``ModelConfig``) with weights in ``dtype`` puts a deployment
+    in ("auto": as the checkpoint ships them, ``models.config.weight_formats``: gpt-oss's
+    experts in MXFP4): ``fp4`` for weights of an FP4 format, ``moe`` for experts."""
+    fp4 = any(compute_format(f) == "fp4" for f in weight_formats(arch, dtype).values())
+    return ("fp4",) * fp4 + ("moe",) * arch.is_moe
+
+
 def groups_of(arch, gpu, dtype: str, parallel: str, prompt_len, disaggregated=False) -> tuple:
     """The ``GROUPS`` a deployment is in (in their order; none: ``CORE``'s): of ``arch`` (a
-    ``ModelConfig``) on ``gpu`` (a ``GPU``), weights in ``dtype`` ("auto": as the checkpoint
-    ships them, ``models.config.weight_formats``: gpt-oss's experts in MXFP4), with
+    ``ModelConfig``) on ``gpu`` (a ``GPU``), weights in ``dtype`` (``model_groups``), with
     ``parallel``, prompts of ``prompt_len`` tokens, prefill and decode apart if
     ``disaggregated``."""
-    member = {
-        "blackwell": gpu.vendor == "NVIDIA" and "fp4" in gpu.peak_flop_rate,
-        "fp4": any(compute_format(f) == "fp4" for f in weight_formats(arch, dtype).values()),
-        "moe": arch.is_moe,
-        "expert-parallel": parallel in EXPERT_PARALLEL,
-        "disaggregated": bool(disaggregated),
-        "long-prompt": prompt_len >= LONG_PROMPT,
-    }
-    return tuple(name for name in GROUPS if member[name])
+    member = set(gpu_groups(gpu)) | set(model_groups(arch, dtype))
+    member |= {"expert-parallel"} if parallel in EXPERT_PARALLEL else set()
+    member |= {"disaggregated"} if disaggregated else set()
+    member |= {"long-prompt"} if prompt_len >= LONG_PROMPT else set()
+    return tuple(name for name in GROUPS if name in member)
 
 
 def scenario_groups(s, prompt_len=None) -> tuple:
