@@ -211,7 +211,7 @@ def test_a_row_is_read_in_its_stated_formats_or_set_aside_naming_the_format():
     # What is left aside is what no registry can fix: a batch or lengths the source leaves out,
     # or a layout the library does not time (disaggregated, data-parallel attention), and
     # then every row of that layout and only those.
-    layout = "no layout the library times for"
+    layout = "the library times no "
     assert {reason.split(" (")[0] for _, reason in left if not reason.startswith(layout)} <= {
         "the source does not state the batch",
         "the source does not state the batch or the lengths",

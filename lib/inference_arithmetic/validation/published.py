@@ -232,7 +232,7 @@ def _measurement(row) -> Measurement:
     """The row as a ``Measurement`` in the registry's names; ``ValueError`` saying why not."""
     layout = row.get("layout", "")
     if layout not in LAYOUTS:
-        raise ValueError(f"no layout the library times for {layout!r} ({_LAYOUT_WHY[layout]})")
+        raise ValueError(f"the library times no {layout} layout ({_LAYOUT_WHY[layout]})")
     gpu = GPUS.get(row["gpu"])
     if gpu not in gpu_names():
         raise ValueError(f"no registry GPU for {row['gpu']!r}")
