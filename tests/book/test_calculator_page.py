@@ -284,6 +284,17 @@ def _check_new_controls(page, root):
     choose("model", "llama-3.1-70b")
 
 
+def _opened(browser, model):
+    """The calculator's page opened, its ``root`` and the hands on its form (``_form``), with
+    ``model`` on an H100 in the weights' own format: (page, errors, root, choose, enter)."""
+    page, errors = open_page(browser, CALCULATOR)
+    root = page.locator(".ia-calc").first
+    choose, enter = _form(page, root)
+    for name, value in (("model", model), ("gpu", "h100-sxm"), ("dtype", "auto")):
+        choose(name, value)
+    return page, errors, root, choose, enter
+
+
 def test_the_calculators_modes_and_assumptions_move_its_readout(browser):
     page, errors = open_page(browser, CALCULATOR)
     _check_new_controls(page, page.locator(".ia-calc").first)
@@ -292,13 +303,9 @@ def test_the_calculators_modes_and_assumptions_move_its_readout(browser):
 
 
 def test_the_calculator_offers_expert_parallelism_and_the_serving_options(browser):
-    page, errors = open_page(browser, CALCULATOR)
-    root = page.locator(".ia-calc").first
-    choose, enter = _form(page, root)
     moe = "qwen3-30b-a3b"  # 128 experts: small enough for a few GPUs
     # Expert parallelism, for a model with experts; the imbalance where they are spread.
-    for name, value in (("model", moe), ("gpu", "h100-sxm"), ("dtype", "auto")):
-        choose(name, value)
+    page, errors, root, choose, enter = _opened(browser, moe)
     enter("batch", 64)
     assert not root.locator('input[name="expert_imbalance"]').is_visible()
     choose("parallel", "expert-dp")
@@ -357,11 +364,7 @@ def test_the_calculator_plans_on_percentiles_as_ia_plan_does(browser):
     """The plan mode judges its targets on the percentile chosen, as ``ia.plan`` does, and the
     continuous mode shows the percentiles of the steady state, as ``ia.steady_state`` gives
     them, to the digits the readout prints (``_calculator_agrees`` holds every cell)."""
-    page, errors = open_page(browser, CALCULATOR)
-    root = page.locator(".ia-calc").first
-    choose, enter = _form(page, root)
-    for name, value in (("model", "llama-3.1-70b"), ("gpu", "h100-sxm"), ("dtype", "auto")):
-        choose(name, value)
+    page, errors, root, choose, enter = _opened(browser, "llama-3.1-70b")
     choose("mode", "sizing from targets")
     assert root.locator('select[name="percentile"]').is_visible()
     assert root.locator('select[name="percentile"] option').all_text_contents() == list(
@@ -412,11 +415,7 @@ def test_the_calculators_frontier_is_ia_frontiers(browser):
     """The frontier mode: the page sweeps the closed loops of ``ia.frontier`` itself (closed.js,
     frontier.js), and each cell of its table is the library's, for a dense model and an MoE
     model whose experts are spread; its refusals are the library's words."""
-    page, errors = open_page(browser, CALCULATOR)
-    root = page.locator(".ia-calc").first
-    choose, enter = _form(page, root)
-    for name, value in (("model", "llama-3.1-70b"), ("gpu", "h100-sxm"), ("dtype", "auto")):
-        choose(name, value)
+    page, errors, root, choose, enter = _opened(browser, "llama-3.1-70b")
     # A stream's serving options are not the frontier's (its steps are plain).
     choose("mode", "continuous serving")
     enter("prefix_hit_rate", 0.5)

@@ -420,6 +420,15 @@ def test_the_readout_bands_a_prediction_by_its_group_as_the_library_does(model, 
                 assert ia.format.show(band[0], kind) in shown, key
     entry = w.spec()["band_groups"]["table"][",".join(groups)]
     assert entry["withheld"]["static"] == r["band_note"]
+    # The sentence on the bands counts the runs of the bands shown: none for Blackwell, whose
+    # readout shows no bracket, and the MoE request band's runs for the MoE model.
+    described = ia.bands.describe(groups)
+    assert entry["describe"] == described and (described is None) == (gpu == "b200")
+    assert ("in brackets" in w.text()) == (described is not None)
+    assert described is None or described in w.text()
+    if described is not None:
+        rows = ia.bands.bands()["groups"]["moe"]["request"]["rows"]
+        assert f"on {rows} published measurements" in described
     for kind in ia.bands.KINDS:
         factors = entry["factors"][kind]
         assert (None if factors is None else tuple(factors)) == ia.bands.factors(kind, groups)

@@ -204,9 +204,9 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     if (mode === spec.modes.plan && spec.plan.judged[state.percentile] !== null) {
       parts.push(fill(spec.notes.judged, {percentile: state.percentile}));
     }
-    if (state.step === "kernels") {  // the band's sentence, and which kinds have none
-      parts.push(spec.notes.band);
-      var withheld = bandEntry().withheld[mode === spec.modes.static ? "static" : "streamed"];
+    if (state.step === "kernels") {  // what the band is, and which kinds have none
+      var b = bandEntry(), withheld = b.withheld[mode === spec.modes.static ? "static" : "streamed"];
+      if (b.describe) parts.push(b.describe);
       if (withheld) parts.push(withheld);
     }
     return parts.join("; ") + ".";

@@ -260,14 +260,16 @@ def _band_groups() -> dict:
     """What the page needs to band a prediction by its group, as ``serving.bands`` does: the
     groups in their order, the rules the form's own controls decide (an expert layout, a long
     prompt), and for each set of groups the form can reach (no disaggregation: its modes are
-    colocated) each kind's factors (``bands.factors``; null: none) and, by mode, the sentence
-    that says which kinds have none (``calculator_readout.withheld``)."""
+    colocated) each kind's factors (``bands.factors``; null: none), the sentence that says what
+    the bands are (``bands.describe``) and, by mode, the one that says which kinds have none
+    (``calculator_readout.withheld``)."""
     reachable = [g for g in bands.GROUPS if g != "disaggregated"]
     table = {}
     for n in range(len(reachable) + 1):
         for groups in itertools.combinations(reachable, n):
             table[",".join(groups)] = {
                 "factors": {kind: bands.factors(kind, groups) for kind in bands.KINDS},
+                "describe": bands.describe(groups),
                 "withheld": {
                     "static": withheld(STATIC, groups),
                     "streamed": withheld(CONTINUOUS, groups),

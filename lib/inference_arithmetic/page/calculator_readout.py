@@ -165,10 +165,10 @@ NOTES = {
     "frontier": "the deployments on the frontier of output tokens/s per GPU against tokens/s "
     "per user (ia.frontier), the most tokens/s per user first: closed loops of {users} users "
     "on each layout of up to {most_gpus} GPUs that fits, without prefix caching or speculation",
-    "band": bands.describe(),
 }
-"""The sentence under the readout: its parts joined by "; ", the band's last (the kernel
-model's: chapter 08's single roofline has none)."""
+"""The sentence under the readout: its parts joined by "; ", then the band's
+(``serving.bands.describe``, of the deployment's groups; chapter 08's single roofline has
+none)."""
 GIVEN_KIND = "usd"
 """How ``NOTES["given"]`` prints a price the reader typed (``format.show``'s kind)."""
 
@@ -213,11 +213,8 @@ def cell(row, values, groups=()) -> str:
 
 def withheld(mode: str, groups) -> str | None:
     """Why the readout of ``mode`` has no band for some kind, in a deployment in ``groups``
-    (``serving.bands.withheld``), or None where every kind has one."""
-    banded = serving.BANDED if mode == STATIC else continuous.BANDED
-    kinds = dict.fromkeys(kind for kind, _ in banded.values())
-    missing = [kind for kind in kinds if bands.factors(kind, groups) is None]
-    return bands.withheld(missing, groups) if missing else None
+    (``serving.bands.note``), or None where every kind has one."""
+    return bands.note(serving.BANDED if mode == STATIC else continuous.BANDED, groups)
 
 
 def users_text(users=frontier.CONCURRENCY) -> str:
@@ -244,9 +241,8 @@ def _note(values, gpu, price=None, groups=()) -> str:
     if mode == PLAN and values["percentile"] is not None:
         name = PERCENTILE_NAMES[queueing.PERCENTILES.index(values["percentile"])]
         parts.append(NOTES["judged"].format(percentile=name))
-    if groups is not None:
-        parts.append(NOTES["band"])
-        parts += [note for note in [withheld(mode, groups)] if note]
+    if groups is not None:  # what the band is, and which kinds have none
+        parts += [note for note in (bands.describe(groups), withheld(mode, groups)) if note]
     return "; ".join(parts) + "."
 
 

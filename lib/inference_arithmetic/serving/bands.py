@@ -41,7 +41,7 @@ from inference_arithmetic.models.config import weight_formats
 __all__ = ["KINDS", "BAND", "PER_TOKEN", "GROUPS", "CORE", "LONG_PROMPT", "VALIDATED"]
 __all__ += ["WORDS", "gpu_groups", "model_groups", "groups_of", "scenario_groups"]
 __all__ += ["factors", "withheld"]
-__all__ += ["bands", "band", "of", "noted", "describe"]
+__all__ += ["bands", "band", "of", "note", "noted", "describe"]
 
 KINDS = ("ttft", "tpot", "request")
 """The kinds of prediction a band is kept for: the time to first token, the time per output
@@ -139,20 +139,25 @@ def _validated(entry) -> bool:
     return entry is not None and "low" in entry
 
 
+def _source(kind: str, groups=()) -> dict | None:
+    """The entry of ``bands()`` a prediction of ``kind`` in ``groups`` takes its band from
+    (``factors``), with its ``low``, ``high`` and ``rows``; None where it takes none."""
+    if kind not in KINDS:
+        raise UnknownName(f"no band for {kind!r}; the kinds are: {', '.join(KINDS)}")
+    if not groups:
+        return bands()[kind]
+    entries = [bands()["groups"].get(g, {}).get(kind) for g in groups]
+    if not all(_validated(e) for e in entries):
+        return None
+    return min(entries, key=lambda e: e["rows"])
+
+
 def factors(kind: str, groups=()) -> tuple[float, float] | None:
     """The band's ``low`` and ``high`` factors for a prediction of ``kind`` in ``groups``
     (``groups_of``): ``CORE``'s where it is in none, the narrowest validated group's where
     every group it is in is validated for ``kind``, else None."""
-    if kind not in KINDS:
-        raise UnknownName(f"no band for {kind!r}; the kinds are: {', '.join(KINDS)}")
-    if not groups:
-        b = bands()[kind]
-        return b["low"], b["high"]
-    entries = [bands()["groups"].get(g, {}).get(kind) for g in groups]
-    if not all(_validated(e) for e in entries):
-        return None
-    narrowest = min(entries, key=lambda e: e["rows"])
-    return narrowest["low"], narrowest["high"]
+    entry = _source(kind, groups)
+    return None if entry is None else (entry["low"], entry["high"])
 
 
 WORDS = {"ttft": "the first token", "tpot": "the time per token", "request": "the request"}
@@ -222,22 +227,34 @@ def of(result: dict, banded: dict[str, tuple[str, bool]], groups=()) -> dict:
     }
 
 
+def note(banded: dict[str, tuple[str, bool]], groups=()) -> str | None:
+    """Why some predictions of ``banded`` (key -> (kind, whether a speed)) in ``groups`` have
+    no band (``withheld``), or None where every kind has one."""
+    missing = [
+        kind for kind in dict.fromkeys(k for k, _ in banded.values()) if not factors(kind, groups)
+    ]
+    return withheld(missing, groups) if missing else None
+
+
 def noted(result: dict, banded: dict[str, tuple[str, bool]], groups=()) -> dict:
     """``result`` with its ``band`` (``of``), and, where a kind has none, ``band_note``
-    saying why (``withheld``)."""
+    saying why (``note``)."""
     result["band"] = of(result, banded, groups)
-    missing = dict.fromkeys(
-        kind for key, (kind, _) in banded.items() if result["band"][key] is None
-    )
-    if missing:
-        result["band_note"] = withheld(missing, groups)
+    why = note(banded, groups)
+    if why:
+        result["band_note"] = why
     return result
 
 
-def describe() -> str:
-    """What the bands are, in one sentence (the calculator prints it under its readout)."""
+def describe(groups=()) -> str | None:
+    """What the bands of a prediction in ``groups`` are, in one sentence (the calculator prints
+    it under its readout): the runs they come from counted, each kind's (``factors``); None
+    where no kind has a band."""
     low, high = bands()["quantiles"]
-    rows = sum(bands()[kind]["rows"] for kind in KINDS)
+    sources = [_source(kind, groups) for kind in KINDS]
+    if not any(sources):
+        return None
+    rows = sum(entry["rows"] for entry in sources if entry)
     return (
         f"in brackets, where eight runs of ten would be measured: the {low * 100:.0f}th to "
         f"{high * 100:.0f}th percentile of the model's errors on {rows} published measurements "
