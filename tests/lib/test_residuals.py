@@ -18,20 +18,14 @@ def test_the_held_out_median_error_beats_the_roofline_and_the_older_runs_meet_th
     # llama.cpp's 4-bit files, Llama 2 13B and Qwen3 14B, and still does; the whole set, those
     # runs joined unfitted, is reported by chapter 13, not held to it. So are the 2026 sources
     # of issue 35 (Blackwell, FP4 and MoE runs), reported group by group (residuals.bands).
-    since = ("GPUSTACK_MOE", "MILLSTONE", "BENHAMM_B200")
-    newer = np.array(
-        [
-            m.dtype == "q4_k_m" or m.model in ("llama-2-13b", "qwen3-14b") or m.source in since
-            for m in rows
-        ]
-    )
+    newer = np.array([published.joined_late(m) for m in rows])
     assert newer.sum() >= 90
     assert np.median(np.abs(errors[~newer])) <= 0.15
     # Chapter 08's single roofline, fitted on the vLLM runs, misses these rows by more: the runs
     # gathered before issue 35 and the 2026 ones, each. (Pooled, the medians of two sets of
     # such different sizes of error sit closer than either pair: 27% against 31%.)
     roofline = measurements.errors(rows, step="roofline")
-    late = np.array([m.source in since for m in rows])
+    late = np.array([m.source in published.SOURCES_2026 for m in rows])
     assert late.sum() >= 50
     for part in (~late, late):
         assert np.median(np.abs(roofline[part])) > np.median(np.abs(errors[part])) + 0.05
