@@ -580,22 +580,6 @@ def test_models_share_the_pages_formulas_only_where_the_library_reads_the_same(m
         assert other["report"][step]["tensor"] == expected
 
 
-@pytest.mark.slow
-def test_max_and_min_are_built_once_while_the_page_data_is_built():
-    import sympy
-    from sympy.functions.elementary.miscellaneous import MinMaxBase
-
-    own = MinMaxBase.__new__
-    x, y = sympy.symbols("x y", positive=True)
-    with calculator_data._max_and_min_once():
-        first, again = sympy.Max(x, 2 * y), sympy.Max(x, 2 * y)
-        assert first is again and sympy.Min(x, x + 1) == x  # evaluated, as SymPy does
-        held = sympy.Max(x, x + 1, evaluate=False)
-        assert held.args == (x, x + 1)  # unevaluated where asked
-    assert MinMaxBase.__new__ is own
-    assert first == sympy.Max(x, 2 * y) and sympy.Max(x, 2 * y) is not first
-
-
 def test_the_continuous_mode_shows_the_percentiles_of_the_steady_state():
     w = calculator.widget(mode=calculator.CONTINUOUS, requests_per_s=3.0, prompt_len=1024)
     expected = ia.steady_state(

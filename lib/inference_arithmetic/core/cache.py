@@ -247,7 +247,10 @@ def _kept_or_made(kind: str, build, args, keywords):
     path = where / f"{_hash(found[2])}-{kind}.json" if where else None
     made = _read(kind, path) if path is not None else None
     if made is None:
-        built = build(*args, **keywords)
+        from inference_arithmetic.core import minmax  # SymPy: a miss builds with it
+
+        with minmax.once():
+            built = build(*args, **keywords)
         made = built if kind == "data" else _COMPILED[kind](built)
         if path is not None:
             _write_text(path, json.dumps(made if kind == "data" else made.parts()))

@@ -15,22 +15,17 @@ A model's formulas are expressions of its sizes, so the models of one family (th
 Qwen3 dense models) have the same ones: each is built and printed once for the models that
 share it (``core.reads.shared``: derived from what building it read of the model), each
 formula printed once (``printing.javascript``), and while they are built each Max and Min is
-evaluated once (``_max_and_min_once``).
+evaluated once (``core.minmax.once``).
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import inspect
 import itertools
 
-import sympy
-from sympy.core.parameters import global_parameters
-from sympy.functions.elementary.miscellaneous import MinMaxBase
-
 from inference_arithmetic import serving
-from inference_arithmetic.core import cache, checks
+from inference_arithmetic.core import cache, checks, minmax
 from inference_arithmetic.core.dtypes import ALIASES, DTYPE_BYTES, activation_bytes, compute_format
 from inference_arithmetic.core.printing import javascript
 from inference_arithmetic.core.reads import shared
@@ -292,7 +287,7 @@ def _rows_data(rows, banded) -> list[dict]:
 @functools.cache
 def page_data() -> dict:
     """The page's data, the same for every calculator (module docstring)."""
-    with _max_and_min_once():
+    with minmax.once():
         models = {name: model_data(registry_model(name)) for name in model_names()}
     default = scenario.Scenario("llama-3.1-8b", "h100-sxm")
     gpus = {name: _gpu_data(registry_gpu(name), default.engine) for name in gpu_names()}
@@ -399,30 +394,6 @@ def _frontier_data(default) -> dict:
         "deployment": DEPLOYMENT,
         "users": users_text(),
     }
-
-
-@contextlib.contextmanager
-def _max_and_min_once():
-    """Each Max and Min SymPy evaluates built once, while this is open. Evaluating one compares
-    its arguments pairwise, symbolically: most of the time of building a model's formulas, whose
-    steps and report rebuild the same ones for every parallelism, serving option and phase
-    (each ``subs`` rebuilds them), and whose families share kernels. A Max or a Min is a
-    function of its arguments: the same expressions, in half the time."""
-    new, built = MinMaxBase.__new__, {}
-
-    def once(cls, *args, **options):
-        if options or not global_parameters.evaluate:  # held (evaluate=False): as it is
-            return new(cls, *args, **options)
-        key = (cls, *map(sympy.sympify, args))
-        if key not in built:
-            built[key] = new(cls, *args)
-        return built[key]
-
-    MinMaxBase.__new__ = once
-    try:
-        yield
-    finally:
-        MinMaxBase.__new__ = new
 
 
 def method(name: str) -> dict:
