@@ -247,9 +247,9 @@ def _kept_or_made(kind: str, build, args, keywords):
     path = where / f"{_hash(found[2])}-{kind}.json" if where else None
     made = _read(kind, path) if path is not None else None
     if made is None:
-        from inference_arithmetic.core import minmax  # SymPy: a miss builds with it
+        from inference_arithmetic.core import evaluation  # SymPy: a miss builds with it
 
-        with minmax.once():
+        with evaluation.once():
             built = build(*args, **keywords)
         made = built if kind == "data" else _COMPILED[kind](built)
         if path is not None:

@@ -45,6 +45,7 @@ from dataclasses import dataclass
 
 import sympy
 
+from inference_arithmetic.core.evaluation import put
 from inference_arithmetic.core.numeric import ArgumentError
 from inference_arithmetic.core.symbols import (
     B,
@@ -575,11 +576,11 @@ def draft_time(arch, parallel="tensor", mla="absorbed", options=(), draft="head"
     source = arch if draft == "head" else draft
     one = sum(kr.count * kr.time for kr in step_kernels(source, parallel, mla, plain))
     if draft == "head":  # one layer, of the MoE kind where the model has MoE layers
-        one = one.subs({L: 1, L_d: 0, L_w: 0})
+        one = put(one, {L: 1, L_d: 0, L_w: 0})
     else:
         one = latency.at_sizes(one, draft)
     # The later passes run only while requests decode (a prefill-only step drafts nothing).
-    return one + (techniques.gamma - 1) * sympy.Min(B_d, 1) * one.subs(P_t, 0)
+    return one + (techniques.gamma - 1) * sympy.Min(B_d, 1) * put(one, {P_t: 0})
 
 
 def step(arch, parallel="tensor", options=(), draft=None):
@@ -595,7 +596,7 @@ def prefill_time(arch, parallel="tensor", options=(), draft=None):
     tokens it computes, with a prefix cache) and no decodes (MLA expanded, as engines
     prefill it)."""
     new, _ = _widths(_options(options))
-    return step_time(arch, parallel, options=options, draft=draft).subs({B_d: 0, P_t: B * new})
+    return put(step_time(arch, parallel, options=options, draft=draft), {B_d: 0, P_t: B * new})
 
 
 @functools.lru_cache(maxsize=256)
@@ -603,7 +604,7 @@ def decode_step_time(arch, mla="absorbed", parallel="tensor", context=S, options
     """Seconds of one decode step of B requests with S (or ``context``) tokens cached each
     (speculating: one verification step, which yields ``techniques.expected_tokens``)."""
     step = step_time(arch, parallel, mla, _options(options), draft)
-    return step.subs({P_t: 0, B_d: B}).subs(S, context)
+    return put(put(step, {P_t: 0, B_d: B}), {S: context})
 
 
 def time_per_output_token(arch, mla="absorbed", parallel="tensor", options=(), draft=None):

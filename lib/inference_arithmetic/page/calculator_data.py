@@ -15,7 +15,7 @@ A model's formulas are expressions of its sizes, so the models of one family (th
 Qwen3 dense models) have the same ones: each is built and printed once for the models that
 share it (``core.reads.shared``: derived from what building it read of the model), each
 formula printed once (``printing.javascript``), and while they are built each Max and Min is
-evaluated once (``core.minmax.once``).
+evaluated once (``core.evaluation.once``).
 """
 
 from __future__ import annotations
@@ -25,7 +25,7 @@ import inspect
 import itertools
 
 from inference_arithmetic import serving
-from inference_arithmetic.core import cache, checks, minmax
+from inference_arithmetic.core import cache, checks, evaluation
 from inference_arithmetic.core.dtypes import ALIASES, DTYPE_BYTES, activation_bytes, compute_format
 from inference_arithmetic.core.printing import javascript
 from inference_arithmetic.core.reads import shared
@@ -287,7 +287,7 @@ def _rows_data(rows, banded) -> list[dict]:
 @functools.cache
 def page_data() -> dict:
     """The page's data, the same for every calculator (module docstring)."""
-    with minmax.once():
+    with evaluation.once():
         models = {name: model_data(registry_model(name)) for name in model_names()}
     default = scenario.Scenario("llama-3.1-8b", "h100-sxm")
     gpus = {name: _gpu_data(registry_gpu(name), default.engine) for name in gpu_names()}

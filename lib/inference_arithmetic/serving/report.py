@@ -113,6 +113,7 @@ def report_formulas(arch, step=DEFAULT_STEP, parallel="tensor", **options) -> di
     ``formula_options`` (prefix caching, speculative decoding), for the kernel model only."""
     import sympy
 
+    from inference_arithmetic.core.evaluation import put
     from inference_arithmetic.core.symbols import B, B_d, L_w, M, O, P_t, R, S, T, W, n_gpus
     from inference_arithmetic.formulas import economics, kernels, latency
 
@@ -121,13 +122,13 @@ def report_formulas(arch, step=DEFAULT_STEP, parallel="tensor", **options) -> di
     ttft = timing.prefill_time(arch, parallel, **options)
     tpot = timing.time_per_output_token(arch, parallel=parallel, **options)
     full = {economics.u: 1}
-    cost_input = economics.cost_per_million_input_tokens(ttft, parallel).subs(full)
-    cost_output = economics.cost_per_million_output_tokens(tpot, parallel).subs(full)
+    cost_input = put(economics.cost_per_million_input_tokens(ttft, parallel), full)
+    cost_output = put(economics.cost_per_million_output_tokens(tpot, parallel), full)
     compute = latency.decode_compute_time(arch, parallel=parallel)
     memory = latency.decode_memory_time(arch, parallel)
 
     def decode(context):  # compute-bound at this context
-        return latency.compute_bound(compute.subs(S, context), memory.subs(S, context))
+        return latency.compute_bound(put(compute, {S: context}), put(memory, {S: context}))
 
     crosses = sympy.false
     if arch.n_window_layers:  # the window fills up during the output: S crosses W - 1
@@ -139,22 +140,22 @@ def report_formulas(arch, step=DEFAULT_STEP, parallel="tensor", **options) -> di
     if step == "kernels":
         decoding = {P_t: 0, B_d: B}
         step_kernels = kernels.step_kernels(arch, parallel)
-        bends = [sympy.sympify(kr.bound).subs(decoding) for kr in step_kernels]
+        bends = [put(kr.bound, decoding) for kr in step_kernels]
         bends = [bound for bound in bends if S in bound.free_symbols]
         ends = (T, latency.last_context())
-        same = sympy.And(*(sympy.Eq(*(bound.subs(S, end) for end in ends)) for bound in bends))
+        same = sympy.And(*(sympy.Eq(*(put(bound, {S: end}) for end in ends)) for bound in bends))
     draft = options.get("draft")
     # A draft model's weights and cache (``latency.draft_bytes_per_gpu``): a row of their own,
     # only where there is one, so that the formulas of every other scenario stay as they were.
     drafted = {}
     if draft not in (None, "head"):
-        drafted["draft"] = latency.draft_bytes_per_gpu(draft).subs(whole)
+        drafted["draft"] = put(latency.draft_bytes_per_gpu(draft), whole)
     return {
         "weights": latency.weight_bytes_per_gpu(arch, parallel),
-        "kv_cache": latency.cache_bytes_per_gpu(arch, parallel).subs(whole),
+        "kv_cache": put(latency.cache_bytes_per_gpu(arch, parallel), whole),
         **drafted,
         "activations": latency.activation_reserve(arch),
-        "memory": latency.memory_per_gpu(arch, parallel, draft).subs(whole),
+        "memory": put(latency.memory_per_gpu(arch, parallel, draft), whole),
         "budget": latency.memory_budget(),
         "ttft": ttft,
         "tpot": tpot,
