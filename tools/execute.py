@@ -221,8 +221,8 @@ def execute(pages, cache_dir, root: Path = ROOT, jobs: int = 2, timeout: int = 3
         return [], []
     # The longest first, so that none is left to run alone at the end: by the time each took
     # when it last ran here, else by what it takes on a 2-core machine from a fresh clone
-    # (SECONDS): the calculator's page, which prints every model's formulas, takes a third of
-    # the whole, and started last it would run alone for minutes.
+    # (SECONDS): the calculator's page, which prints every model's formulas, takes a fifth of
+    # the whole, and started last it would run alone for a minute or more.
     expected = {**json.loads(SECONDS.read_text()), **{p.stem: s for p, s in took.items()}}
     longest_first = sorted(stale_pages, key=lambda p: -expected.get(p.stem, 0))
     names = ", ".join(p.stem for p in longest_first)
