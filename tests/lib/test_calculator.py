@@ -74,6 +74,7 @@ def test_the_readout_formats_with_format_show():
 def test_the_page_carries_the_librarys_formulas_checks_and_messages():
     spec = calculator.Calculator().spec()
     assert set(spec["models"]) == set(ia.model_names())
+    assert spec["band_groups"] == calculator_data.band_groups()
     assert set(spec["gpus"]) == set(ia.gpu_names())
     page = spec["models"]["llama-3.1-8b"]
     # The report's formulas, their common parts computed once: the library's formulas printed.
@@ -418,7 +419,7 @@ def test_the_readout_bands_a_prediction_by_its_group_as_the_library_does(model, 
             assert (" to " in shown) == (band is not None), (key, shown)
             if band is not None:
                 assert ia.format.show(band[0], kind) in shown, key
-    entry = w.spec()["band_groups"]["table"][",".join(groups)]
+    entry = calculator_data.band_groups()["table"][",".join(groups)]  # the page data's
     assert entry["withheld"]["static"] == r["band_note"]
     # The sentence on the bands counts the runs of the bands shown: none for Blackwell, whose
     # readout shows no bracket, and the MoE request band's runs for the MoE model.

@@ -85,7 +85,8 @@ from inference_arithmetic.serving import (
     speculative,
 )
 
-__all__ = ["page_data", "model_data", "warm", "step_key", "drafts", "parallels", "method"]
+__all__ = ["page_data", "model_data", "band_groups", "warm", "step_key", "drafts", "parallels"]
+__all__ += ["method"]
 
 
 def model_data(arch) -> dict:
@@ -251,7 +252,7 @@ def _gpu_data(g, engine) -> dict:
     }
 
 
-def _band_groups() -> dict:
+def band_groups() -> dict:
     """What the page needs to band a prediction by its group, as ``serving.bands`` does: the
     groups in their order, the rules the form's own controls decide (an expert layout, a long
     prompt), and for each set of groups the form can reach (no disaggregation: its modes are
@@ -323,7 +324,7 @@ def page_data() -> dict:
         },
         "one_token": continuous.ONE_TOKEN,
         "rows": _rows_data(ROWS, serving.BANDED),
-        "band_groups": _band_groups(),
+        "band_groups": band_groups(),
         "band_ends": {which: javascript(ends) for which, ends in bands.BAND.items()},
         "band_cell": BANDED_CELL,
         "bounds": serving.BOUNDS,
