@@ -3,7 +3,6 @@ compiled formulas of the tests' own, the longest test files first, and the ``slo
 
 import json
 import os
-import shutil
 import tempfile
 from pathlib import Path
 
@@ -16,23 +15,14 @@ os.environ.setdefault(
 )
 
 # Compiled formulas are cached on disk (inference_arithmetic.core.cache). The tests keep a
-# cache of their own, so that they leave the user's alone; it starts as a copy of the entries
-# compiled for this very library (by the chapters or a reader, into the folder named after the
-# library's code and data and the SymPy and NumPy versions), so that the tests read the compiled
-# formulas the book and a reader read rather than compile them all again; what is not there is
-# compiled. test_cache.py checks that an entry read back gives the numbers of a fresh compile.
-# The chapters may be compiling into that folder meanwhile (`make test` runs them side by side):
-# a compile's temporary file, renamed while the copy runs, is left out.
-# IA_CACHE_DIR set beforehand (an empty folder, or "off") is used as it is.
-
-
-def _copy_if_there(source, target):
-    try:
-        shutil.copy2(source, target)
-    except FileNotFoundError:
-        pass
-
-
+# cache of their own, so that they leave the user's alone (a test may build a formula a reader
+# never would). Where it lacks an entry they read the user's (IA_CACHE_READ, never written):
+# what the chapters or a reader compiled for this very library (the folder named after its code
+# and data and the SymPy and NumPy versions), also while the tests run (`make test` runs the
+# chapters beside them), so the tests read the compiled formulas the book and a reader read
+# rather than compile them all again. test_cache.py checks that an entry read back gives the
+# numbers of a fresh compile. IA_CACHE_DIR set beforehand (an empty folder, or "off") is used
+# as it is, and then nothing else is read.
 if "IA_CACHE_DIR" not in os.environ:
     try:
         from inference_arithmetic.core import cache
@@ -41,8 +31,8 @@ if "IA_CACHE_DIR" not in os.environ:
     except Exception:  # a library that does not import: its tests say so, one by one
         made = None
     os.environ["IA_CACHE_DIR"] = tempfile.mkdtemp(prefix="inference-arithmetic-cache-")
-    if made is not None and made.is_dir():
-        shutil.copytree(made, cache.folder(), copy_function=_copy_if_there)
+    if made is not None:
+        os.environ["IA_CACHE_READ"] = str(made.parent)
 
 from hypothesis import settings  # noqa: E402
 

@@ -53,7 +53,9 @@ def other(first, second=2, *rest, third=3, **more):
 
 @pytest.fixture
 def folder(tmp_path, monkeypatch):
+    """An empty cache, and no other read: each formula is built here."""
     monkeypatch.setenv("IA_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("IA_CACHE_READ", raising=False)
     cache.forget()
     BUILT.clear()
     yield tmp_path
@@ -85,6 +87,26 @@ def test_an_unreadable_entry_is_compiled_again(folder):
     again = cache.formulas(forward)
     assert again(batch=2, d_1=3, d_2=4, d_3=5) == first(batch=2, d_1=3, d_2=4, d_3=5)
     assert json.loads(entry.read_text())["names"] == ["f"]  # and written again
+
+
+def test_another_cache_is_read_where_this_one_lacks_an_entry_and_never_written(folder, monkeypatch):
+    other, own = folder / "other", folder / "own"
+    monkeypatch.setenv("IA_CACHE_DIR", str(other))
+    built = cache.formulas(report_of, "gpt2")  # compiled into the other cache
+    written = sorted(other.rglob("*"))
+    cache.forget()  # as a fresh process
+    monkeypatch.setenv("IA_CACHE_DIR", str(own))
+    monkeypatch.setenv("IA_CACHE_READ", str(other))
+    read = cache.formulas(report_of, "gpt2")
+    assert BUILT == [("report", "gpt2")]  # read from the other, not built again
+    values = {**ia.Scenario("gpt2", "h100-sxm", prompt_len=512).values(), "price_per_hour": 3.0}
+    assert read.from_values(values) == built.from_values(values)
+    assert sorted(other.rglob("*")) == written  # the other cache is never written
+    assert not {p.name for p in written if p.is_file()} & {p.name for p in own.rglob("*")}
+    cache.forget()
+    monkeypatch.delenv("IA_CACHE_READ")
+    cache.formulas(report_of, "gpt2")
+    assert BUILT == [("report", "gpt2")] * 2  # without it, this cache lacks the entry
 
 
 def test_the_cache_can_be_turned_off(monkeypatch):

@@ -140,6 +140,7 @@ def test_a_warm_command_line_answers_without_sympy(argv, tmp_path, monkeypatch, 
     from inference_arithmetic.core import cache
 
     monkeypatch.setenv("IA_CACHE_DIR", str(tmp_path))  # the fresh process's too
+    monkeypatch.delenv("IA_CACHE_READ", raising=False)  # compiled here, read back here
     cache.forget()
     assert main(argv) == 0
     compiled = capsys.readouterr().out

@@ -26,7 +26,9 @@ Within a process each key is built once; between processes the compiled code is 
 ``~/.cache/inference-arithmetic`` (``IA_CACHE_DIR=off`` turns the disk off), in a folder named
 after ``fingerprint()``: the library's code and data and the SymPy, NumPy and Python versions,
 so that a changed library never reads an old entry. A folder that cannot be written, or an
-entry that cannot be read, only costs the compile. ``ia.serving.warm()`` and
+entry that cannot be read, only costs the compile. ``$IA_CACHE_READ`` names another such
+cache, read where this one lacks an entry and never written: the tests keep a cache of their
+own and read what the chapters compile meanwhile. ``ia.serving.warm()`` and
 ``ia.timing.warm()`` fill it ahead of first use (``make`` leaves that to the chapters and the
 tests, each compiling what it uses).
 """
@@ -246,6 +248,8 @@ def _kept_or_made(kind: str, build, args, keywords):
     where = None if root is None else root / fingerprint()
     path = where / f"{_hash(found[2])}-{kind}.json" if where else None
     made = _read(kind, path) if path is not None else None
+    if made is None and path is not None and (other := _other_root()) is not None:
+        made = _read(kind, other / path.parent.name / path.name)  # another's: read only
     if made is None:
         from inference_arithmetic.core import evaluation  # SymPy: a miss builds with it
 
@@ -282,6 +286,12 @@ def folder() -> Path | None:
 def _root() -> Path | None:
     """The cache's folder, of every version of the library (None when it is off)."""
     return _root_of(os.environ.get("IA_CACHE_DIR"), os.environ.get("XDG_CACHE_HOME"))
+
+
+def _other_root() -> Path | None:
+    """The cache read where this one lacks an entry (``$IA_CACHE_READ``; None when unset)."""
+    other = os.environ.get("IA_CACHE_READ")
+    return Path(other) if other else None
 
 
 @functools.lru_cache(maxsize=16)
