@@ -224,3 +224,38 @@ def test_a_row_is_read_in_its_stated_formats_or_set_aside_naming_the_format():
     row = next(r for r in published.published_rows() if r["weights_dtype"] == "GGUF Q4_K_M")
     with pytest.raises(ValueError, match="no registry format for the weights' 'GGUF Q3_K_S'"):
         published._measurement({**row, "weights_dtype": "GGUF Q3_K_S"})
+
+
+def test_a_vllm_run_is_timed_with_its_versions_batch_defaults_or_its_stated_budget():
+    """vLLM 0.10-0.11 behind ``vllm serve`` steps 8,192 tokens and 1,024 requests on a GPU of 70
+    GiB or more that is not an A100, 2,048 and 256 elsewhere; a serve command's own
+    ``--max-num-batched-tokens`` wins; an unversioned run keeps the profile's. An MoE prefill
+    feels it most: a 512-token step gives each of 128 experts 16 rows (top-4), 8,192 gives 256."""
+    from inference_arithmetic.validation import published
+
+    def row(gpu, version="v0.11.0", notes="vllm serve openai/gpt-oss-120b"):
+        found = next(
+            r
+            for r in published.published_rows()
+            if r["source_id"] == "GPUSTACK_MOE" and r["model"] == "openai/gpt-oss-120b"
+        )
+        return {**found, "gpu": gpu, "engine_version": version, "notes": notes}
+
+    h100, a100 = "H100-SXM5-80GB", "A100-SXM4-80GB"
+    assert published.batch_settings(row(h100), "h100-sxm") == {
+        "token_budget": 8192,
+        "max_num_seqs": 1024,
+    }
+    assert published.batch_settings(row(a100), "a100-80gb") == {
+        "token_budget": 2048,
+        "max_num_seqs": 256,
+    }
+    stated = row(a100, notes="vllm serve x --max-num-batched-tokens 4096")
+    assert published.batch_settings(stated, "a100-80gb")["token_budget"] == 4096
+    assert published.batch_settings(row(h100, version="not stated"), "h100-sxm") == {}
+    on_h100 = published._measurement(row(h100))
+    assert on_h100.scenario().token_budget == 8192
+    assert on_h100.scenario().engine.max_num_seqs == 1024
+    # Timed at the profile's 512 tokens a step, the same run is predicted far slower.
+    plain = dataclasses.replace(on_h100, token_budget=None, max_num_seqs=None)
+    assert measurements.predicted(on_h100) > 1.5 * measurements.predicted(plain)

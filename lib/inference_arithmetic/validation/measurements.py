@@ -234,10 +234,13 @@ class Measurement:
     requests: int | None = None
     note: str = ""
     memory_utilization: float | None = None
+    token_budget: int | None = None
+    max_num_seqs: int | None = None
 
     def scenario(self, **options) -> Scenario:
         """The run as a ``Scenario`` timed kernel by kernel (``options`` override its
-        settings)."""
+        settings); ``token_budget`` and ``max_num_seqs``, where the run states them, in place
+        of the engine profile's."""
         settings = dict(
             n_gpus=self.n_gpus,
             parallel=self.parallel,
@@ -253,6 +256,11 @@ class Measurement:
         )
         if self.memory_utilization is not None:  # else the Scenario's default share
             settings["memory_utilization"] = self.memory_utilization
+        if self.token_budget is not None:  # else the profile's
+            settings["token_budget"] = self.token_budget
+        if self.max_num_seqs is not None:  # the profile, with the run's own cap
+            profile = registry_engine(self.engine)
+            settings["engine"] = dataclasses.replace(profile, max_num_seqs=self.max_num_seqs)
         arch = model(self.model)
         tokens = self.input_tokens + self.output_tokens
         if arch.context_window and tokens > arch.context_window:

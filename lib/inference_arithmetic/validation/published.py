@@ -35,6 +35,8 @@ __all__ = [
     "ENGINES",
     "LLAMA_CPP",
     "LAYOUTS",
+    "VLLM_BATCH_DEFAULTS",
+    "batch_settings",
     "SOURCES_2026",
     "joined_late",
     "published_rows",
@@ -185,6 +187,52 @@ allocates the weights, the cache of the test's tokens and a compute buffer, and 
 the driver has no more. Its limit is the memory the driver reports, whole."""
 
 
+VLLM_BATCH_DEFAULTS = {
+    "versions": ((0, 10), (0, 11)),
+    "large": {"token_budget": 8192, "max_num_seqs": 1024},
+    "other": {"token_budget": 2048, "max_num_seqs": 256},
+    "large_memory": 70 * 2**30,
+}
+"""The step's token budget (``max_num_batched_tokens``) and cap on requests (``max_num_seqs``)
+of ``vllm serve`` (the API server's usage context) in vLLM 0.10 and 0.11, the V1 engine, where
+the command leaves them unset: ``large`` on a GPU of 70 GiB or more that is not an A100,
+``other`` elsewhere (vllm-project/vllm, vllm/engine/arg_utils.py, ``EngineArgs``' batch
+defaults: ``if device_memory >= 70 * GiB_bytes and "a100" not in device_name``, "For GPUs like
+H100 and MI300x, use larger default values": ``UsageContext.OPENAI_API_SERVER: 8192`` tokens
+and 1024 sequences; else 2048 and 256, "NOTE(Kuntai): Setting large `max_num_batched_tokens`
+for A100 reduces throughput, see PR #17885"; the stored copy names v0.12.0 as the release that
+drops ``disable_log_requests``, so it is the 0.10-0.11 code). The engine profile's own budget
+(512) is chapter 13's fit on the 2025 runs of the fit set; a run that states its engine's
+settings is timed with them."""
+
+
+def _version(text: str) -> tuple[int, int] | None:
+    found = re.match(r"\s*v?(\d+)\.(\d+)", text)
+    return (int(found.group(1)), int(found.group(2))) if found else None
+
+
+def batch_settings(row, gpu: str) -> dict:
+    """The ``token_budget`` and ``max_num_seqs`` a vLLM run of ``row`` (on the registry's
+    ``gpu``) served with, where its source states them: the serve command's own
+    ``--max-num-batched-tokens``, else the version's defaults (``VLLM_BATCH_DEFAULTS``); an
+    empty mapping where the row states neither (the engine profile's settings)."""
+    if ENGINES.get(row["engine"]) != "vllm":
+        return {}
+    settings = {}
+    version = _version(row["engine_version"])
+    if version in VLLM_BATCH_DEFAULTS["versions"]:
+        g = registry_gpu(gpu)
+        memory = g.usable_memory_bytes or g.memory_bytes
+        large = memory >= VLLM_BATCH_DEFAULTS["large_memory"] and not gpu.startswith("a100")
+        settings = dict(VLLM_BATCH_DEFAULTS["large" if large else "other"])
+    stated = re.search(r"--max-num-batched-tokens (\d+)", row["notes"])
+    if stated:
+        settings["token_budget"] = int(stated.group(1))
+    if "max_num_seqs" in settings:  # vLLM caps the sequences at the budget
+        settings["max_num_seqs"] = min(settings["max_num_seqs"], settings["token_budget"])
+    return settings
+
+
 def _read(name):
     folder = resources.files("inference_arithmetic.validation") / "data"
     return list(csv.DictReader(io.StringIO((folder / name).read_text())))
@@ -301,6 +349,7 @@ def _measurement(row) -> Measurement:
         requests=requests,
         note=note,
         **engine,
+        **batch_settings(row, gpu),
     )
 
 
