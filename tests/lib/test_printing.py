@@ -142,3 +142,16 @@ def test_the_numpy_printer_defines_one_function_for_arrays_and_for_numbers():
     arrays = on_arrays(batch, 4096.0, 2048.0)
     numbers = [on_numbers(x, 4096.0, 2048.0) for x in batch]
     np.testing.assert_array_equal(arrays, numbers)
+
+
+def test_a_formula_is_printed_for_numpy_once_per_process():
+    # The Llamas' reports are the same expressions of their sizes: the second is not printed.
+    from inference_arithmetic import serving
+
+    small, large = (serving.report_formulas(ia.model(n)) for n in ("llama-3.1-8b", "llama-3.1-70b"))
+    assert small == large
+    args = sorted(small["memory"].free_symbols, key=lambda s: s.name)
+    first = printing.numpy_code(tuple(args), small["memory"])
+    printed = printing._numpy_code.cache_info().hits
+    assert printing.numpy_code(args, large["memory"]) == first  # a list of them, as well
+    assert printing._numpy_code.cache_info().hits == printed + 1

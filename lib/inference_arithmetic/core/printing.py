@@ -147,7 +147,15 @@ def numpy_code(args: Sequence[sympy.Symbol], expr: sympy.Basic, factor: bool = F
     """The Python source of ``def _lambdifygenerated(*args)`` (``GENERATED``), which computes
     ``expr`` with numpy's functions (lambdify's NumPy printer), its common subexpressions once;
     ``define`` runs it. ``factor`` pulls common factors out of sums first (``factor_terms``,
-    which expands nothing): b*x + b*y computes as b*(x + y), fewer operations on large arrays."""
+    which expands nothing): b*x + b*y computes as b*(x + y), fewer operations on large arrays.
+
+    Printed once per distinct formula in a process: models of one family, whose formulas are
+    the same expressions of their sizes, share the printing (as ``javascript``'s)."""
+    return _numpy_code(tuple(args), expr, factor)
+
+
+@functools.lru_cache(maxsize=1024)
+def _numpy_code(args: tuple[sympy.Symbol, ...], expr: sympy.Basic, factor: bool) -> str:
     import sympy
 
     held = sympy.factor_terms(hold(expr)) if factor else hold(expr)
