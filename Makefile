@@ -19,7 +19,7 @@ BOOK_FLAGS := -W -n --keep-going
 # compile the library and pytest rewrite the tests again, seconds each.
 unexport PYTHONDONTWRITEBYTECODE
 
-.PHONY: book execute shown test test-library test-book quick lint format notebooks browser lab \
+.PHONY: book execute shown test test-library test-book quick lint format notebooks browser browser-check lab \
 	bench bands reference measure linkcheck pdf clean help
 
 help:
@@ -147,15 +147,14 @@ quick: lint
 	$(PYTEST) -m "not slow" lib tests/lib
 
 # The browser tests drive Debian's Chromium ($CHROMIUM names another build): installed here
-# where this user can (root, with apt-get); otherwise make stops at once and says what to do.
-# IA_SKIP_BROWSER=1 leaves the browser tests out (pytest reports them skipped).
-browser:
-	@if [ "$${IA_SKIP_BROWSER:-0}" = 1 ] || [ -x "$${CHROMIUM:-}" ] \
-		|| command -v chromium >/dev/null 2>&1; then exit 0; fi; \
-	if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
-		echo "Installing Debian's chromium for the browser tests (apt-get install chromium)"; \
-		apt-get update -qq && apt-get install -y -qq chromium >/dev/null; \
-	else \
+# where this user can (root, with apt-get); otherwise make stops at once and says what to do
+# (browser-check, which installs nothing). IA_SKIP_BROWSER=1 leaves the browser tests out
+# (pytest reports them skipped).
+HAVE_BROWSER := [ "$${IA_SKIP_BROWSER:-0}" = 1 ] || [ -x "$${CHROMIUM:-}" ] \
+	|| command -v chromium >/dev/null 2>&1
+browser-check:
+	@if $(HAVE_BROWSER); then exit 0; fi; \
+	if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1; then \
 		echo "make test: the browser tests need Chromium, and only root can install it here." >&2; \
 		echo "  Install Debian's: sudo apt-get install chromium" >&2; \
 		echo "  or point CHROMIUM at a Chromium build: make test CHROMIUM=/path/to/chrome" >&2; \
@@ -163,14 +162,21 @@ browser:
 		exit 1; \
 	fi
 
-# The browser first (it may stop everything at once), and lint. Then two runs side by side: the
+browser: browser-check
+	@if $(HAVE_BROWSER); then exit 0; fi; \
+	echo "Installing Debian's chromium for the browser tests (apt-get install chromium)"; \
+	apt-get update -qq && apt-get install -y -qq chromium >/dev/null
+
+# First the check that may stop everything at once; then Chromium installs (mostly waiting on
+# the network and dpkg) while the environment does, and lint. Then two runs side by side: the
 # book's chain (the chapters run, each once, `execute`; the book is built; its tests read the
 # built HTML and the class notebooks, taking their numbers from that execution), the longest
 # path; and the library's tests, which need no chapter, at a lower priority (nice): they take
 # the cores the chain leaves idle (its one-process build, the ends of its parallel runs) and
 # give them back when it needs them. Each run's output is printed whole when it ends
 # (-Otarget), pytest's summary last.
-test: browser lint
+test: browser-check
+	@$(MAKE) --no-print-directory -j2 -Otarget browser lint
 	@$(MAKE) --no-print-directory -j2 -Otarget test-library test-book
 
 test-library: $(STAMP)
