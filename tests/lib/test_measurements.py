@@ -125,7 +125,7 @@ def test_the_fit_set_is_the_three_shared_tables():
     assert all(m.model in ia.model_names() and m.gpu in ia.gpu_names() for m in rows)
 
 
-@pytest.mark.parametrize("engine", ["vllm", "tensorrt-llm"])
+@pytest.mark.parametrize("engine", ["vllm", "tensorrt-llm", "tensorrt-llm@0.21"])
 @pytest.mark.slow
 def test_the_shipped_engines_are_their_fit(engine):
     # Each fitted property is the fit's choice: a refit that moved would need the JSON changed.

@@ -536,6 +536,10 @@ FIT_GRID = {
         "step_overhead": np.round(np.arange(0, 10.01, 0.25) * 1e-3, 6),
         "request_overhead": np.round(np.arange(0, 100.1, 2.5) * 1e-6, 8),
     },
+    "tensorrt-llm@0.21": {
+        "step_overhead": np.round(np.arange(0, 5.01, 0.25) * 1e-3, 6),
+        "request_overhead": np.round(np.arange(0, 50.1, 2.5) * 1e-6, 8),
+    },
 }
 """What ``fit`` searches for each engine of the fit set: its structural properties (a token
 budget vLLM's versions default to; which attention kernel TensorRT-LLM runs), each tried in
