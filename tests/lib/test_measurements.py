@@ -1,6 +1,7 @@
 """The published serving runs, and the library's predictions held against them (chapter 13)."""
 
 import dataclasses
+import functools
 import statistics
 
 import numpy as np
@@ -116,15 +117,15 @@ def test_cross_model_hold_out_predicts_each_model_from_the_other():
 # --- The fit set and the engines fitted on it --------------------------------------------------
 
 
-def test_the_fit_set_is_the_two_shared_tables():
+def test_the_fit_set_is_the_three_shared_tables():
     rows = measurements.fit_set()
-    assert len(rows) == 20 + 48
-    assert {m.engine for m in rows} == {"vllm", "tensorrt-llm"}
+    assert len(rows) == 20 + 48 + 120
+    assert {m.engine for m in rows} == {"vllm", "tensorrt-llm", "tensorrt-llm@0.21"}
     assert all(m.split == "fit" for m in rows)
     assert all(m.model in ia.model_names() and m.gpu in ia.gpu_names() for m in rows)
 
 
-@pytest.mark.parametrize("engine", ["vllm", "tensorrt-llm"])
+@pytest.mark.parametrize("engine", ["vllm", "tensorrt-llm", "tensorrt-llm@0.21"])
 @pytest.mark.slow
 def test_the_shipped_engines_are_their_fit(engine):
     # Each fitted property is the fit's choice: a refit that moved would need the JSON changed.
@@ -142,6 +143,84 @@ def test_the_vllm_runs_each_stay_within_a_quarter_and_trtllm_has_a_median_under_
     trt = measurements.errors([m for m in rows if m.engine == "tensorrt-llm"])
     assert np.max(np.abs(vllm)) < 0.25
     assert np.median(np.abs(trt)) <= 0.15
+
+
+# --- TensorRT-LLM 0.21's maximum-load tables --------------------------------------------------
+
+TRT21 = [m for m in measurements.fit_set() if m.engine == "tensorrt-llm@0.21"]
+
+
+@functools.cache
+def _trt21_errors():
+    return measurements.errors(TRT21)
+
+
+def test_the_021_rows_are_the_csv_in_the_registry_names_and_units():
+    rows, left = measurements.trtllm_021_rows()
+    assert len(rows) + len(left) == 131
+    # Llama 4 Maverick has no registry model: its 11 rows are set aside, saying so.
+    assert {row["model"] for row, _ in left} == {"Llama 4 Maverick"} and len(left) == 11
+    assert all("no registry model" in why for _, why in left)
+    assert {m.gpu for m in rows} == {"b200", "gb200", "h100-sxm", "h200", "gh200"}
+    assert {(m.gpu, m.dtype) for m in rows if m.dtype == "nvfp4"} == {
+        ("b200", "nvfp4"),
+        ("gb200", "nvfp4"),
+    }
+    assert all(m.cache_dtype == "fp8" and m.mode == "waves" for m in rows)
+    # The table's number is the whole engine's ("Total Output Throughput"): 405B over 8 H200s,
+    # 128/128, 3,705.18 tokens a second of all 8 GPUs together, of 30,000 requests sent at once.
+    m = next(
+        m
+        for m in rows
+        if (m.model, m.gpu, m.input_tokens, m.output_tokens) == ("llama-3.1-405b", "h200", 128, 128)
+    )
+    assert (m.n_gpus, m.metric, m.value, m.batch) == (8, "output_tokens_per_s", 3705.18, 30000)
+    assert m.dtype == "fp8" and m.memory_utilization == 0.95
+
+
+def test_trtllm_bench_chooses_the_batch_and_budget_as_its_tuning_code():
+    # tuning.py by hand, Llama 3.3 70B in NVFP4 on one B200 (183,359 MiB as the driver reports),
+    # 128/128: weights 70,553,706,496 x 0.5 B = 32.85 GiB; the cache 0.95 x (179.06 - 32.85)
+    # = 138.90 GiB; a token's FP8 cache 2 x 80 x 8 x 128 B = 160 KiB, a request's 256 tokens
+    # 40 MiB: 3,556 requests, rounded up to 256s: 3,584; tokens 3,556 x 2 = 7,112, to 512s: 7,168.
+    settings = measurements.trtllm_bench_settings(
+        ia.model("llama-3.3-70b"), ia.gpu("b200"), 1, 128, 128, "nvfp4"
+    )
+    assert settings == {"max_num_seqs": 3584, "token_budget": 7168}
+    # At least 64 requests and 2,048 tokens; at most 4,096 requests.
+    small = measurements.trtllm_bench_settings(
+        ia.model("llama-3.3-70b"), ia.gpu("h100-sxm"), 2, 20000, 2000, "fp8"
+    )
+    assert small == {"max_num_seqs": 64, "token_budget": 2048}
+    row = next(
+        m for m in TRT21 if (m.model, m.gpu, m.input_tokens) == ("llama-3.3-70b", "h100-sxm", 20000)
+    )
+    assert row.token_budget == 20000  # chunked context off: a step holds a whole prompt
+
+
+@pytest.mark.slow
+def test_the_021_rows_are_the_engine_s_whole_output_not_one_gpu_s():
+    # The modelling choice the rows need: the number is of the whole tensor-parallel engine.
+    # Read per GPU, the rows over 2 to 8 GPUs would be predicted 2 to 8 times too fast.
+    errors = _trt21_errors()
+    shared = np.array([m.n_gpus > 1 for m in TRT21])
+    assert np.median(np.abs(errors[shared])) < 0.12
+    # Held to one GPU's share (value / n), the same predictions would miss by (1 + e) n - 1.
+    tp = np.array([m.n_gpus for m in TRT21])[shared]
+    assert np.median((1 + errors[shared]) * tp - 1) > 1
+    # And as one GPU's output (the per-GPU metric), the engine's would be n times too slow.
+    m = next(m for m in TRT21 if m.n_gpus == 8)
+    as_gpu = dataclasses.replace(m, metric="output_tokens_per_s_per_gpu")
+    assert measurements.predicted(as_gpu) == pytest.approx(measurements.predicted(m) / 8)
+
+
+@pytest.mark.slow
+def test_the_fit_set_with_the_021_rows_is_within_12_percent():
+    rows = measurements.fit_set()
+    others = measurements.errors([m for m in rows if m.engine != "tensorrt-llm@0.21"])
+    errors = np.concatenate([others, _trt21_errors()])
+    assert np.median(np.abs(errors)) <= 0.12
+    assert np.median(np.abs(_trt21_errors())) <= 0.12
 
 
 def test_a_fit_finds_the_fixed_costs_it_was_made_from():

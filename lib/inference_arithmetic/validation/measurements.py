@@ -16,6 +16,7 @@ import dataclasses
 import functools
 import io
 import itertools
+import math
 from dataclasses import dataclass
 from importlib import resources
 
@@ -26,6 +27,7 @@ from inference_arithmetic.formulas import kernels, latency
 from inference_arithmetic.hardware.engines import engine as registry_engine
 from inference_arithmetic.hardware.gpus import gpu
 from inference_arithmetic.models.config import model
+from inference_arithmetic.models.counts import param_count
 from inference_arithmetic.serving import simulation
 from inference_arithmetic.serving.scenario import Scenario
 from inference_arithmetic.serving.timing import in_waves, run, serve
@@ -286,11 +288,159 @@ def _read(name):
     return list(csv.DictReader(io.StringIO((folder / name).read_text())))
 
 
+# TensorRT-LLM 0.21's maximum-load tables (docs/source/performance/perf-overview.md as it stood
+# for v0.21), in the registry's names. Llama 4 Maverick has no registry model: left out.
+_TRTLLM_021 = {
+    "models": {
+        "Llama 3.1 8B": "llama-3.1-8b",
+        "Llama 3.3 70B": "llama-3.3-70b",
+        "Llama 3.1 405B": "llama-3.1-405b",
+    },
+    # "H100 SXM 80GB (DGX H100)", "H200 SXM 141GB (DGX H200)", "GH200 96GB HBM3 (480GB
+    # LPDDR5X)", "B200 180GB (DGX B200)", "GB200 192GB (GB200 NVL72)", as the page lists them.
+    "gpus": {
+        "H100": "h100-sxm",
+        "H200": "h200",
+        "GH200": "gh200",
+        "B200": "b200",
+        "GB200": "gb200",
+    },
+    # NVIDIA's ModelOpt checkpoints (nvidia/Llama-3.3-70B-Instruct-FP4, ...-FP8): NVFP4 or FP8
+    # weights and products; the KV cache in FP8 (assumed: the page names none).
+    "formats": {"FP8": "fp8", "FP4": "nvfp4"},
+}
+
+TRTLLM_021_REQUESTS = {
+    (128, 128): 30000,
+    (128, 2048): 3000,
+    (128, 4096): 1500,
+    (1000, 2000): 1500,
+    (2048, 128): 3000,
+    (2048, 2048): 1500,
+    (5000, 500): 1500,
+    (1000, 1000): 3000,
+    (500, 2000): 3000,
+    (20000, 2000): 1000,
+    (1024, 2048): 1500,
+}
+"""The requests trtllm-bench sent at once for each (input, output) length of TensorRT-LLM
+0.21's tables: the page's ``$num_requests`` ("For shorter input and output lengths, a larger
+number of messages were used to guarantee that the system hit a steady state"). The page gives
+none for 1024/2048: 1000/2000's 1,500 is taken."""
+
+TRTLLM_BENCH = {
+    "kv_cache_fraction": 0.95,
+    "most_requests": 4096,
+    "most_tokens": 32768,
+    "bytes_per_element": {"fp8": 1.0, "nvfp4": 0.5},
+    "kv_bytes_per_element": 1.0,
+}
+"""What trtllm-bench's ``throughput`` takes to choose each run's ``max_batch_size`` and
+``max_num_tokens`` when the command leaves them out, as the v0.21 tables were run
+(``tensorrt_llm/bench/build/tuning.py`` of NVIDIA/TensorRT-LLM, ``calc_engine_setting`` and
+``finetune_setting``): the cache's share of the memory left beside the weights
+(``kv_cache_gpu_mem_fraction``, 0.95), the most requests (4,096) and tokens a step (32,768) it
+sets, bytes per weight (``BYTES_PER_ELEM``: FP8 1, NVFP4 0.5) and per cached number (FP8, 1).
+The same 0.95 is the share of the free memory the page's runs gave the KV cache
+("``--kv_cache_free_gpu_mem_fraction 0.95`` ... We fall back to 0.90 or lower if out-of-memory
+errors are encountered")."""
+
+
+def trtllm_bench_settings(arch, g, tp: int, input_tokens: int, output_tokens: int, dtype: str):
+    """The ``max_num_seqs`` (trtllm-bench's ``max_batch_size``) and ``token_budget``
+    (``max_num_tokens``) trtllm-bench 0.21 chooses for ``arch`` over ``tp`` GPUs ``g`` and a
+    data set of one length (``TRTLLM_BENCH``), as its ``tuning.py`` computes them: the
+    requests whose whole cache fits in 0.95 of the memory (the driver's, in GiB) beside the
+    weights, at most 4,096, rounded up; the tokens of as many prompts and outputs' worth per
+    step, ``requests * (1 + input / output)``, at most 32,768, rounded up, at least 2,048.
+
+    >>> from inference_arithmetic.hardware.gpus import gpu
+    >>> trtllm_bench_settings(model("llama-3.1-8b"), gpu("h100-sxm"), 1, 128, 128, "fp8")
+    {'max_num_seqs': 4096, 'token_budget': 8192}
+    """
+    gib = 1024**3
+    kv = TRTLLM_BENCH["kv_bytes_per_element"]
+    per_token = 2 * arch.n_layers * max(tp, arch.n_kv_heads) * arch.d_head * kv / gib
+    engine_size = param_count(arch) * TRTLLM_BENCH["bytes_per_element"][dtype] / gib
+    memory = (g.usable_memory_bytes or g.memory_bytes) / gib * tp
+    cache_memory = (memory - engine_size) * TRTLLM_BENCH["kv_cache_fraction"]
+    requests = cache_memory / (per_token * (input_tokens + output_tokens))
+    raw_bs = min(requests, TRTLLM_BENCH["most_requests"])
+    raw_tokens = min(raw_bs * (1 + input_tokens / output_tokens), TRTLLM_BENCH["most_tokens"])
+    if raw_bs < 256:
+        max_bs = max(64, 32 * math.ceil(raw_bs / 32))
+    elif raw_bs < 1024:
+        max_bs = 128 * math.ceil(raw_bs / 128)
+    else:
+        max_bs = 256 * math.ceil(raw_bs / 256)
+    if raw_tokens < 4096:
+        max_tokens = max(2048, 256 * math.ceil(raw_tokens / 256))
+    elif raw_tokens < 8192:
+        max_tokens = 512 * math.ceil(raw_tokens / 512)
+    else:
+        max_tokens = 1024 * math.ceil(raw_tokens / 1024)
+    return {"max_num_seqs": max_bs, "token_budget": max_tokens}
+
+
+def trtllm_021_rows() -> tuple[list[Measurement], list[tuple[dict, str]]]:
+    """TensorRT-LLM 0.21's maximum-load rows (``data/trtllm_v021_throughput.csv``) as
+    ``Measurement``s of the engine ``tensorrt-llm@0.21``, and the rows set aside with why (a
+    model the registry lacks). Each is ``TRTLLM_021_REQUESTS`` requests of one length sent at
+    once (``waves``: the engine admits what its memory and ``max_num_seqs`` hold), timed with
+    the settings trtllm-bench chose (``trtllm_bench_settings``; a prompt is computed whole,
+    chunked context being off, so a step holds at least one), the KV cache in FP8 and 0.95 of
+    the memory the engine's. The value is the output tokens per second of the whole engine,
+    its ``tp`` GPUs together ("Total Output Throughput"), so the metric is
+    ``output_tokens_per_s`` over ``n_gpus = tp``."""
+    rows, left = [], []
+    for row in _read("trtllm_v021_throughput.csv"):
+        name = _TRTLLM_021["models"].get(row["model"])
+        if name is None:
+            left.append((row, f"no registry model for {row['model']!r}"))
+            continue
+        g = gpu(_TRTLLM_021["gpus"][row["gpu"]])
+        dtype = _TRTLLM_021["formats"][row["precision"]]
+        tp, isl, osl = int(row["tp"]), int(row["input_tokens"]), int(row["output_tokens"])
+        settings = trtllm_bench_settings(model(name), g, tp, isl, osl, dtype)
+        settings["token_budget"] = max(settings["token_budget"], isl)
+        if row["metric"] != "output_tokens_per_s_per_tp_group":
+            raise ValueError(f"unknown metric {row['metric']!r}")
+        rows.append(
+            Measurement(
+                "trtllm-0.21-max-load",
+                "tensorrt-llm@0.21",
+                row["engine_version"],
+                g.name,
+                tp,
+                name,
+                dtype,
+                TRTLLM_021_REQUESTS[isl, osl],
+                isl,
+                osl,
+                "output_tokens_per_s",
+                float(row["value"]),
+                mode="waves",
+                cache_dtype="fp8",
+                note=f"{row['gpu']} {row['precision']}, TP {tp}",
+                memory_utilization=TRTLLM_BENCH["kv_cache_fraction"],
+                **settings,
+            )
+        )
+    return rows, left
+
+
 @functools.cache
 def fit_set() -> tuple[Measurement, ...]:
     """The measurements the engines' few fitted properties are fitted on, and nothing else:
-    the 20 vLLM runs (``serving_runs``) and TensorRT-LLM 0.9.0's static-batch tables for the
-    H100 SXM (fp8 weights, cache and products) and the A100 SXM 80GB (fp16), 48 rows."""
+    the 20 vLLM runs (``serving_runs``), TensorRT-LLM 0.9.0's static-batch tables for the
+    H100 SXM (fp8 weights, cache and products) and the A100 SXM 80GB (fp16), 48 rows, and
+    TensorRT-LLM 0.21's maximum-load tables (``trtllm_021_rows``: B200 and GB200 in NVFP4,
+    H100, H200 and GH200 in FP8), the 120 rows of the registry's models.
+
+    >>> rows = fit_set()
+    >>> len(rows), sum(m.engine == "tensorrt-llm@0.21" for m in rows)
+    (188, 120)
+    """
     rows = [
         Measurement(
             "tokenomics-vllm",
@@ -327,6 +477,7 @@ def fit_set() -> tuple[Measurement, ...]:
                 mode="static",
             )
         )
+    rows.extend(trtllm_021_rows()[0])
     return tuple(rows)
 
 
@@ -338,6 +489,11 @@ def predicted(m: Measurement, scenario: Scenario | None = None, **options) -> fl
     if m.mode == "closed":
         r = simulation.closed_loop(s.replace(batch=1, in_waves=False), m.batch, m.requests)
         seconds, done = r["elapsed"], m.requests
+    elif m.mode == "waves" and s.step == "kernels" and s.engine.batching == "continuous":
+        # The engine's schedule step by step, as ``in_waves`` follows it, of a published
+        # run's size even past ``serve``'s BURST_LIMIT (trtllm-bench's 30,000 requests).
+        r = simulation.burst(s)
+        seconds, done = r["elapsed"], m.batch
     elif m.mode == "waves":
         r = in_waves(s)
         seconds, done = r["elapsed"], m.batch
@@ -380,10 +536,17 @@ FIT_GRID = {
         "step_overhead": np.round(np.arange(0, 10.01, 0.25) * 1e-3, 6),
         "request_overhead": np.round(np.arange(0, 100.1, 2.5) * 1e-6, 8),
     },
+    "tensorrt-llm@0.21": {
+        "step_overhead": np.round(np.arange(0, 5.01, 0.25) * 1e-3, 6),
+        "request_overhead": np.round(np.arange(0, 50.1, 2.5) * 1e-6, 8),
+    },
 }
 """What ``fit`` searches for each engine of the fit set: its structural properties (a token
 budget vLLM's versions default to; which attention kernel TensorRT-LLM runs), each tried in
-turn, and its two fixed costs, a step's and a scheduled request's, on a grid."""
+turn, and its two fixed costs, a step's and a scheduled request's, on a grid. TensorRT-LLM
+0.21's rows state their budgets and caps (``trtllm_bench_settings``), so only its two fixed
+costs are fitted, on a grid half as wide as the others' (its bursts run thousands of steps,
+each timed at every point of the grid)."""
 
 _CONTINUOUS = ("step_overhead", "request_overhead")
 
