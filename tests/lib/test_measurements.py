@@ -223,15 +223,27 @@ def test_the_fit_set_with_the_021_rows_is_within_12_percent():
     assert np.median(np.abs(_trt21_errors())) <= 0.12
 
 
-def test_a_fit_finds_the_fixed_costs_it_was_made_from():
-    # Synthetic measurements made by the model itself at known fixed costs: the fit recovers them.
+MADE_AT = {
+    "vllm": {"token_budget": 2048},
+    "tensorrt-llm": {"kv_shared": True},
+    "tensorrt-llm@0.21": {},
+}
+
+
+@pytest.mark.parametrize("engine", sorted(MADE_AT))
+def test_a_fit_finds_the_fixed_costs_it_was_made_from(engine):
+    # Synthetic measurements made by the model itself at known fixed costs, each timed point by
+    # point (``predicted``): the fit, which times a run at a few points of its grid and puts the
+    # rest together (a run's time is affine in the fixed costs), recovers them exactly.
     truth = dict(step_overhead=0.0025, request_overhead=4e-5)
-    rows = [m for m in measurements.fit_set() if m.engine == "vllm"][::4]
-    made = [
-        dataclasses.replace(m, value=measurements.predicted(m, token_budget=2048, **truth))
-        for m in rows
-    ]
-    assert measurements.fit("vllm", made) == {"token_budget": 2048, **truth}
+    structural = MADE_AT[engine]
+    rows = [m for m in measurements.fit_set() if m.engine == engine]
+    rows = rows[:: max(1, len(rows) // 8)]
+    made = []
+    for m in rows:
+        options = {k: v for k, v in structural.items() if k != "kv_shared"}
+        made.append(dataclasses.replace(m, value=measurements.predicted(m, **options, **truth)))
+    assert measurements.fit(engine, made) == {**structural, **truth}
 
 
 # --- The validation set ------------------------------------------------------------------------

@@ -559,13 +559,36 @@ def _speeds(m: Measurement, structural: dict, figures: dict) -> np.ndarray:
         e = registry_engine(m.engine)
         chosen["engine"] = dataclasses.replace(e, kv_shared=chosen.pop("kv_shared"))
     s = m.scenario(**chosen)
-    if m.mode == "waves" and s.engine.batching == "continuous":
-        seconds = simulation.burst(s, **figures)["elapsed"]
-    else:
-        total = _generation(s.model, s.parallel)
-        seconds = total.from_values({**s.values(), **figures})
-    speed = m.batch * m.output_tokens / seconds
+    speed = m.batch * m.output_tokens / _affine_seconds(m, s, figures)
     return speed / m.n_gpus if m.metric == "output_tokens_per_s_per_gpu" else speed
+
+
+def _affine_seconds(m: Measurement, s: Scenario, figures: dict) -> np.ndarray:
+    """``_seconds`` at every point of ``figures``, from its values at a few. A step's fixed
+    costs are added to its kernels' time (its own once, a request's for each it schedules),
+    and what a step does depends on the steps before, not on how long they took, so a run's
+    time is an affine function of them: it is timed with each cost alone at the grid's
+    largest, and at all of them there, where the function must agree (else, and for any
+    other figure, at every point). A burst of thousands of steps is then timed four times,
+    not once per point of the grid."""
+    top = {name: float(np.max(values)) for name, values in figures.items()}
+    if not figures or any(name not in _CONTINUOUS for name in figures):
+        return _seconds(m, s, figures)
+    zero = dict.fromkeys(top, 0.0)
+    base = _seconds(m, s, zero)
+    slopes = {n: (_seconds(m, s, {**zero, n: v}) - base) / v if v else 0.0 for n, v in top.items()}
+    far = _seconds(m, s, top)
+    if not np.isclose(base + sum(slopes[n] * v for n, v in top.items()), far, rtol=1e-9, atol=0):
+        return _seconds(m, s, figures)
+    return base + sum(slopes[n] * np.asarray(figures[n], dtype=float) for n in figures)
+
+
+def _seconds(m: Measurement, s: Scenario, figures: dict):
+    """The seconds ``s`` (of ``m``) takes on the kernel model at ``figures`` (numbers or
+    arrays, broadcast)."""
+    if m.mode == "waves" and s.engine.batching == "continuous":
+        return simulation.burst(s, **figures)["elapsed"]
+    return _generation(s.model, s.parallel).from_values({**s.values(), **figures})
 
 
 @functools.cache
