@@ -126,7 +126,8 @@ micro-batch's, stage by stage; expert parallelism's, the kernels' step of the bu
 DEFAULT_STEP = "kernels"
 """How a scenario times its steps unless it says (``STEPS``)."""
 DEFAULT_ENGINE = "vllm"
-"""The engine a scenario runs on unless it names one (``ia.engine_names()``)."""
+"""The engine a scenario runs on unless it names one (``ia.engine_names()``): vLLM's family
+name, so its newest profile (``ia.engine_versions("vllm")``), vLLM 0.11's V1 engine."""
 
 DEFAULT_NETWORK_BANDWIDTH = 400e9 / 8
 """Bytes per second each GPU sends to other boards: one 400 Gb/s InfiniBand NDR port per GPU,
@@ -134,7 +135,7 @@ as on a DGX H100 (eight ConnectX-7 cards; NVIDIA DGX H100 User Guide)."""
 DEFAULT_TOKEN_BUDGET = 8192
 """Tokens one step may put through the model where an engine states no budget of its own (a
 static engine): the step the activation reserve is sized for. A continuous engine has its own
-(``Engine.token_budget``; vLLM's is fitted in chapter 13)."""
+(``Engine.token_budget``, or its ``large_gpu``'s on a large GPU: ``Engine.batch``)."""
 DEFAULT_EXPERT_IMBALANCE = round(59_337 / 50_302, 2)
 """The busiest GPU's tokens over the mean GPU's in an MoE layer with expert parallelism
 (``expert_imbalance``, lambda_e), unless given: SGLang's DeepSeek-V3 prefill on 4 x 8 H100s
@@ -200,10 +201,18 @@ def _conditions(arch: ModelConfig, parallel: str, draft=None) -> dict:
     return {c.name: c.holds(arch, parallel, draft) for c in CHECKS if c.applies(arch, parallel)}
 
 
-def default_budget() -> int:
-    """The token budget of a scenario that names none: the default engine's (a static
-    engine's stand-in, ``DEFAULT_TOKEN_BUDGET``, where it has none)."""
-    return registry_engine(DEFAULT_ENGINE).token_budget or DEFAULT_TOKEN_BUDGET
+def default_budget(gpu=None) -> int:
+    """The token budget of a scenario that names none: the default engine's on ``gpu`` (a
+    name or a ``GPU``; ``Engine.batch``), without one its own, the budget of a GPU that is not
+    large (a static engine's stand-in, ``DEFAULT_TOKEN_BUDGET``, where it has none).
+
+    >>> default_budget("h100-sxm"), default_budget("a100-80gb"), default_budget()
+    (8192, 2048, 2048)
+    """
+    e = registry_engine(DEFAULT_ENGINE)
+    if gpu is not None:
+        e = e.on(registry_gpu(gpu))
+    return e.token_budget or DEFAULT_TOKEN_BUDGET
 
 
 def tensor_parallel_degrees(arch, most: int = 64) -> list[int]:
@@ -294,10 +303,12 @@ class Scenario:
     _unchecked = ()
 
     def __post_init__(self):
+        device = registry_gpu(self.gpu)
         normal = {
             "model": registry_model(self.model),
-            "gpu": registry_gpu(self.gpu),
-            "engine": registry_engine(self.engine),
+            "gpu": device,
+            # Resolved once for the GPU (``Engine.on``): everything after reads its batch.
+            "engine": registry_engine(self.engine).on(device),
             "step": checks.choice("step", self.step, tuple(STEPS)),
             "n_gpus": checks.count("n_gpus", self.n_gpus),
             "parallel": checks.choice("parallel", self.parallel, PARALLEL),

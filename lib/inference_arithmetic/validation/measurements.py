@@ -260,8 +260,8 @@ class Measurement:
             settings["memory_utilization"] = self.memory_utilization
         if self.token_budget is not None:  # else the profile's
             settings["token_budget"] = self.token_budget
-        if self.max_num_seqs is not None:  # the profile, with the run's own cap
-            profile = registry_engine(self.engine)
+        if self.max_num_seqs is not None:  # the profile on its GPU, with the run's own cap
+            profile = registry_engine(self.engine).on(gpu(self.gpu))
             settings["engine"] = dataclasses.replace(profile, max_num_seqs=self.max_num_seqs)
         arch = model(self.model)
         tokens = self.input_tokens + self.output_tokens
@@ -444,7 +444,7 @@ def fit_set() -> tuple[Measurement, ...]:
     rows = [
         Measurement(
             "tokenomics-vllm",
-            "vllm",
+            "vllm@0.7",
             "0.7-0.8",
             run.gpu,
             run.n_gpus,
@@ -463,7 +463,7 @@ def fit_set() -> tuple[Measurement, ...]:
         rows.append(
             Measurement(
                 "trtllm-0.9.0-static",
-                "tensorrt-llm",
+                "tensorrt-llm@0.9",
                 row["engine_version"],
                 row["gpu"],
                 int(row["tensor_parallel"]),
@@ -526,12 +526,12 @@ def errors(rows, **options) -> np.ndarray:
 # --- The engines' fitted properties ------------------------------------------------------------
 
 FIT_GRID = {
-    "vllm": {
+    "vllm@0.7": {
         "token_budget": (512, 2048, 8192, 16384),
         "step_overhead": np.round(np.arange(0, 10.01, 0.25) * 1e-3, 6),
         "request_overhead": np.round(np.arange(0, 100.1, 2.5) * 1e-6, 8),
     },
-    "tensorrt-llm": {
+    "tensorrt-llm@0.9": {
         "kv_shared": (False, True),
         "step_overhead": np.round(np.arange(0, 10.01, 0.25) * 1e-3, 6),
         "request_overhead": np.round(np.arange(0, 100.1, 2.5) * 1e-6, 8),
