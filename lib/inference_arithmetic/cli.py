@@ -29,8 +29,8 @@ import re
 import sys
 
 import inference_arithmetic as ia
-from inference_arithmetic.hardware.engines import family
 from inference_arithmetic.core import format as fmt
+from inference_arithmetic.hardware.engines import family
 
 __all__ = ["main", "parser", "render"]
 
