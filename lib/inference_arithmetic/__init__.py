@@ -82,7 +82,12 @@ _NAMES = {
     ),
     "inference_arithmetic.core.errors": ("ArgumentError", "UnknownName"),  # core.numeric's too
     "inference_arithmetic.core.numeric": ("evaluate", "numeric"),
-    "inference_arithmetic.hardware.engines": ("Engine", "engine", "engine_names"),
+    "inference_arithmetic.hardware.engines": (
+        "Engine",
+        "engine",
+        "engine_names",
+        "engine_versions",
+    ),
     "inference_arithmetic.hardware.gpus": ("GPU", "gpu", "gpu_names"),
     "inference_arithmetic.models.config": (
         "AUTO",
@@ -175,6 +180,7 @@ __all__ = [
     "Engine",
     "engine",
     "engine_names",
+    "engine_versions",
     "kernels",
     "model",
     "measured",

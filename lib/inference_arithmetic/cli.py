@@ -30,6 +30,7 @@ import sys
 
 import inference_arithmetic as ia
 from inference_arithmetic.core import format as fmt
+from inference_arithmetic.hardware.engines import family
 
 __all__ = ["main", "parser", "render"]
 
@@ -352,7 +353,9 @@ def _add_deployment(p, n_gpus=True):
     p.add_argument("--dtype", help=_auto_help())
     p.add_argument("--cache-dtype", help="KV cache's format (the compute format)")
     p.add_argument("--compute-dtype", help="the products' format (the weights')")
-    p.add_argument("--engine", help="serving engine: " + ", ".join(ia.engine_names()))
+    families = sorted({family(name) for name in ia.engine_names()})
+    text = "serving engine, a family (its newest version) or family@version: "
+    p.add_argument("--engine", help=text + ", ".join(families + ia.engine_names()))
     p.add_argument("--token-budget", type=int, help="tokens a step computes at most (the engine's)")
     p.add_argument("--step", choices=("kernels", "roofline"), help="step model (kernels)")
     p.add_argument("--memory-utilization", type=float, help="share of memory used (0.9)")

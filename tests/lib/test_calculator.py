@@ -733,7 +733,16 @@ def test_the_frontier_takes_no_serving_option_and_the_page_carries_its_sweep():
     assert list(sweep["concurrency"]) == list(ia.serving.frontier.CONCURRENCY)
     assert sweep["most_gpus"] == signature["most_gpus"].default
     assert sweep["request_check"] == ia.serving.frontier.REQUEST_CHECK
-    assert sweep["max_num_seqs"] == ia.engine("vllm").max_num_seqs
+    # The default engine's cap on each GPU (Engine.batch: one GPU's as another's for vLLM 0.7).
+    default = ia.engine(ia.scenario.DEFAULT_ENGINE)
+    for name in ("h100-sxm", "a100-80gb"):
+        assert spec["gpus"][name]["batch"] == default.batch(ia.gpu(name))
+    assert spec["gpus"]["a100-80gb"]["batch"]["max_num_seqs"] == 256
+    assert "max_num_seqs" not in sweep
+    # The form starts at the default engine's budget on its GPU, as ia.calculate takes it.
+    for name in ("h100-sxm", "a100-80gb"):
+        budget = default.batch(ia.gpu(name))["token_budget"]
+        assert calculator.widget(gpu=name).state["token_budget"] == budget
     # An MoE model's expert-parallel steps, the plain kernel step, printed for the frontier
     # alone; a dense model has none.
     moe = ia.model("qwen3-30b-a3b")

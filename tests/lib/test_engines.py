@@ -21,15 +21,50 @@ def test_every_property_has_its_source(name):
 
 
 def test_the_engines_of_the_fit_set_are_there():
-    assert {"vllm", "tensorrt-llm"} <= set(NAMES)
-    assert ia.engine("vllm").batching == "continuous" and ia.engine("vllm").token_budget
-    assert ia.engine("tensorrt-llm").batching == "static"
-    assert ia.engine("tensorrt-llm").token_budget is None
+    assert {"vllm@0.7", "tensorrt-llm@0.9", "tensorrt-llm@0.21"} <= set(NAMES)
+    assert ia.engine("vllm@0.7").batching == "continuous" and ia.engine("vllm@0.7").token_budget
+    assert ia.engine("tensorrt-llm@0.9").batching == "static"
+    assert ia.engine("tensorrt-llm@0.9").token_budget is None
+
+
+def test_every_engine_is_versioned_and_a_family_means_its_newest():
+    assert all("@" in name for name in NAMES)
+    assert ia.engine_versions("vllm") == ["vllm@0.7", "vllm@0.11"]  # 0.11 after 0.7
+    assert ia.engine_versions("vllm@0.7") == ia.engine_versions("vllm")
+    assert ia.engine_versions("tensorrt-llm") == ["tensorrt-llm@0.9", "tensorrt-llm@0.21"]
+    for name in NAMES:
+        family = engines.family(name)
+        assert ia.engine(family) is ia.engine(ia.engine_versions(family)[-1])
+    assert ia.engine("vllm").name == "vllm@0.11"
+    # The default names its version: vLLM 0.7's 512-token step, where the steady state's
+    # percentiles are held to the simulation (scenario.DEFAULT_ENGINE says why).
+    assert ia.scenario.DEFAULT_ENGINE == "vllm@0.7"
+
+
+def test_vllm_011_batches_by_the_gpu():
+    e = ia.engine("vllm@0.11")
+    large = {"token_budget": 8192, "max_num_seqs": 1024}
+    other = {"token_budget": 2048, "max_num_seqs": 256}
+    for name in ("h100-sxm", "h200", "b200", "mi300x"):  # 70 GiB or more, not an A100
+        assert e.batch(ia.gpu(name)) == large, name
+    for name in ("a100-80gb", "a100-40gb", "l40s", "a10g", "rtx-4090"):
+        assert e.batch(ia.gpu(name)) == other, name
+    resolved = e.on(ia.gpu("h100-sxm"))
+    assert (resolved.token_budget, resolved.max_num_seqs, resolved.large_gpu) == (8192, 1024, None)
+    assert ia.engine("vllm@0.7").on(ia.gpu("h100-sxm")) is ia.engine("vllm@0.7")
+    assert ia.engine("vllm@0.7").batch(ia.gpu("h100-sxm")) == {
+        "token_budget": 512,
+        "max_num_seqs": 256,
+    }
 
 
 def test_an_unknown_engine_names_close_matches():
     with pytest.raises(KeyError, match="close matches: vllm"):
         ia.engine("vlm")
+    with pytest.raises(KeyError, match="close matches: vllm@0.7"):
+        ia.engine("vllm@0.8")
+    with pytest.raises(KeyError):
+        ia.engine_versions("vlm")
     assert ia.engine(ia.engine("vllm")) is ia.engine("vllm")
 
 
@@ -45,9 +80,18 @@ def test_an_unknown_engine_names_close_matches():
         (dict(max_num_seqs=0), "max_num_seqs must be from 1 up"),
         (dict(fitted=("speed",)), "fitted names unknown properties"),
         (dict(sources={}), "no source for"),
+        (dict(large_gpu=dict(memory=0, excluded=(), token_budget=1, max_num_seqs=1)), "memory"),
+        (dict(large_gpu=dict(memory=1, excluded=("",), token_budget=1, max_num_seqs=1)), "names"),
+        (dict(large_gpu="big"), "large_gpu must be"),
+        (dict(large_gpu=None, batching="static", token_budget=None), None),
     ],
 )
 def test_a_bad_entry_is_refused(change, message):
-    e = ia.engine("vllm")
+    e = ia.engine("vllm@0.11")
+    if message is None:  # a static engine without large_gpu is fine; with one, refused
+        dataclasses.replace(e, **change)
+        with pytest.raises(ValueError, match="only a continuous engine has a large_gpu"):
+            dataclasses.replace(e, **{**change, "large_gpu": e.large_gpu})
+        return
     with pytest.raises(ValueError, match=message):
         dataclasses.replace(e, **change)

@@ -120,12 +120,12 @@ def test_cross_model_hold_out_predicts_each_model_from_the_other():
 def test_the_fit_set_is_the_three_shared_tables():
     rows = measurements.fit_set()
     assert len(rows) == 20 + 48 + 120
-    assert {m.engine for m in rows} == {"vllm", "tensorrt-llm", "tensorrt-llm@0.21"}
+    assert {m.engine for m in rows} == {"vllm@0.7", "tensorrt-llm@0.9", "tensorrt-llm@0.21"}
     assert all(m.split == "fit" for m in rows)
     assert all(m.model in ia.model_names() and m.gpu in ia.gpu_names() for m in rows)
 
 
-@pytest.mark.parametrize("engine", ["vllm", "tensorrt-llm", "tensorrt-llm@0.21"])
+@pytest.mark.parametrize("engine", ["vllm@0.7", "tensorrt-llm@0.9", "tensorrt-llm@0.21"])
 @pytest.mark.slow
 def test_the_shipped_engines_are_their_fit(engine):
     # Each fitted property is the fit's choice: a refit that moved would need the JSON changed.
@@ -139,8 +139,8 @@ def test_the_shipped_engines_are_their_fit(engine):
 @pytest.mark.slow
 def test_the_vllm_runs_each_stay_within_a_quarter_and_trtllm_has_a_median_under_15_percent():
     rows = measurements.fit_set()
-    vllm = measurements.errors([m for m in rows if m.engine == "vllm"])
-    trt = measurements.errors([m for m in rows if m.engine == "tensorrt-llm"])
+    vllm = measurements.errors([m for m in rows if m.engine == "vllm@0.7"])
+    trt = measurements.errors([m for m in rows if m.engine == "tensorrt-llm@0.9"])
     assert np.max(np.abs(vllm)) < 0.25
     assert np.median(np.abs(trt)) <= 0.15
 
@@ -224,8 +224,8 @@ def test_the_fit_set_with_the_021_rows_is_within_12_percent():
 
 
 MADE_AT = {
-    "vllm": {"token_budget": 2048},
-    "tensorrt-llm": {"kv_shared": True},
+    "vllm@0.7": {"token_budget": 2048},
+    "tensorrt-llm@0.9": {"kv_shared": True},
     "tensorrt-llm@0.21": {},
 }
 
@@ -283,7 +283,7 @@ def test_llama_cpp_rows_are_timed_as_llama_cpp_runs_them():
 
     rows, left = published.validation_set()
     assert not [row for row, _ in left if row["engine"] == "llama.cpp"]
-    cpp = [m for m in rows if m.engine == "llama.cpp"]
+    cpp = [m for m in rows if m.engine == "llama.cpp@b2795"]
     assert len(cpp) == sum(r["engine"] == "llama.cpp" for r in published.published_rows())
     assert {m.dtype for m in cpp} == {"fp16", "q4_k_m"}
     for m in cpp:
@@ -317,10 +317,11 @@ def test_a_row_is_read_in_its_stated_formats_or_set_aside_naming_the_format():
         published._measurement({**row, "weights_dtype": "GGUF Q3_K_S"})
 
 
-def test_a_vllm_run_is_timed_with_its_versions_batch_defaults_or_its_stated_budget():
-    """vLLM 0.10-0.11 behind ``vllm serve`` steps 8,192 tokens and 1,024 requests on a GPU of 70
-    GiB or more that is not an A100, 2,048 and 256 elsewhere; a serve command's own
-    ``--max-num-batched-tokens`` wins; an unversioned run keeps the profile's. An MoE prefill
+def test_a_vllm_run_is_timed_with_its_versions_profile_or_its_stated_budget():
+    """A vLLM 0.10-0.11 row is timed with the profile vllm@0.11, whose ``vllm serve`` batch
+    steps 8,192 tokens and 1,024 requests on a GPU of 70 GiB or more that is not an A100, 2,048
+    and 256 elsewhere; a serve command's own ``--max-num-batched-tokens`` wins (the bridge
+    ``batch_settings`` keeps only it); a run of another version keeps vllm@0.7. An MoE prefill
     feels it most: a 512-token step gives each of 128 experts 16 rows (top-4), 8,192 gives 256."""
     from inference_arithmetic.validation import published
 
@@ -333,20 +334,20 @@ def test_a_vllm_run_is_timed_with_its_versions_batch_defaults_or_its_stated_budg
         return {**found, "gpu": gpu, "engine_version": version, "notes": notes}
 
     h100, a100 = "H100-SXM5-80GB", "A100-SXM4-80GB"
-    assert published.batch_settings(row(h100), "h100-sxm") == {
-        "token_budget": 8192,
-        "max_num_seqs": 1024,
-    }
-    assert published.batch_settings(row(a100), "a100-80gb") == {
-        "token_budget": 2048,
-        "max_num_seqs": 256,
-    }
+    assert published._engine(row(h100)) == "vllm@0.11"
+    assert published._engine(row(h100, version="v0.10.2")) == "vllm@0.11"
+    assert published._engine(row(h100, version="not stated")) == "vllm@0.7"
+    assert published._engine(row(h100, version="0.6.3.post2")) == "vllm@0.7"
+    assert published._engine(row("MI300X-192GB", version="0.6.1")) == "vllm-rocm@0.6"
+    assert published.batch_settings(row(h100)) == {}  # the profile's, by the GPU
     stated = row(a100, notes="vllm serve x --max-num-batched-tokens 4096")
-    assert published.batch_settings(stated, "a100-80gb")["token_budget"] == 4096
-    assert published.batch_settings(row(h100, version="not stated"), "h100-sxm") == {}
+    assert published.batch_settings(stated) == {"token_budget": 4096}
+    for gpu, batch in ((h100, (8192, 1024)), (a100, (2048, 256))):
+        s = published._measurement(row(gpu)).scenario()
+        assert (s.token_budget, s.engine.max_num_seqs) == batch, gpu
+    s = published._measurement(stated).scenario()
+    assert (s.token_budget, s.engine.max_num_seqs) == (4096, 256)
     on_h100 = published._measurement(row(h100))
-    assert on_h100.scenario().token_budget == 8192
-    assert on_h100.scenario().engine.max_num_seqs == 1024
-    # Timed at the profile's 512 tokens a step, the same run is predicted far slower.
-    plain = dataclasses.replace(on_h100, token_budget=None, max_num_seqs=None)
+    # Timed at the 2025 profile's 512 tokens a step, the same run is predicted far slower.
+    plain = dataclasses.replace(on_h100, engine="vllm@0.7")
     assert measurements.predicted(on_h100) > 1.5 * measurements.predicted(plain)

@@ -742,8 +742,10 @@ def test_waves_serve_every_request(s, requests):
         context_len=s["prompt_len"] + s["output_len"],
         **{k: s[k] for k in _MAX_BATCH_OPTIONS},
     )
-    # As many as fit, and no more than the engine runs at once (vLLM's max_num_seqs).
-    cap = ia.engine(ia.scenario.DEFAULT_ENGINE).max_num_seqs or requests
+    # As many as fit, and no more than the engine runs at once (vLLM's max_num_seqs, its
+    # default batch on this GPU: Engine.batch).
+    batch = ia.engine(ia.scenario.DEFAULT_ENGINE).batch(ia.gpu(s["gpu"]))
+    cap = batch["max_num_seqs"] or requests
     assert served["wave_size"] == min(requests, fits, cap)
     assert served["waves"] == math.ceil(requests / served["wave_size"])
     assert served["elapsed"] >= served["ttft"]
@@ -832,7 +834,7 @@ def test_bug_pipeline_serve_delivers_more_tokens_than_requested():
         output_len=256,
         n_gpus=4,
         parallel="pipeline",
-        engine="tensorrt-llm",
+        engine="tensorrt-llm@0.9",
     )
     assert served["throughput"] * served["elapsed"] == pytest.approx(100 * 256, rel=REL)
 

@@ -100,7 +100,7 @@ def test_a_report_of_one_output_token_is_refused_as_the_steady_state_refuses_it(
 def test_defaults_are_the_librarys():
     r = calculate(M, G)
     s = ia.Scenario(M, G)
-    assert r["step"] == "kernels" and r["engine"] == "vllm"
+    assert r["step"] == "kernels" and r["engine"] == "vllm@0.7"  # the fit's vLLM
     assert r["compute_efficiency"] == s.figure("compute_efficiency") == G.achieved["matmul.bf16"]
     assert r["bandwidth_efficiency"] == G.achieved["stream"]
     assert r["memory_utilization"] == timing.DEFAULT_MEMORY_UTILIZATION
@@ -428,11 +428,11 @@ def test_the_sweep_and_the_steady_state_take_expert_parallelism():
 
 def test_serve_of_a_billion_requests_is_waves_in_closed_form_or_refused_by_its_limit():
     # Waves: a billion requests are whole waves of the most that fit, each as long as the first.
-    static = ia.serve(M, G, requests=10**9, engine="tensorrt-llm")
-    one = ia.serve(M, G, requests=static["wave_size"], engine="tensorrt-llm")
+    static = ia.serve(M, G, requests=10**9, engine="tensorrt-llm@0.9")
+    one = ia.serve(M, G, requests=static["wave_size"], engine="tensorrt-llm@0.9")
     assert static["waves"] == -(-(10**9) // static["wave_size"])
     full, rest = divmod(10**9, static["wave_size"])
-    last = ia.serve(M, G, requests=rest, engine="tensorrt-llm")["elapsed"] if rest else 0.0
+    last = ia.serve(M, G, requests=rest, engine="tensorrt-llm@0.9")["elapsed"] if rest else 0.0
     assert _close(static["elapsed"], full * one["elapsed"] + last)
     roof = ia.serve(M, G, requests=10**9, step="roofline")
     assert roof["waves"] == -(-(10**9) // roof["wave_size"])

@@ -1,12 +1,22 @@
 """Serving engines: what a software stack's kernels do, each property with its source.
 
->>> e = engine("vllm")
->>> e.kv_shared, e.allreduce
-(True, 'custom')
->>> engine("vlm")
+>>> from inference_arithmetic.hardware.gpus import gpu
+>>> e = engine("vllm")  # a family alone: its newest version
+>>> e.name, e.kv_shared, e.allreduce
+('vllm@0.11', True, 'custom')
+>>> engine_versions("vllm")
+['vllm@0.7', 'vllm@0.11']
+>>> e.batch(gpu("h100-sxm")), e.batch(gpu("a100-80gb"))  # vLLM 0.11's defaults by GPU
+({'token_budget': 8192, 'max_num_seqs': 1024}, {'token_budget': 2048, 'max_num_seqs': 256})
+>>> engine("vlm@0.7")
 Traceback (most recent call last):
 ...
-inference_arithmetic.core.numeric.UnknownName: unknown engine 'vlm'; close matches: vllm...
+inference_arithmetic.core.numeric.UnknownName: unknown engine 'vlm@0.7'; close matches: vllm@0.7...
+
+Every profile is named ``family@version``: the engine's project and the release whose
+defaults and kernels it describes (``vllm@0.7`` is the vLLM of the fit set's runs of March
+2025, ``vllm@0.11`` the V1 engine of vLLM 0.10 and 0.11). A family's name alone means its
+newest version, so ``engine="vllm"`` follows the newest profile the library ships.
 
 The kernel-level step model (``formulas.kernels``) takes the GPU's achieved figures (its
 kernels' measured rates, ``GPU.achieved``) and an engine's properties: whether its decode
@@ -16,15 +26,18 @@ kernel (``kernel_overhead``: a launch, from a CUDA graph or not, and its ramp), 
 per step (``step_overhead``: scheduling, sampling, the host's synchronisation) and per request
 in a step (``request_overhead``: the host's work for each sequence it schedules), which
 all-reduce it uses for small messages (``allreduce``: its own one-shot kernels, ``"custom"``,
-or ``"nccl"``), and how it batches (``batching``, ``token_budget``, ``max_num_seqs``). A
+or ``"nccl"``), and how it batches (``batching``, ``token_budget``, ``max_num_seqs``, and
+``large_gpu``: the batch it takes on a large GPU where its defaults depend on the GPU). A
 property measured by a kernel benchmark cites it; one fitted on the fit set (chapter 13) says
 so in ``fitted``, and its source names the fit.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
@@ -32,7 +45,17 @@ from types import MappingProxyType
 from inference_arithmetic.core.errors import ArgumentError
 from inference_arithmetic.core.registry import entries, lookup
 
-__all__ = ["Engine", "engine", "engine_names", "ALLREDUCE", "BATCHING", "PROPERTIES"]
+__all__ = [
+    "Engine",
+    "LargeGPU",
+    "engine",
+    "engine_names",
+    "engine_versions",
+    "family",
+    "ALLREDUCE",
+    "BATCHING",
+    "PROPERTIES",
+]
 
 BATCHING = ("continuous", "static")
 """How an engine runs requests sent at once: ``continuous``, admitting what its memory and
@@ -54,8 +77,39 @@ PROPERTIES = (
     "batching",
     "token_budget",
     "max_num_seqs",
+    "large_gpu",
 )
-"""The properties every engine states, each with a source."""
+"""The properties every engine states, each with a source (``large_gpu`` where it has one)."""
+
+
+@dataclass(frozen=True)
+class LargeGPU:
+    """The batch an engine takes by default on a large GPU: one of ``memory`` bytes or more
+    whose name contains none of ``excluded`` (vLLM 0.10-0.11: 70 GiB, not an A100).
+
+    >>> LargeGPU(memory=70 * 2**30, excluded=("a100",), token_budget=8192, max_num_seqs=1024)
+    LargeGPU(memory=75161927680, excluded=('a100',), token_budget=8192, max_num_seqs=1024)
+    """
+
+    memory: int
+    excluded: tuple[str, ...]
+    token_budget: int
+    max_num_seqs: int
+
+    def __post_init__(self):
+        object.__setattr__(self, "excluded", tuple(self.excluded))
+        if not all(isinstance(name, str) and name for name in self.excluded):
+            raise ArgumentError(f"large_gpu: excluded must be GPU names, got {self.excluded}")
+        for name in ("memory", "token_budget", "max_num_seqs"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ArgumentError(f"large_gpu: {name} must be a whole number from 1 up")
+
+    def holds(self, gpu) -> bool:
+        """Whether ``gpu`` (a ``GPU``) is large: its memory (as its driver reports it, where
+        known, as vLLM reads it) at least ``memory``, its name none of ``excluded``."""
+        memory = gpu.usable_memory_bytes or gpu.memory_bytes
+        return memory >= self.memory and not any(n in gpu.name for n in self.excluded)
 
 
 @dataclass(frozen=True)
@@ -73,6 +127,7 @@ class Engine:
     batching: str
     token_budget: int | None = None
     max_num_seqs: int | None = None
+    large_gpu: LargeGPU | None = None
     fitted: tuple[str, ...] = ()
     sources: Mapping[str, str] = field(default_factory=dict, hash=False, compare=False)
     notes: str = field(default="", compare=False)
@@ -100,6 +155,12 @@ class Engine:
                 raise ArgumentError(f"{self.name}: {name} must be a whole number or null")
             if value is not None and value < 1:
                 raise ArgumentError(f"{self.name}: {name} must be from 1 up")
+        if isinstance(self.large_gpu, Mapping):  # as a profile's JSON states it
+            object.__setattr__(self, "large_gpu", LargeGPU(**self.large_gpu))
+        if self.large_gpu is not None and not isinstance(self.large_gpu, LargeGPU):
+            raise ArgumentError(f"{self.name}: large_gpu must be a LargeGPU, a mapping or null")
+        if self.large_gpu is not None and self.batching != "continuous":
+            raise ArgumentError(f"{self.name}: only a continuous engine has a large_gpu batch")
         if (self.batching == "continuous") != (self.token_budget is not None):
             raise ArgumentError(
                 f"{self.name}: a continuous engine, and only one, has a token_budget"
@@ -121,20 +182,81 @@ class Engine:
         shown = ", ".join(f"{p}={getattr(self, p)!r}" for p in PROPERTIES)
         return f"Engine({self.name!r}, {shown})"
 
+    def batch(self, gpu) -> dict:
+        """The ``token_budget`` and ``max_num_seqs`` this engine takes by default on ``gpu``
+        (a ``GPU``): ``large_gpu``'s where the GPU is large, else its own.
+
+        >>> from inference_arithmetic.hardware.gpus import gpu
+        >>> engine("vllm@0.7").batch(gpu("h100-sxm"))
+        {'token_budget': 512, 'max_num_seqs': 256}
+        """
+        chosen = self.large_gpu if self.large_gpu and self.large_gpu.holds(gpu) else self
+        return {"token_budget": chosen.token_budget, "max_num_seqs": chosen.max_num_seqs}
+
+    def on(self, gpu) -> Engine:
+        """This engine with its batch resolved for ``gpu`` (``batch``) and no ``large_gpu``
+        left, so that whatever reads its ``token_budget`` and ``max_num_seqs`` reads the GPU's;
+        the engine itself where it states no ``large_gpu`` (nothing to resolve)."""
+        if self.large_gpu is None:
+            return self
+        return dataclasses.replace(self, **self.batch(gpu), large_gpu=None)
+
+
+def family(name: str) -> str:
+    """The family of an engine's name: what comes before its ``@version``.
+
+    >>> family("tensorrt-llm@0.21"), family("vllm")
+    ('tensorrt-llm', 'vllm')
+    """
+    return name.partition("@")[0]
+
+
+def _version_key(name: str) -> tuple[int, ...]:
+    # Release numbers compare number by number (0.11 after 0.7), not as text; a build's tag
+    # such as llama.cpp's b2795 compares by its number.
+    return tuple(int(part) for part in re.findall(r"\d+", name.partition("@")[2]))
+
 
 @functools.cache
 def _registry() -> dict[str, Engine]:
-    return {e["name"]: Engine(**e) for e in entries("inference_arithmetic.hardware.profiles")}
+    found = {e["name"]: Engine(**e) for e in entries("inference_arithmetic.hardware.profiles")}
+    unversioned = [name for name in found if "@" not in name]
+    if unversioned:
+        raise ValueError(f"engine profiles without a @version: {unversioned}")
+    return found
+
+
+@functools.cache
+def _names() -> dict[str, Engine]:
+    """Every name ``engine`` takes: each profile's, and each family's alone for its newest."""
+    names = dict(_registry())
+    for name in sorted(_registry(), key=_version_key):  # the newest last, so it stays
+        names[family(name)] = _registry()[name]
+    return names
 
 
 def engine_names() -> list[str]:
-    """The names of the registry's engines."""
+    """The names of the registry's engines, each ``family@version`` (a family's name alone
+    also names its newest: ``engine_versions``)."""
     return list(_registry())
 
 
+def engine_versions(name: str) -> list[str]:
+    """The registry's versions of the family of ``name`` (a family or one of its versions),
+    oldest first: the last is what the family's name alone gives.
+
+    >>> engine_versions("tensorrt-llm")
+    ['tensorrt-llm@0.9', 'tensorrt-llm@0.21']
+    """
+    engine(name)  # an unknown name raises, naming close matches
+    versions = [n for n in _registry() if family(n) == family(name)]
+    return sorted(versions, key=_version_key)
+
+
 def engine(name: str | Engine) -> Engine:
-    """A registry engine by name (an ``Engine`` is returned as it is); ``KeyError`` listing
-    close matches for an unknown name."""
+    """A registry engine by name: ``family@version``, or a family alone for its newest
+    version (an ``Engine`` is returned as it is); ``KeyError`` listing close matches for an
+    unknown name."""
     if isinstance(name, Engine):
         return name
-    return lookup("engine", name, _registry(), "ia.engine_names()")
+    return lookup("engine", name, _names(), "ia.engine_names()")

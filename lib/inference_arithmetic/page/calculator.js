@@ -352,7 +352,7 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
       var held = Math.floor(call(formulas.capacity, whole)[parallel]);
       return {budget: v.token_budget, tokens: v.seq_len, O: v.output_len, rows: 1,
         mean_output: v.output_len, tokens_per_step: 1,
-        capacity: kernels && f.max_num_seqs ? Math.min(held, f.max_num_seqs) : held,
+        capacity: kernels && g.batch.max_num_seqs ? Math.min(held, g.batch.max_num_seqs) : held,
         step: function (decodes, tokens) {
           point.decoding = Math.max(decodes, 0); point.prefill_tokens = tokens;
           return call(step, point)[parallel];

@@ -138,7 +138,11 @@ class Calculator:
             "compute_efficiency": efficiencies.DEFAULT_COMPUTE_EFFICIENCY,
             "bandwidth_efficiency": efficiencies.DEFAULT_BANDWIDTH_EFFICIENCY,
             "memory_utilization": scenario.DEFAULT_MEMORY_UTILIZATION,
-            "token_budget": scenario.default_budget(),
+            # The default engine's on the starting GPU (vLLM 0.11's 8,192 on an H100), what
+            # ia.calculate takes there; a control, it stays as set when the GPU changes.
+            "token_budget": scenario.default_budget(
+                state.get("gpu", named.EXAMPLES["small"]["gpu"])
+            ),
             "price_per_hour": None,
             "expert_imbalance": scenario.DEFAULT_EXPERT_IMBALANCE,
             "prefix_hit_rate": 0.0,

@@ -31,6 +31,7 @@ from inference_arithmetic.core.printing import javascript
 from inference_arithmetic.core.reads import shared
 from inference_arithmetic.formulas import continuous as formulas_continuous
 from inference_arithmetic.formulas import latency, techniques
+from inference_arithmetic.hardware.engines import engine as registry_engine
 from inference_arithmetic.hardware.gpus import gpu as registry_gpu
 from inference_arithmetic.hardware.gpus import gpu_names
 from inference_arithmetic.models.config import (
@@ -221,7 +222,9 @@ def warm() -> int:
 def _gpu_data(g, engine) -> dict:
     """One GPU's part of the page's data: its figures, and for each step model the figures a
     step takes by the compute format, and the weights' stream by theirs
-    (``efficiencies.WEIGHT_FIGURES``): the scenario's, for each format the form offers."""
+    (``efficiencies.WEIGHT_FIGURES``): the scenario's, for each format the form offers; and
+    the default engine's batch on it (``Engine.batch``: vLLM 0.11 steps more on a large GPU),
+    whose ``max_num_seqs`` caps the frontier's loops as the library's does on that GPU."""
     figures = {k: v for k, v in g.figures(next(iter(g.peak_flop_rate))).items() if k != "flop_rate"}
     by_compute, by_weights = {}, {}
     for step in scenario.STEPS:
@@ -249,6 +252,7 @@ def _gpu_data(g, engine) -> dict:
         "price_date": g.price_date,
         "no_price": no_price,
         "groups": list(bands.gpu_groups(g)),  # of serving.bands
+        "batch": engine.batch(g),
     }
 
 
@@ -291,7 +295,10 @@ def page_data() -> dict:
     with evaluation.once():
         models = {name: model_data(registry_model(name)) for name in model_names()}
     default = scenario.Scenario("llama-3.1-8b", "h100-sxm")
-    gpus = {name: _gpu_data(registry_gpu(name), default.engine) for name in gpu_names()}
+    # The registry's default engine, not the default scenario's (resolved for its H100): each
+    # GPU's batch is its own (``Engine.batch``).
+    profile = registry_engine(scenario.DEFAULT_ENGINE)
+    gpus = {name: _gpu_data(registry_gpu(name), profile) for name in gpu_names()}
     # The numeric settings the form does not offer (the engine's, the link): the default
     # scenario's values less the model's, the GPU's and the form's own.
     own = set(default.model.sizes()) | set(default.gpu.figures(default.compute_dtype))
@@ -374,8 +381,8 @@ def page_data() -> dict:
 
 def _frontier_data(default) -> dict:
     """What the page's frontier (frontier.js, over closed.js) takes: ``ia.frontier``'s sweep
-    and messages, the engine's cap on the requests it runs (the form offers no engine: the
-    default scenario's), the readout's columns and templates."""
+    and messages, the readout's columns and templates (the engine's cap on the requests it
+    runs is each GPU's: ``_gpu_data``'s batch; the form offers no engine: the default's)."""
     signature = inspect.signature(frontier.frontier).parameters
     try:  # its refusal of requests of one output token, the library's own words
         frontier.frontier(default.model, default.gpu, output_len=1)
@@ -389,7 +396,6 @@ def _frontier_data(default) -> dict:
         "experts_by_kernels": engine.EXPERTS_BY_KERNELS,
         "expert_parallel": latency.EXPERT_PARALLEL,
         "request_check": frontier.REQUEST_CHECK,
-        "max_num_seqs": default.engine.max_num_seqs,
         "columns": _rows_data(FRONTIER_COLUMNS, {}),
         "key": FRONTIER_KEY,
         "deployment": DEPLOYMENT,

@@ -376,24 +376,27 @@ class FormulaWidget:
         return bundle, {"image/png": size}
 
 
-def memory_budget() -> dict:
+def memory_budget(gpu=None) -> dict:
     """The library's memory budget by symbol, for a widget's bounds: the memory utilization
-    and the token budget (which sizes the activations' reserve) of a default scenario (the
-    default engine's budget)."""
+    and the token budget (which sizes the activations' reserve) of a default scenario on
+    ``gpu`` (the default engine's budget there, ``scenario.default_budget``)."""
     from inference_arithmetic.core.symbols import P_max, mu
     from inference_arithmetic.serving.scenario import DEFAULT_MEMORY_UTILIZATION, default_budget
 
-    return {mu: DEFAULT_MEMORY_UTILIZATION, P_max: default_budget()}
+    return {mu: DEFAULT_MEMORY_UTILIZATION, P_max: default_budget(gpu)}
 
 
-def memory_limit(arch, **values):
+def memory_limit(arch, gpu="h100-sxm", **values):
     """The most requests whose caches fit beside the weights and the activations' reserve, at
-    the library's memory budget (``latency.max_concurrency``, never below 0): a bound for
-    ``beyond=``. ``values`` put in more, by keyword name, e.g. ``kv_bytes_per_number=b``."""
+    the library's memory budget on ``gpu`` (``latency.max_concurrency``, never below 0): a
+    bound for ``beyond=``. ``values`` put in more, by keyword name, e.g.
+    ``kv_bytes_per_number=b``. The GPU is the book's (an H100 SXM) unless given: the default
+    engine's token budget, which sizes the activations' reserve, is the GPU's
+    (``Engine.batch``)."""
     from inference_arithmetic.core.symbols import by_name
     from inference_arithmetic.formulas import latency
 
-    limit = latency.max_concurrency(arch).subs(memory_budget())
+    limit = latency.max_concurrency(arch).subs(memory_budget(gpu))
     return sympy.Max(0, limit.subs({by_name(name): v for name, v in values.items()}))
 
 

@@ -455,8 +455,9 @@ class Engine:
         then the tokens still ahead of it (the K prompts' rest, and the prompts that arrived
         before it, its rank among the j + 1 of that prefill) and its own go through at the room
         the budget leaves a step. Its first token comes with the step of its last chunk: full
-        steps, then one with its rest (if it is the last of its prefill) or full (others fill
-        it). The mean (``ttft``) counts the whole prefill under way as the wait, chapter 10's
+        steps, then one with its rest and, if it is not the last of its prefill, the mean
+        tokens of the prompts behind it, up to the room (a step far larger than a prompt is
+        not full). The mean (``ttft``) counts the whole prefill under way as the wait, chapter 10's
         account; the spread needs the place in it (their tails are tested on the simulation)."""
         _, ((times,), (moves,), (weights,), (counts,)) = self.chain(rate, [decodes], True)
         # The room and the prompts' tokens as ``macro`` and ``ttft`` count them: the decodes'
@@ -467,6 +468,11 @@ class Engine:
         n_steps = np.where(self.tokens > room, np.ceil(self.tokens / room), 1.0)
         last = moves / (COUNTS + 1)  # [K, r - 1]: rank r of j + 1 = r, the last of its prefill
         behind = np.cumsum(last[:, ::-1], axis=1)[:, ::-1] - last  # rank r of j + 1 > r
+        # Rank r not the last: the prompts behind it share the step of its last chunk, up to
+        # the room (it is full only where they fill it). Their mean count, given j + 1 > r:
+        # E[j + 1] over P(j) / (j + 1) for j >= r, less r.
+        later = np.cumsum(moves[:, ::-1], axis=1)[:, ::-1] - moves  # P(j > r - 1), by r - 1
+        following = np.where(behind > 0, later / np.maximum(behind, TINY) - (COUNTS + 1), 0.0)
         # Tokens up to its own last, of rank r, for each of its own prompt's lengths (a row
         # each; the r - 1 before it of the mean), and the share of arrivals of each.
         own = COUNTS * float(self.new) + np.array(self.own[0])[:, None]
@@ -478,17 +484,17 @@ class Engine:
             for is_last, w in ((True, last[k]), (False, behind[k])):
                 # Parts that cannot reach TINY for any own length are never made.
                 keep = picked[k] / n * w * of_own.max() > TINY
-                reach = (ahead + own[:, keep]).ravel()
+                reach = ahead + own[:, keep]
+                others = 0.0 if is_last else following[k, keep] * float(self.new)
+                step = np.broadcast_to(reach + others, reach.shape).ravel()
                 share = picked[k] / n * (of_own * w[keep])
                 share = np.broadcast_to(share, (n, *share.shape))
                 kept = share.ravel() > TINY  # the parts that can move a quantile
-                parts.append(
-                    (share.ravel()[kept], reach[kept], np.full(kept.sum(), is_last), spans[k] / n)
-                )
-        share, reach, is_last = (np.concatenate([p[i] for p in parts]) for i in range(3))
+                parts.append((share.ravel()[kept], reach.ravel()[kept], step[kept], spans[k] / n))
+        share, reach, through = (np.concatenate([p[i] for p in parts]) for i in range(3))
         widths = np.concatenate([np.full(p[0].shape, p[3]) for p in parts])
         whole = np.ceil(reach / room)  # steps to its last chunk
-        rest = np.where(is_last, reach - (whole - 1) * room, room)
+        rest = np.minimum(through - (whole - 1) * room, room)  # that step's tokens
         kinds, which = np.unique(np.concatenate([[room], rest]), return_inverse=True)
         times = self.steps(decodes, kinds)
         return share / share.sum(), (whole - 1) * times[which[0]] + times[which[1:]], widths

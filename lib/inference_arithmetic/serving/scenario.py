@@ -125,8 +125,13 @@ STEP_FORMULAS = _Imported(
 micro-batch's, stage by stage; expert parallelism's, the kernels' step of the busiest GPU)."""
 DEFAULT_STEP = "kernels"
 """How a scenario times its steps unless it says (``STEPS``)."""
-DEFAULT_ENGINE = "vllm"
-"""The engine a scenario runs on unless it names one (``ia.engine_names()``)."""
+DEFAULT_ENGINE = "vllm@0.7"
+"""The engine a scenario runs on unless it names one (``ia.engine_names()``): vLLM 0.7, the
+version of the fit set's vLLM runs (chapter 13), whose 512-token step the steady state's
+percentiles are held to the simulation at (``continuous.AGREEMENT``). vLLM's family name,
+``"vllm"``, names its newest, 0.11, whose 8,192-token step on a large GPU they are not yet held
+at (the p99 TTFT and TPOT of a step far larger than a prompt): it becomes the default when they
+are."""
 
 DEFAULT_NETWORK_BANDWIDTH = 400e9 / 8
 """Bytes per second each GPU sends to other boards: one 400 Gb/s InfiniBand NDR port per GPU,
@@ -134,7 +139,7 @@ as on a DGX H100 (eight ConnectX-7 cards; NVIDIA DGX H100 User Guide)."""
 DEFAULT_TOKEN_BUDGET = 8192
 """Tokens one step may put through the model where an engine states no budget of its own (a
 static engine): the step the activation reserve is sized for. A continuous engine has its own
-(``Engine.token_budget``; vLLM's is fitted in chapter 13)."""
+(``Engine.token_budget``, or its ``large_gpu``'s on a large GPU: ``Engine.batch``)."""
 DEFAULT_EXPERT_IMBALANCE = round(59_337 / 50_302, 2)
 """The busiest GPU's tokens over the mean GPU's in an MoE layer with expert parallelism
 (``expert_imbalance``, lambda_e), unless given: SGLang's DeepSeek-V3 prefill on 4 x 8 H100s
@@ -200,10 +205,18 @@ def _conditions(arch: ModelConfig, parallel: str, draft=None) -> dict:
     return {c.name: c.holds(arch, parallel, draft) for c in CHECKS if c.applies(arch, parallel)}
 
 
-def default_budget() -> int:
-    """The token budget of a scenario that names none: the default engine's (a static
-    engine's stand-in, ``DEFAULT_TOKEN_BUDGET``, where it has none)."""
-    return registry_engine(DEFAULT_ENGINE).token_budget or DEFAULT_TOKEN_BUDGET
+def default_budget(gpu=None) -> int:
+    """The token budget of a scenario that names none: the default engine's on ``gpu`` (a
+    name or a ``GPU``; ``Engine.batch``), without one its own, the budget of a GPU that is not
+    large (a static engine's stand-in, ``DEFAULT_TOKEN_BUDGET``, where it has none).
+
+    >>> default_budget("h100-sxm"), default_budget("a100-80gb"), default_budget()
+    (512, 512, 512)
+    """
+    e = registry_engine(DEFAULT_ENGINE)
+    if gpu is not None:
+        e = e.on(registry_gpu(gpu))
+    return e.token_budget or DEFAULT_TOKEN_BUDGET
 
 
 def tensor_parallel_degrees(arch, most: int = 64) -> list[int]:
@@ -294,10 +307,12 @@ class Scenario:
     _unchecked = ()
 
     def __post_init__(self):
+        device = registry_gpu(self.gpu)
         normal = {
             "model": registry_model(self.model),
-            "gpu": registry_gpu(self.gpu),
-            "engine": registry_engine(self.engine),
+            "gpu": device,
+            # Resolved once for the GPU (``Engine.on``): everything after reads its batch.
+            "engine": registry_engine(self.engine).on(device),
             "step": checks.choice("step", self.step, tuple(STEPS)),
             "n_gpus": checks.count("n_gpus", self.n_gpus),
             "parallel": checks.choice("parallel", self.parallel, PARALLEL),

@@ -41,6 +41,7 @@ __all__ = [
     "errors",
     "ServingRun",
     "serving_runs",
+    "RUN_ENGINES",
     "predict",
     "log_errors",
     "calibrate",
@@ -80,8 +81,15 @@ class ServingRun:
     source_file: str
 
 
+RUN_ENGINES = {"vllm": "vllm@0.7"}
+"""The engines of ``serving_runs``' files, in the registry's profiles: the runs of
+``vllm_llama_h100.csv`` are vLLM 0.7-0.8's of March 2025, whose profile is ``vllm@0.7`` (the
+library's default engine, the newest vLLM, is not what they ran)."""
+
+
 def serving_runs(name: str = "vllm_llama_h100") -> list[ServingRun]:
-    """The rows of ``data/<name>.csv``, typed; a ``KeyError`` lists the files there are."""
+    """The rows of ``data/<name>.csv``, typed, each run's engine its registry profile
+    (``RUN_ENGINES``); a ``KeyError`` lists the files there are."""
     folder = resources.files("inference_arithmetic.validation") / "data"
     names = sorted(p.name[:-4] for p in folder.iterdir() if p.name.endswith(".csv"))
     if name not in names:
@@ -92,7 +100,7 @@ def serving_runs(name: str = "vllm_llama_h100") -> list[ServingRun]:
             model=row["model"],
             gpu=row["gpu"],
             n_gpus=int(row["n_gpus"]),
-            engine=row["engine"],
+            engine=RUN_ENGINES[row["engine"]],
             batch=int(row["batch"]),
             input_tokens=float(row["input_tokens"]),
             output_tokens=float(row["output_tokens"]),
@@ -106,8 +114,9 @@ def serving_runs(name: str = "vllm_llama_h100") -> list[ServingRun]:
 
 
 def predict(run: ServingRun, **options) -> dict[str, float]:
-    """The library's prediction for a measured run (``ia.serve`` at its sizes; ``options``
-    override the defaults: the step model, efficiencies, link latency, memory utilization)."""
+    """The library's prediction for a measured run (``ia.serve`` at its sizes, on its engine;
+    ``options`` override the defaults: the step model, efficiencies, link latency, memory
+    utilization)."""
     return serve(
         model(run.model),
         gpu(run.gpu),
@@ -115,7 +124,7 @@ def predict(run: ServingRun, **options) -> dict[str, float]:
         prompt_len=round(run.input_tokens),
         output_len=round(run.output_tokens),
         n_gpus=run.n_gpus,
-        **options,
+        **{"engine": run.engine, **options},
     )
 
 
@@ -139,7 +148,9 @@ def log_errors(run: ServingRun, **efficiencies) -> np.ndarray:
     generation_time, fits = _formulas(run.model)
     prompt, output = round(run.input_tokens), round(run.output_tokens)
     workload = dict(batch=run.batch, prompt_len=prompt, output_len=output, in_waves=True)
-    s = Scenario(run.model, run.gpu, n_gpus=run.n_gpus, **workload, step="roofline")
+    s = Scenario(
+        run.model, run.gpu, n_gpus=run.n_gpus, engine=run.engine, **workload, step="roofline"
+    )
     values = s.values()
     values.update(efficiencies)
     wave = min(run.batch, int(fits.from_values({**values, "context_len": prompt + output})))
@@ -260,8 +271,8 @@ class Measurement:
             settings["memory_utilization"] = self.memory_utilization
         if self.token_budget is not None:  # else the profile's
             settings["token_budget"] = self.token_budget
-        if self.max_num_seqs is not None:  # the profile, with the run's own cap
-            profile = registry_engine(self.engine)
+        if self.max_num_seqs is not None:  # the profile on its GPU, with the run's own cap
+            profile = registry_engine(self.engine).on(gpu(self.gpu))
             settings["engine"] = dataclasses.replace(profile, max_num_seqs=self.max_num_seqs)
         arch = model(self.model)
         tokens = self.input_tokens + self.output_tokens
@@ -444,7 +455,7 @@ def fit_set() -> tuple[Measurement, ...]:
     rows = [
         Measurement(
             "tokenomics-vllm",
-            "vllm",
+            "vllm@0.7",
             "0.7-0.8",
             run.gpu,
             run.n_gpus,
@@ -463,7 +474,7 @@ def fit_set() -> tuple[Measurement, ...]:
         rows.append(
             Measurement(
                 "trtllm-0.9.0-static",
-                "tensorrt-llm",
+                "tensorrt-llm@0.9",
                 row["engine_version"],
                 row["gpu"],
                 int(row["tensor_parallel"]),
@@ -526,12 +537,12 @@ def errors(rows, **options) -> np.ndarray:
 # --- The engines' fitted properties ------------------------------------------------------------
 
 FIT_GRID = {
-    "vllm": {
+    "vllm@0.7": {
         "token_budget": (512, 2048, 8192, 16384),
         "step_overhead": np.round(np.arange(0, 10.01, 0.25) * 1e-3, 6),
         "request_overhead": np.round(np.arange(0, 100.1, 2.5) * 1e-6, 8),
     },
-    "tensorrt-llm": {
+    "tensorrt-llm@0.9": {
         "kv_shared": (False, True),
         "step_overhead": np.round(np.arange(0, 10.01, 0.25) * 1e-3, 6),
         "request_overhead": np.round(np.arange(0, 100.1, 2.5) * 1e-6, 8),

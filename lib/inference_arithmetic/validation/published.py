@@ -35,7 +35,7 @@ __all__ = [
     "ENGINES",
     "LLAMA_CPP",
     "LAYOUTS",
-    "VLLM_BATCH_DEFAULTS",
+    "VLLM_V1",
     "batch_settings",
     "SOURCES_2026",
     "joined_late",
@@ -121,15 +121,24 @@ MODELS = {
 architecture are that architecture)."""
 
 ENGINES = {
-    "vLLM": "vllm",
-    "SGLang": "sglang",
-    "TGI": "tgi",
-    "LMDeploy (TurboMind)": "lmdeploy",
-    "llama.cpp": "llama.cpp",
-    "TensorRT-LLM": "tensorrt-llm",
-    "NVIDIA NIM (llama-3.3-70b-instruct container)": "tensorrt-llm",
+    "vLLM": "vllm@0.7",
+    "SGLang": "sglang@0.5",
+    "TGI": "tgi@1.0",
+    "LMDeploy (TurboMind)": "lmdeploy@0.1",
+    "llama.cpp": "llama.cpp@b2795",
+    "TensorRT-LLM": "tensorrt-llm@0.9",
+    "NVIDIA NIM (llama-3.3-70b-instruct container)": "tensorrt-llm@0.9",
 }
-"""The sources' engines, in the registry's profiles."""
+"""The sources' engines, in the registry's profiles (``_engine`` picks the version a row's
+engine_version, GPU and mode call for: vLLM 0.10 and 0.11, vLLM on ROCm, in-flight
+batching)."""
+
+VLLM_V1 = {(0, 10): "vllm@0.11", (0, 11): "vllm@0.11"}
+"""The vLLM releases whose rows the V1 profile times, by (major, minor): 0.10 and 0.11, the
+releases whose defaults ``vllm@0.11`` states (its ``large_gpu`` batch). A vLLM row of another
+release, or of none stated, keeps ``vllm@0.7``: the rows of 2024 (0.5-0.6) ran the V0 engine
+it was fitted for, and the few of later releases (0.19, "not stated" of 2026) state defaults
+the library has no source for yet."""
 
 _MODES = {
     "static_batch": "waves",
@@ -187,50 +196,19 @@ allocates the weights, the cache of the test's tokens and a compute buffer, and 
 the driver has no more. Its limit is the memory the driver reports, whole."""
 
 
-VLLM_BATCH_DEFAULTS = {
-    "versions": ((0, 10), (0, 11)),
-    "large": {"token_budget": 8192, "max_num_seqs": 1024},
-    "other": {"token_budget": 2048, "max_num_seqs": 256},
-    "large_memory": 70 * 2**30,
-}
-"""The step's token budget (``max_num_batched_tokens``) and cap on requests (``max_num_seqs``)
-of ``vllm serve`` (the API server's usage context) in vLLM 0.10 and 0.11, the V1 engine, where
-the command leaves them unset: ``large`` on a GPU of 70 GiB or more that is not an A100,
-``other`` elsewhere (vllm-project/vllm, vllm/engine/arg_utils.py, ``EngineArgs``' batch
-defaults: ``if device_memory >= 70 * GiB_bytes and "a100" not in device_name``, "For GPUs like
-H100 and MI300x, use larger default values": ``UsageContext.OPENAI_API_SERVER: 8192`` tokens
-and 1024 sequences; else 2048 and 256, "NOTE(Kuntai): Setting large `max_num_batched_tokens`
-for A100 reduces throughput, see PR #17885"; the stored copy names v0.12.0 as the release that
-drops ``disable_log_requests``, so it is the 0.10-0.11 code). The engine profile's own budget
-(512) is chapter 13's fit on the 2025 runs of the fit set; a run that states its engine's
-settings is timed with them."""
-
-
 def _version(text: str) -> tuple[int, int] | None:
     found = re.match(r"\s*v?(\d+)\.(\d+)", text)
     return (int(found.group(1)), int(found.group(2))) if found else None
 
 
-def batch_settings(row, gpu: str) -> dict:
-    """The ``token_budget`` and ``max_num_seqs`` a vLLM run of ``row`` (on the registry's
-    ``gpu``) served with, where its source states them: the serve command's own
-    ``--max-num-batched-tokens``, else the version's defaults (``VLLM_BATCH_DEFAULTS``); an
-    empty mapping where the row states neither (the engine profile's settings)."""
-    if ENGINES.get(row["engine"]) != "vllm":
+def batch_settings(row) -> dict:
+    """The ``token_budget`` a vLLM run of ``row`` served with where its serve command states
+    it (``--max-num-batched-tokens``); an empty mapping where it does not: the engine
+    profile's batch for the GPU (``Engine.batch``: ``vllm@0.11``'s defaults by GPU)."""
+    if not _engine(row).startswith("vllm"):
         return {}
-    settings = {}
-    version = _version(row["engine_version"])
-    if version in VLLM_BATCH_DEFAULTS["versions"]:
-        g = registry_gpu(gpu)
-        memory = g.usable_memory_bytes or g.memory_bytes
-        large = memory >= VLLM_BATCH_DEFAULTS["large_memory"] and not gpu.startswith("a100")
-        settings = dict(VLLM_BATCH_DEFAULTS["large" if large else "other"])
     stated = re.search(r"--max-num-batched-tokens (\d+)", row["notes"])
-    if stated:
-        settings["token_budget"] = int(stated.group(1))
-    if "max_num_seqs" in settings:  # vLLM caps the sequences at the budget
-        settings["max_num_seqs"] = min(settings["max_num_seqs"], settings["token_budget"])
-    return settings
+    return {"token_budget": int(stated.group(1))} if stated else {}
 
 
 def _read(name):
@@ -264,11 +242,15 @@ def _format(text: str) -> str | None:
 
 
 def _engine(row) -> str:
+    """The profile of ``row``'s engine, in its version (``ENGINES``, ``VLLM_V1``)."""
     name = ENGINES[row["engine"]]
-    if name == "vllm" and row["gpu"].startswith("MI300X"):
-        return "vllm-rocm"
-    if name == "tensorrt-llm" and row["mode"] != "static_batch":
-        return "tensorrt-llm-serve"  # in-flight batching (trtllm-serve, NIM), not gptSession
+    if name == "vllm@0.7" and row["gpu"].startswith("MI300X"):
+        return "vllm-rocm@0.6"  # the MI300X rows are vLLM 0.6.1 and 0.6.4 on ROCm
+    if name == "vllm@0.7":
+        return VLLM_V1.get(_version(row["engine_version"]), name)
+    if name == "tensorrt-llm@0.9" and row["mode"] != "static_batch":
+        # in-flight batching (trtllm-serve, NIM), not gptSessionBenchmark
+        return "tensorrt-llm-serve@1.2"
     return name
 
 
@@ -349,7 +331,7 @@ def _measurement(row) -> Measurement:
         requests=requests,
         note=note,
         **engine,
-        **batch_settings(row, gpu),
+        **batch_settings(row),
     )
 
 
