@@ -378,19 +378,17 @@ def trtllm_bench_settings(arch, g, tp: int, input_tokens: int, output_tokens: in
     requests = cache_memory / (per_token * (input_tokens + output_tokens))
     raw_bs = min(requests, TRTLLM_BENCH["most_requests"])
     raw_tokens = min(raw_bs * (1 + input_tokens / output_tokens), TRTLLM_BENCH["most_tokens"])
-    if raw_bs < 256:
-        max_bs = max(64, 32 * math.ceil(raw_bs / 32))
-    elif raw_bs < 1024:
-        max_bs = 128 * math.ceil(raw_bs / 128)
-    else:
-        max_bs = 256 * math.ceil(raw_bs / 256)
-    if raw_tokens < 4096:
-        max_tokens = max(2048, 256 * math.ceil(raw_tokens / 256))
-    elif raw_tokens < 8192:
-        max_tokens = 512 * math.ceil(raw_tokens / 512)
-    else:
-        max_tokens = 1024 * math.ceil(raw_tokens / 1024)
-    return {"max_num_seqs": max_bs, "token_budget": max_tokens}
+    return {
+        "max_num_seqs": _rounded_up(raw_bs, ((256, 32), (1024, 128), (math.inf, 256)), 64),
+        "token_budget": _rounded_up(raw_tokens, ((4096, 256), (8192, 512), (math.inf, 1024)), 2048),
+    }
+
+
+def _rounded_up(value: float, ladder, least: int) -> int:
+    """``value`` rounded up to the step of the first rung it is under (``ladder``: (bound,
+    step) pairs), at least ``least``, as ``tuning.py`` rounds a batch size and a budget."""
+    step = next(step for bound, step in ladder if value < bound)
+    return max(least, step * math.ceil(value / step))
 
 
 def trtllm_021_rows() -> tuple[list[Measurement], list[tuple[dict, str]]]:
