@@ -583,10 +583,13 @@ def _affine_seconds(m: Measurement, s: Scenario, figures: dict) -> np.ndarray:
     top = {name: float(np.max(values)) for name, values in figures.items()}
     if not figures or any(name not in _CONTINUOUS for name in figures):
         return _seconds(m, s, figures)
-    zero = dict.fromkeys(top, 0.0)
-    base = _seconds(m, s, zero)
-    slopes = {n: (_seconds(m, s, {**zero, n: v}) - base) / v if v else 0.0 for n, v in top.items()}
-    far = _seconds(m, s, top)
+    # The corners, timed together: none of the costs, each alone at its largest, all of them.
+    names = list(top)
+    alone = np.eye(len(names))
+    corners = np.vstack([np.zeros(len(names)), alone, np.ones(len(names))])
+    timed = _seconds(m, s, {n: corners[:, i] * top[n] for i, n in enumerate(names)})
+    base, far = timed[0], timed[-1]
+    slopes = {n: (timed[1 + i] - base) / top[n] if top[n] else 0.0 for i, n in enumerate(names)}
     if not np.isclose(base + sum(slopes[n] * v for n, v in top.items()), far, rtol=1e-9, atol=0):
         return _seconds(m, s, figures)
     return base + sum(slopes[n] * np.asarray(figures[n], dtype=float) for n in figures)
