@@ -44,7 +44,13 @@ __all__ = [
     "sources",
 ]
 
-SOURCES_2026 = ("GPUSTACK_MOE", "MILLSTONE", "BENHAMM_B200", "LMSYS_NVL72")
+SOURCES_2026 = (
+    "GPUSTACK_MOE",
+    "MILLSTONE",
+    "BENHAMM_B200",
+    "LMSYS_NVL72",
+    "SGLANG_COOKBOOK",
+)
 """The sources gathered for 2026's serving (issue 35: Blackwell GPUs, FP4 weights, MoE
 models), reported group by group (``residuals.bands``)."""
 
