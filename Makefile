@@ -167,22 +167,21 @@ browser: browser-check
 	echo "Installing Debian's chromium for the browser tests (apt-get install chromium)"; \
 	apt-get update -qq && apt-get install -y -qq chromium >/dev/null
 
-# First the check that may stop everything at once; then Chromium installs (mostly waiting on
-# the network and dpkg) while the environment does, and lint. Then two runs side by side: the
-# book's chain (the chapters run, each once, `execute`; the book is built; its tests read the
-# built HTML and the class notebooks, taking their numbers from that execution), the longest
-# path; and the library's tests, which need no chapter, at a lower priority (nice): they take
-# the cores the chain leaves idle (its one-process build, the ends of its parallel runs) and
-# give them back when it needs them. Each run's output is printed whole when it ends
-# (-Otarget), pytest's summary last.
+# First the check that may stop everything at once. Then, side by side: lint; the book's chain
+# (the chapters run, each once, `execute`; the book is built; its tests read the built HTML
+# and the class notebooks, taking their numbers from that execution), the longest path; and
+# the library's tests, which need no chapter, at a lower priority (nice): they take the cores
+# the chain leaves idle (its one-process build, the ends of its parallel runs) and give them
+# back when it needs them. Chromium installs meanwhile (mostly waiting on the network and
+# dpkg), first beside the environment, and only the book's tests wait for it. Each run's
+# output is printed whole when it ends (-Otarget), pytest's summary last.
 test: browser-check
-	@$(MAKE) --no-print-directory -j2 -Otarget browser lint
-	@$(MAKE) --no-print-directory -j2 -Otarget test-library test-book
+	@$(MAKE) --no-print-directory -j3 -Otarget lint test-library test-book
 
 test-library: $(STAMP)
 	nice -n 10 $(PYTEST) lib tests/lib
 
-test-book: book notebooks
+test-book: book notebooks browser
 	$(PYTEST) tests/book
 
 # JupyterLab opens the chapters' .md sources as notebooks (jupytext's viewer by default).
