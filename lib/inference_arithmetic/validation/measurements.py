@@ -498,9 +498,7 @@ def predicted(m: Measurement, scenario: Scenario | None = None, **options) -> fl
     if m.mode == "closed":
         r = simulation.closed_loop(s.replace(batch=1, in_waves=False), m.batch, m.requests)
         seconds, done = r["elapsed"], m.requests
-    elif m.mode == "waves" and s.step == "kernels" and s.engine.batching == "continuous":
-        # The engine's schedule step by step, as ``in_waves`` follows it, of a published
-        # run's size even past ``serve``'s BURST_LIMIT (trtllm-bench's 30,000 requests).
+    elif _bursts(m, s):
         r = simulation.burst(s)
         seconds, done = r["elapsed"], m.batch
     elif m.mode == "waves":
@@ -595,10 +593,18 @@ def _affine_seconds(m: Measurement, s: Scenario, figures: dict) -> np.ndarray:
     return base + sum(slopes[n] * np.asarray(figures[n], dtype=float) for n in figures)
 
 
+def _bursts(m: Measurement, s: Scenario) -> bool:
+    """Whether ``m``'s run is timed as its engine's burst, step by step (``simulation.burst``,
+    as ``in_waves`` follows it, of a published run's size even past ``serve``'s BURST_LIMIT:
+    trtllm-bench's 30,000 requests): requests sent at once to a continuous engine, on the
+    kernel model."""
+    return m.mode == "waves" and s.step == "kernels" and s.engine.batching == "continuous"
+
+
 def _seconds(m: Measurement, s: Scenario, figures: dict):
     """The seconds ``s`` (of ``m``) takes on the kernel model at ``figures`` (numbers or
     arrays, broadcast)."""
-    if m.mode == "waves" and s.engine.batching == "continuous":
+    if _bursts(m, s):
         return simulation.burst(s, **figures)["elapsed"]
     return _generation(s.model, s.parallel).from_values({**s.values(), **figures})
 
