@@ -304,6 +304,28 @@ def test_a_gpu_without_a_measurement_takes_its_vendors_median():
         achieved_figure(ia.gpu("h100-sxm"), "speed")
 
 
+def test_a_blackwell_datacenter_gpu_multiplies_fp4_at_its_own_measured_rate():
+    # Not the workstation cards' median (0.80: RTX PRO 6000, RTX 5090, DGX Spark): the B200's
+    # own CUTLASS NVFP4 product, 3,370.423 TFLOP/s at 1,024 x 7,168 x 4,608 (FlashInfer PR
+    # 1979), 0.374 of 9 PFLOP/s, read back through the step model's m / (m + m_c) at the
+    # 150 rows of m_c the B200 takes: 0.374 x 1,174 / 1,024 = 0.429.
+    from inference_arithmetic.hardware.gpus import achieved_figure
+
+    b200 = ia.gpu("b200")
+    value, where = achieved_figure(b200, "matmul.fp4")
+    assert where == "achieved.matmul.fp4 of b200"
+    half = b200.achieved_figure("matmul_half_rows.fp4")
+    assert value == pytest.approx(
+        3370.423e12 / b200.flop_rate("fp4") * (1024 + half) / 1024, abs=5e-4
+    )
+    workstations = [ia.gpu(n).achieved["matmul.fp4"] for n in ("rtx-pro-6000", "rtx-5090")]
+    assert value < 0.6 * min(workstations)
+    # The GB200's GPU is the same die: it takes the B200's fraction, sourced as such.
+    gb200 = ia.gpu("gb200")
+    assert achieved_figure(gb200, "matmul.fp4") == (value, "achieved.matmul.fp4 of gb200")
+    assert "B200's measurement" in gb200.sources["achieved.matmul.fp4"]
+
+
 def test_usable_memory_is_what_the_driver_reports():
     h100 = ia.gpu("h100-sxm")
     assert h100.usable_memory_bytes == 81559 * 2**20 > h100.memory_bytes
