@@ -331,6 +331,23 @@ def test_a_row_is_read_in_its_stated_formats_or_set_aside_naming_the_format():
         published._measurement({**row, "weights_dtype": "GGUF Q3_K_S"})
 
 
+def test_a_vllm_0_19_run_is_timed_with_the_v1_batch_its_release_kept():
+    """vLLM 0.19 kept 0.10-0.11's batch defaults (``published.VLLM_V1``): its rows are timed
+    with vllm@0.11, whose ``vllm serve`` steps 8,192 tokens on an H100, not V0's fitted 512. A
+    20,000-token prompt then takes 3 steps beside the closed loop's decodes, not 40, and its
+    first token comes far sooner."""
+    from inference_arithmetic.validation import published
+
+    rows = [m for m in published.validation_set()[0] if m.source == "VLLM_FP8KV"]
+    assert len(rows) == 6 and {m.engine for m in rows} == {"vllm@0.11"}
+    assert {m.engine_version.split()[0] for m in rows} == {"v0.19.1"}
+    s = rows[0].scenario()
+    assert (s.token_budget, s.engine.max_num_seqs) == (8192, 1024)
+    first = next(m for m in rows if m.metric == "ttft_s")
+    v0 = dataclasses.replace(first, engine="vllm@0.7")
+    assert measurements.predicted(v0) > 1.4 * measurements.predicted(first)
+
+
 def test_a_vllm_run_is_timed_with_its_versions_profile_or_its_stated_budget():
     """A vLLM 0.10-0.11 row is timed with the profile vllm@0.11, whose ``vllm serve`` batch
     steps 8,192 tokens and 1,024 requests on a GPU of 70 GiB or more that is not an A100, 2,048

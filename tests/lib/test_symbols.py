@@ -35,6 +35,7 @@ FRACTIONAL = {
     "ring_bandwidth",
     "matmul_half_rows",
     "attention_half_len",
+    "attention_half_head",
     "grouped_matmul",
     "expert_imbalance",
 }

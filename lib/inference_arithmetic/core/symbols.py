@@ -134,6 +134,7 @@ alpha_ar  | allreduce_latency    | \alpha_{ar}  | real0  | s          | time of 
 beta_ar   | allreduce_bandwidth  | \beta_{ar}   | real   | B/s        | bytes per second a one-shot all-reduce adds per byte of its message, 2 (n - 1) / n of them (its measured slope)
 m_c       | matmul_half_rows     | m_c          | real   | rows       | token rows at which a matrix product reaches half its large-product rate (tile and wave quantization)
 T_a       | attention_half_len   | T_a          | real   | tokens     | prompt length at which FlashAttention reaches half its rate on long prompts
+d_a       | attention_half_head  | d_a          | real   | numbers    | head size at which FlashAttention reaches half its rate (a query-key pair's exponential takes as long as its products)
 tau_a     | decode_attention_latency | \tau_a   | real0  | s          | fixed time of one decode-attention kernel (its launch and the merge of its splits)
 h_kv      | kv_reread_hits       | h_{kv}       | real0  | fraction   | fraction of a decode-attention kernel's repeated reads of a KV head that the L2 cache serves (a kernel that reads it once per query head)
 g_e       | grouped_matmul       | g_e          | real   | fraction   | fraction of a single product's rate (compute and bandwidth) a grouped product over many experts' matrices reaches
@@ -230,6 +231,7 @@ LABELS = {
     "allreduce_bandwidth": "all-reduce bandwidth",
     "matmul_half_rows": "matmul half-rate rows",
     "attention_half_len": "attention half-rate length",
+    "attention_half_head": "attention half-rate head size",
     "decode_attention_latency": "decode attention latency",
     "kv_reread_hits": "KV re-reads from L2",
     "grouped_matmul": "grouped product efficiency",

@@ -16,10 +16,11 @@ with B_d = 0 and P_t = B T, a decode step the one with P_t = 0 and B_d = B. Per 
 
 - the input norm; the attention projections (one product of the token rows by the query, key
   and value weights); RoPE and the cache write; attention (prompts: causal, at FlashAttention's
-  rate eta_a; decodes: reading every request's cache at eta_kv of the bandwidth, each KV head
-  once for its query group when ``sigma_kv`` is 1, once per query head when it is 0, the L2
-  cache serving h_kv of the repeats); the
-  output projection; an all-reduce of the activations (tensor parallelism);
+  rate eta_a, less on short prompts, T / (T + T_a), and on small heads, d / (d + d_a);
+  decodes: reading every request's cache at eta_kv of the bandwidth, each KV head once for its
+  query group when ``sigma_kv`` is 1, once per query head when it is 0, the L2 cache serving
+  h_kv of the repeats); the output projection; an all-reduce of the activations (tensor
+  parallelism);
 - the residual and the second norm; the feed-forward products (gate and up, the activation,
   down), or an MoE layer's router and grouped expert products; a second all-reduce;
 
@@ -76,6 +77,7 @@ from inference_arithmetic.core.symbols import (
     beta,
     beta_ar,
     beta_rg,
+    d_a,
     d_h,
     d_nope,
     d_rope,
@@ -104,6 +106,7 @@ from inference_arithmetic.formulas import parallel as parallelism
 
 __all__ = [
     "OPTIONS",
+    "ATTENTION_HEAD",
     "KINDS",
     "Kernel",
     "matmul_rate",
@@ -142,6 +145,12 @@ OPTIONS = ("prefix", "speculative")
 ``speculative``, each decoding request verifying gamma drafted tokens, gamma + 1 rows
 (``techniques.verified_tokens``). Without them the formulas are the plain step's, unchanged."""
 """What a kernel is: a product with weights, attention, a pass over activations, a message."""
+
+
+ATTENTION_HEAD = 128
+"""The head (numbers per query-key product) the GPUs' FlashAttention figures were read at
+(``prompt_attention`` and ``attention_half_len``: FlashAttention-3's forward pass, head dim
+128); a head of d numbers runs at (d / (d + d_a)) / (128 / (128 + d_a)) of that rate."""
 
 
 @dataclass(frozen=True)
@@ -287,8 +296,13 @@ def _attention(arch, share, split, windowed, mla, new=T, rows=1):
     again = (H / H_kv - 1) * (1 - h_kv)
     reads = 1 if arch.is_mla else sigma_kv + (1 - sigma_kv) * (1 + again)
     decode_bytes = (b_a if expanded else b_kv) * B_d * read * per_token * reads / split
-    # FlashAttention's rate grows with the prompt's length: T / (T + T_a) of its long-prompt rate.
-    prompt_rate = eta_a * pi * T / (T + T_a)
+    # FlashAttention's rate grows with the prompt's length: T / (T + T_a) of its long-prompt rate;
+    # and with the head: each query-key pair's exponential and rescaling do not shrink with it,
+    # so a head of d numbers (the mean of its two products' widths) runs at d / (d + d_a) of
+    # an endless head's rate, taken relative to the figures' head (ATTENTION_HEAD).
+    head = (qk_prompt + v_prompt) / 2
+    heads = head / (head + d_a) * (ATTENTION_HEAD + d_a) / ATTENTION_HEAD
+    prompt_rate = eta_a * pi * T / (T + T_a) * heads
     prompt = _kernel(
         "prompt attention",
         "attention",

@@ -111,6 +111,7 @@ ACHIEVED = (
     "kv_reread_hits",
     "prompt_attention",
     "attention_half_len",
+    "attention_half_head",
     "allreduce_latency.nccl",
     "allreduce_latency.custom",
     "allreduce_bandwidth.nccl",
@@ -125,13 +126,16 @@ bandwidth a product reads 16-bit weights at (``stream.<dtype>``: weights of anot
 ``decode_attention``, of the peak bandwidth in decode attention, and
 ``decode_attention_latency``, its fixed seconds; ``kv_reread_hits``, of a kernel's repeated
 reads of a KV head (once per query head) that the L2 cache serves; ``prompt_attention``, of
-the peak FLOP/s FlashAttention reaches on long prompts, and ``attention_half_len``, the
-prompt length at which it reaches half of that; ``allreduce_latency.<nccl|custom>`` and
+the peak FLOP/s FlashAttention reaches on long prompts (at heads of 128 numbers, as measured),
+``attention_half_len``, the prompt length at which it reaches half of that, and
+``attention_half_head``, the head size at which it would (its exponentials per query-key pair
+taking as long as its products); ``allreduce_latency.<nccl|custom>`` and
 ``allreduce_bandwidth.<nccl|custom>``, the seconds of the smallest all-reduce over the GPU's
 link and the bytes per second its time grows by. ``matmul_half_rows``, ``decode_attention``
 and ``prompt_attention`` may also be given per format (``decode_attention.fp32``). Each present
 one needs a source, keyed ``achieved.<name>``."""
-_AMOUNTS = ("matmul_half_rows", "attention_half_len", "decode_attention_latency")
+_AMOUNTS = ("matmul_half_rows", "attention_half_len", "attention_half_head")
+_AMOUNTS += ("decode_attention_latency",)
 _AMOUNTS += tuple(f"matmul_half_rows.{dtype}" for dtype in FLOP_DTYPES)
 _AMOUNTS += tuple(
     f"allreduce_{k}.{a}" for k in ("latency", "bandwidth") for a in ("nccl", "custom")

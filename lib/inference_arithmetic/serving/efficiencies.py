@@ -96,6 +96,7 @@ def _found_figures(g, e, compute_dtype: str, dtype: str, step: str) -> dict:
         "matmul_half_rows": g.achieved_figure(f"matmul_half_rows.{compute_dtype}"),
         "grouped_matmul": g.achieved_figure("grouped_matmul"),
         "attention_half_len": g.achieved_figure("attention_half_len"),
+        "attention_half_head": g.achieved_figure("attention_half_head"),
         "decode_attention_latency": g.achieved_figure("decode_attention_latency"),
         "kv_reread_hits": g.achieved_figure("kv_reread_hits"),
     }

@@ -91,10 +91,11 @@ TERMS = (
         {"step_overhead": 0.0, "request_overhead": 0.0},
     ),
     Term("the latency of all-reduces", {"allreduce_latency": 0.0, "ring_latency": 0.0}),
-    # m_c and T_a are positive sizes: a billionth of a row or a token is none.
+    # m_c, T_a and d_a are positive sizes: a billionth of a row, a token or a number is none.
     Term("small products' partial tiles", {"matmul_half_rows": 1e-9}),
     Term("grouped expert products below the dense rate", {"grouped_matmul": 1.0}),
     Term("FlashAttention's slower start on short prompts", {"attention_half_len": 1e-9}),
+    Term("FlashAttention's slower rate on small heads", {"attention_half_head": 1e-9}),
     Term(
         "activations and messages in the compute format",
         {"activation_bytes_per_number": lambda s: bytes_per_number(s.dtype)},
