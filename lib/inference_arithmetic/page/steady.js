@@ -169,7 +169,7 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
     var chainValues = {requests_per_s: rate, output_len: O, mean_step: t,
       step_slope: Math.max(perStep(more) - t, 1e-300),
       burst_ratio: burst / meanK, burst_covariance: cross / steps,
-      step_noise: Math.max(noise / steps, 0)};
+      step_noise: Math.max(noise / steps, 0), decode_step: step(decodes, 0)};
     var steady = {};
     for (var name in data.steady) steady[name] = call(data.steady[name], chainValues);
     if (steady.gain >= 1) return null;
@@ -237,7 +237,10 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
     });
     var qs = q.percentiles.map(function (x) { return x / 100; });
     var first = iaQuantiles.mixture(share, starts, widths, qs, q.grid);
-    var token = iaQuantiles.normal(steady.tpot, steady.tpot_spread, q.normal);
+    var token = q.normal.map(function (z) {  // queueing.TPOT_QUANTILE: a gamma's, skewed
+      return call(q.tpot, {tpot: steady.tpot, tpot_spread: steady.tpot_spread,
+        tpot_skewness: steady.tpot_skewness, z: z});
+    });
     var named = {ttft: {}, tpot: {}};
     q.names.forEach(function (name, i) {
       named.ttft[name] = first[i]; named.tpot[name] = token[i] / E;
