@@ -478,20 +478,23 @@ class Engine:
         later = np.cumsum(moves[:, ::-1], axis=1)[:, ::-1] - moves  # P(j > r - 1), by r - 1
         following = np.where(behind > 0, later / np.maximum(behind, TINY) - (COUNTS + 1), 0.0)
         # Tokens up to its own last, of rank r, for each of its own prompt's lengths (a row
-        # each; the r - 1 before it of the mean), and the share of arrivals of each.
-        own = COUNTS * float(self.new) + np.array(self.own[0])[:, None]
-        of_own = np.array(self.own[1])[:, None]
+        # each) and each point of the sum of the r - 1 prompts' before it (``loads``: where
+        # lengths differ, a step that holds them whole lasts as their sum does), and the share
+        # of arrivals of each.
+        own = self.loads[None] + np.array(self.own[0])[:, None, None]
+        of_own = np.array(self.own[1])[:, None, None]
         parts = []
         for k in np.nonzero(picked > TINY)[0]:
             n = int(n_steps[k])
-            ahead = np.maximum(self.tokens[k] - np.arange(1, n + 1) * room, 0.0)[:, None, None]
+            ahead = np.maximum(self.tokens[k] - np.arange(1, n + 1) * room, 0.0)
+            ahead = ahead[:, None, None, None]
             for is_last, w in ((True, last[k]), (False, behind[k])):
                 # Parts that cannot reach TINY for any own length are never made.
                 keep = picked[k] / n * w * of_own.max() > TINY
                 reach = ahead + own[:, keep]
-                others = 0.0 if is_last else following[k, keep] * float(self.new)
+                others = 0.0 if is_last else following[k, keep, None] * float(self.new)
                 step = np.broadcast_to(reach + others, reach.shape).ravel()
-                share = picked[k] / n * (of_own * w[keep])
+                share = picked[k] / n * (of_own * (w[keep, None] * self.load_shares[keep]))
                 share = np.broadcast_to(share, (n, *share.shape))
                 kept = share.ravel() > TINY  # the parts that can move a quantile
                 parts.append((share.ravel()[kept], reach.ravel()[kept], step[kept], spans[k] / n))
