@@ -324,15 +324,15 @@ def test_one_percentile_default_everywhere():
 @pytest.mark.slow
 def test_the_plan_of_issue_35_answers_with_todays_vllm():
     # Llama 3.1 70B at 10 requests/s within p99 TTFT 0.5 s and TPOT 50 ms on H100s: today's
-    # vLLM ("vllm", its newest: vllm@0.11), whose vllm serve steps 8,192 tokens on an H100,
-    # needs 16 GPUs; the 2025 profile's fitted 512-token step (the default, vllm@0.7) needs 32
+    # vLLM (the default, "vllm", its newest: vllm@0.11), whose vllm serve steps 8,192 tokens
+    # on an H100, needs 16 GPUs; the 2025 profile's fitted 512-token step (vllm@0.7) needs 32
     # (its prefills take 4 steps of 512 where one of 8,192 holds them, so TTFT binds at a
     # lower rate per replica).
     asked = dict(requests_per_s=10, prompt_len=2048, output_len=256, ttft_target=0.5,
                  tpot_target=0.05, percentile=99)  # fmt: skip
-    today = ia.plan("llama-3.1-70b", "h100-sxm", **asked, engine="vllm")
+    today = ia.plan("llama-3.1-70b", "h100-sxm", **asked)
     assert ia.plan("llama-3.1-70b", "h100-sxm", **asked, engine="vllm@0.11") == today
-    old = ia.plan("llama-3.1-70b", "h100-sxm", **asked)
-    assert ia.plan("llama-3.1-70b", "h100-sxm", **asked, engine="vllm@0.7") == old
+    assert ia.plan("llama-3.1-70b", "h100-sxm", **asked, engine="vllm") == today
+    old = ia.plan("llama-3.1-70b", "h100-sxm", **asked, engine="vllm@0.7")
     assert (today["gpus"], old["gpus"]) == (16, 32)
     assert today["ttft"] <= 0.5 and today["tpot"] <= 0.05

@@ -593,8 +593,12 @@ def test_the_continuous_mode_shows_the_percentiles_of_the_steady_state():
             key = calculator.PERCENTILE_KEY.format(time=time, name=name)
             assert key in keys and w.values[key] == value
             assert f", {name}: {ia.format.seconds(value)}" in w.text()
-    normal = ia.queueing.normal_quantiles(1.0, 2.0)
-    assert list(normal) == [1.0 + 2.0 * z for z in ia.queueing.NORMAL_POINTS]
+    # Without skew a request's TPOT is normal; with it, a gamma's: its tail longer than its
+    # head, its median below its mean (the same printed formula the page evaluates).
+    normal = ia.queueing.skewed_quantiles(1.0, 2.0)
+    assert list(normal) == pytest.approx([1.0 + 2.0 * z for z in ia.queueing.NORMAL_POINTS])
+    p50, p90, p99 = ia.queueing.skewed_quantiles(1.0, 2.0, 0.8)
+    assert p50 < 1.0 and p99 - p90 > normal[2] - normal[1]
     runtime = script("quantiles.js") + script("steady.js")
     for number in ("4096", "1e-9", "0.99", "1.28", "2.32", "p99"):
         assert number not in runtime, number
@@ -609,6 +613,7 @@ def test_the_plan_is_judged_on_the_percentile_chosen():
         "percentiles": ia.queueing.PERCENTILES,
         "names": calculator.PERCENTILE_NAMES,
         "normal": ia.queueing.NORMAL_POINTS,
+        "tpot": printing.javascript(ia.queueing.TPOT_QUANTILE),
         "tiny": ia.queueing.TINY,
         "grid": ia.queueing.GRID,
     }

@@ -251,17 +251,18 @@ def test_prefix_cache_and_speculation_are_options(capsys):
 
 @pytest.mark.slow
 def test_the_engine_and_its_token_budget_are_options(capsys):
-    # The p99 plan of issue 35 on H100s: today's vLLM (--engine vllm, its newest, vllm@0.11:
-    # 8,192 tokens a step on an H100) needs 16; the 2025 profile's 512-token budget (the
-    # default, vllm@0.7) 32, and with today's budget that profile's answer is 0.11's too.
+    # The p99 plan of issue 35 on H100s: today's vLLM (the default, --engine vllm, its newest,
+    # vllm@0.11: 8,192 tokens a step on an H100) needs 16; the 2025 profile's 512-token budget
+    # (--engine vllm@0.7) 32, and with today's budget that profile's answer is 0.11's too.
     argv = ("plan", "llama-3.1-70b", "h100-sxm", "--rate", "10", "--ttft", "0.5", "--tpot", "0.05")
     asked = dict(requests_per_s=10, prompt_len=2048, output_len=256, ttft_target=0.5,
                  tpot_target=0.05, percentile=99)  # fmt: skip
     argv += ("--percentile", "99")
-    today = as_json(capsys, *argv, "--engine", "vllm")
-    old = as_json(capsys, *argv)
-    assert today["inputs"]["engine"] == "vllm" and old["inputs"]["engine"] is None  # the default
-    assert (today["gpus"], old["gpus"]) == (16, 32)
+    today = as_json(capsys, *argv)
+    named = as_json(capsys, *argv, "--engine", "vllm")
+    old = as_json(capsys, *argv, "--engine", "vllm@0.7")
+    assert today["inputs"]["engine"] is None and named["inputs"]["engine"] == "vllm"  # default
+    assert named["gpus"] == today["gpus"] and (today["gpus"], old["gpus"]) == (16, 32)
     budget = as_json(capsys, *argv, "--engine", "vllm@0.7", "--token-budget", "8192")
     assert budget.pop("inputs")["token_budget"] == 8192
     want = ia.plan("llama-3.1-70b", "h100-sxm", **asked, engine="vllm@0.7", token_budget=8192)

@@ -376,7 +376,9 @@ def test_the_best_colocated_engine_meets_the_targets_at_its_goodput_and_not_past
 @pytest.mark.slow
 def test_disaggregation_wins_on_long_prompts_under_a_tight_tpot_and_loses_on_short_loose_ones():
     # Chapter 09's two worked cases: a decode pool that never waits behind a prompt, against
-    # prefills that ride along nearly free in memory-bound decode steps.
+    # prefills that ride along nearly free in memory-bound decode steps. The short, loose case
+    # on vLLM 0.7's 512-token step, whose prefills ride along in chunks: at 0.11's 8,192 (the
+    # default) the two layouts tie (1.94 against 1.92 requests/s per GPU, disaggregated ahead).
     name, prompt, output, ttft, tpot = LONG_TIGHT
     wins = disaggregated.compare(
         name,
@@ -397,6 +399,7 @@ def test_disaggregation_wins_on_long_prompts_under_a_tight_tpot_and_loses_on_sho
         ttft_target=ttft,
         tpot_target=tpot,
         most_gpus=24,
+        engine="vllm@0.7",
     )
     assert loses["better"] == "colocated" and loses["ratio"] < 1
     assert loses["ratio"] == pytest.approx(

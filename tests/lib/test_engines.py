@@ -36,9 +36,10 @@ def test_every_engine_is_versioned_and_a_family_means_its_newest():
         family = engines.family(name)
         assert ia.engine(family) is ia.engine(ia.engine_versions(family)[-1])
     assert ia.engine("vllm").name == "vllm@0.11"
-    # The default names its version: vLLM 0.7's 512-token step, where the steady state's
-    # percentiles are held to the simulation (scenario.DEFAULT_ENGINE says why).
-    assert ia.scenario.DEFAULT_ENGINE == "vllm@0.7"
+    # The default is the family's name, so its newest version: the steady state's percentiles
+    # are held to the simulation at its step and at 0.7's (scenario.DEFAULT_ENGINE).
+    assert ia.scenario.DEFAULT_ENGINE == "vllm"
+    assert ia.Scenario("llama-3.1-8b", "h100-sxm").engine.name == "vllm@0.11"
 
 
 def test_vllm_011_batches_by_the_gpu():

@@ -50,11 +50,14 @@ def test_what_is_built_on_first_use_is_built_once_and_stays_public():
     from inference_arithmetic.serving.queueing import STEADY
 
     assert queueing.STEADY is STEADY is queueing.STEADY
-    assert queueing.OWN_TPOT_SPREAD is queueing.OWN_TPOT_SPREAD
+    assert queueing.OWN_TPOT is queueing.OWN_TPOT
+    assert queueing.TPOT_QUANTILE is queueing.TPOT_QUANTILE
     assert queueing.NORMAL_POINTS is queueing.NORMAL_POINTS
     assert queueing.SPREAD_POINTS is queueing.SPREAD_POINTS
     assert lengths.LENGTHS is lengths.LENGTHS
-    assert set(STEADY) == {"decoding", "gain", "variance", "tpot", "busy", "tpot_spread"}
+    assert set(STEADY) == {
+        *("decoding", "gain", "variance", "tpot", "busy", "tpot_spread", "tpot_skewness")
+    }
 
 
 def test_the_package_imports_no_sympy_until_a_formula_is_built():

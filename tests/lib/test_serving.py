@@ -100,7 +100,7 @@ def test_a_report_of_one_output_token_is_refused_as_the_steady_state_refuses_it(
 def test_defaults_are_the_librarys():
     r = calculate(M, G)
     s = ia.Scenario(M, G)
-    assert r["step"] == "kernels" and r["engine"] == "vllm@0.7"  # the fit's vLLM
+    assert r["step"] == "kernels" and r["engine"] == "vllm@0.11"  # the newest vLLM
     assert r["compute_efficiency"] == s.figure("compute_efficiency") == G.achieved["matmul.bf16"]
     assert r["bandwidth_efficiency"] == G.achieved["stream"]
     assert r["memory_utilization"] == timing.DEFAULT_MEMORY_UTILIZATION

@@ -355,6 +355,7 @@ def page_data() -> dict:
             "percentiles": queueing.PERCENTILES,
             "names": PERCENTILE_NAMES,
             "normal": queueing.NORMAL_POINTS,
+            "tpot": javascript(queueing.TPOT_QUANTILE),  # a TPOT's at each of them
             "tiny": queueing.TINY,
             "grid": queueing.GRID,
         },

@@ -1,8 +1,8 @@
-// Quantiles of a request's times on the calculator's page, as ``serving.queueing`` finds them,
-// step for step (the same sums in the same order, so the same numbers): a TTFT's, of a mixture
-// of uniform distributions (``mixture_quantiles``), and a TPOT's, normal about its mean
-// (``normal_quantiles``, of one spread). The numbers they take (the grid's points, a standard
-// normal's quantiles) are the library's, in ``data`` (queueing.GRID, queueing.NORMAL_POINTS).
+// Quantiles of a request's TTFT on the calculator's page, as ``serving.queueing`` finds them,
+// step for step (the same sums in the same order, so the same numbers): of a mixture of uniform
+// distributions (``mixture_quantiles``). The grid's points are the library's, in ``data``
+// (queueing.GRID). A TPOT's quantiles are a printed formula (queueing.TPOT_QUANTILE, at
+// queueing.NORMAL_POINTS), evaluated in steady.js.
 window.iaQuantiles = window.iaQuantiles || {
   // ``qs`` of the mixture of uniforms on [starts[i], starts[i] + widths[i]] of ``weights``: its
   // distribution's second derivative (weight / width at each start, minus at each end) put on
@@ -45,9 +45,5 @@ window.iaQuantiles = window.iaQuantiles || {
       }
       return (at[low + 1] - at[low]) / (cdf[low + 1] - cdf[low]) * (q - cdf[low]) + at[low];
     });
-  },
-  // A normal's quantiles: its mean plus its spread times a standard normal's (``points``).
-  normal: function (mean, spread, points) {
-    return points.map(function (z) { return mean + spread * z; });
   }
 };

@@ -112,7 +112,7 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
   function tau(rate, start) {
     others = null;  // a pipeline's cycle is worked out afresh at each rate
     var t = start || step(0, 0);
-    for (var n = 0; n < 200; n++) {
+    for (var n = 0; n < 1000; n++) {  // as Engine.tau: a step of whole prompts creeps longer
       var c = chain(rate, rate * (O - 1) * t), mean = perStep(c), tail = 0;
       for (var k = N - 8; k < N; k++) tail += c.pi[k];
       if (mean > 1e3 || !isFinite(mean) || tail > 1e-6) return null;
@@ -169,7 +169,7 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
     var chainValues = {requests_per_s: rate, output_len: O, mean_step: t,
       step_slope: Math.max(perStep(more) - t, 1e-300),
       burst_ratio: burst / meanK, burst_covariance: cross / steps,
-      step_noise: Math.max(noise / steps, 0)};
+      step_noise: Math.max(noise / steps, 0), decode_step: step(decodes, 0)};
     var steady = {};
     for (var name in data.steady) steady[name] = call(data.steady[name], chainValues);
     if (steady.gain >= 1) return null;
@@ -193,22 +193,29 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
   function waits(rate, decodes) {  // Engine.waits: an arrival's TTFT, a mixture of uniforms
     var c = chain(rate, decodes), room = Math.max(budget - rows * decodes, 1);
     var spans = product(c.times, c.counts), total = dot(c.pi, spans), tiny = data.quantiles.tiny;
-    var share = [], reach = [], last = [], widths = [];
+    var share = [], reach = [], widths = [], more = [];
     for (var k = 0; k < N; k++) {
       var picked = c.pi[k] * spans[k] / total;
       if (!(picked > tiny)) continue;
       var tokens = k * T, n = tokens > room ? Math.ceil(tokens / room) : 1;
       // Rank r of j + 1 = r arrivals, the last of its prefill; or of more, with others behind.
       var alone = c.moves[k].map(function (x, j) { return x / (j + 1); }), behind = [], after = 0;
-      for (var r = N - 1; r >= 0; r--) { after += alone[r]; behind[r] = after - alone[r]; }
+      var later = [], tail = 0, following = [];  // P(j others > r - 1); the mean count behind
+      for (var r = N - 1; r >= 0; r--) {
+        after += alone[r]; behind[r] = after - alone[r];
+        tail += c.moves[k][r]; later[r] = tail - c.moves[k][r];
+      }
+      for (r = 0; r < N; r++) {
+        following[r] = behind[r] > 0 ? later[r] / Math.max(behind[r], tiny) - (r + 1) : 0;
+      }
       [[true, alone], [false, behind]].forEach(function (kind) {
         for (var i = 1; i <= n; i++) {
           var ahead = Math.max(tokens - i * room, 0);
           for (var j = 0; j < N; j++) {
             var w = picked / n * kind[1][j];
             if (!(w > tiny)) continue;
-            share.push(w); reach.push(ahead + (j * T + T)); last.push(kind[0]);
-            widths.push(spans[k] / n);
+            share.push(w); reach.push(ahead + (j * T + T));
+            widths.push(spans[k] / n); more.push(kind[0] ? 0 : following[j] * T);
           }
         }
       });
@@ -220,7 +227,8 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
     }
     for (var p = 0; p < share.length; p++) {
       var whole = Math.ceil(reach[p] / room);
-      var rest = last[p] ? reach[p] - (whole - 1) * room : room;
+      // Not the last of its prefill: the prompts behind it share its step, up to the room.
+      var rest = Math.min(reach[p] + more[p] - (whole - 1) * room, room);
       starts.push((whole - 1) * timed(room) + timed(rest));
       sum += share[p];
     }
@@ -237,7 +245,10 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
     });
     var qs = q.percentiles.map(function (x) { return x / 100; });
     var first = iaQuantiles.mixture(share, starts, widths, qs, q.grid);
-    var token = iaQuantiles.normal(steady.tpot, steady.tpot_spread, q.normal);
+    var token = q.normal.map(function (z) {  // queueing.TPOT_QUANTILE: a gamma's, skewed
+      return call(q.tpot, {tpot: steady.tpot, tpot_spread: steady.tpot_spread,
+        tpot_skewness: steady.tpot_skewness, z: z});
+    });
     var named = {ttft: {}, tpot: {}};
     q.names.forEach(function (name, i) {
       named.ttft[name] = first[i]; named.tpot[name] = token[i] / E;

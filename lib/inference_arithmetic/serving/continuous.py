@@ -60,7 +60,8 @@ AGREEMENT = {"means": 0.10, "percentiles": 0.15, "percentiles_up_to": 0.85}
 library's tests hold it (tests/lib/test_continuous.py, test_disaggregated.py) and the book
 says: each mean, TTFT and TPOT, within ``means`` (relative) of the simulation's up to 0.9 of
 the saturation rate, and each p90 and p99 within ``percentiles`` up to ``percentiles_up_to``
-of it."""
+of it. Held at vLLM 0.11's 8,192-token step (the default) and at 0.7's 512; a pipeline's at
+0.7's only (tests/lib/test_pipeline.py says why)."""
 
 SATURATED = (
     "{rate} requests per second saturate {model} on {n_gpus} x {gpu}: it keeps up with at most "

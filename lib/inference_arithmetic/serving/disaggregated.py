@@ -30,7 +30,8 @@ Each replica of a pool takes an equal share of the requests, a Poisson stream of
 random router makes it). The percentiles of each request's TTFT and TPOT come from the same
 chains: the TTFT's as a mixture of uniform distributions (``_Prefill._waits``, summed as
 ``queueing.mixture_quantiles`` sums the colocated engine's), shifted by the transfer; the
-TPOT's normal about its mean with the decode replica's ``STEADY["tpot_spread"]``.
+TPOT's about its mean with the decode replica's ``STEADY["tpot_spread"]`` (a normal: its steps
+carry no prefill, so no skew).
 """
 
 from __future__ import annotations
@@ -206,15 +207,16 @@ def _decode(s: Scenario) -> _Decode:
 def _decode_state(s: Scenario, rate: float) -> dict | None:
     """The decode replica's steady state at ``rate``, with each request's TPOT (its wait to
     join and its steps, over its O - 1 tokens: a speculating step yields ``tokens_per_step``)
-    and its percentiles: normal about it with the spread of the colocated engine's
-    (``STEADY["tpot_spread"]``: here the decoding count's, its steps having no prompts), per
-    token too; None if saturated."""
+    and its percentiles: about it with the spread and skewness of the colocated engine's
+    (``STEADY["tpot_spread"]``, ``["tpot_skewness"]``: here the decoding count's, a normal,
+    its steps having no prompts), per token too; None if saturated."""
     state = _decode(s).state(rate)
     if state is None or not state["ok"]:
         return None
     tokens = s.tokens_per_step
     tpot = state["tpot"] / tokens + state["ttft"] / (s.output_len - 1)
-    spread = queueing.normal_quantiles(tpot, state["tpot_spread"] / tokens)
+    skew = state["tpot_skewness"]
+    spread = queueing.skewed_quantiles(tpot, state["tpot_spread"] / tokens, skew)
     return {**state, "join": state["ttft"], "tpot": tpot, "percentiles": queueing.named(spread)}
 
 

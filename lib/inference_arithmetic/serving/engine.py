@@ -4,10 +4,10 @@ steps as the queueing chain of ``serving.queueing``, as functions of the arrival
 
 >>> s = stream_scenario("llama-3.1-70b", "h100-sxm", 2048, 256, n_gpus=4)
 >>> memory_capacity(s), in_flight(s)  # requests of 2,304 tokens its memory holds; batches
-(220, 1)
->>> piped = s.replace(parallel="pipeline")  # four stages: four micro-batches, each of 55
+(219, 1)
+>>> piped = s.replace(parallel="pipeline")  # four stages: four micro-batches, each of 54
 >>> memory_capacity(piped), in_flight(piped)
-(55, 4)
+(54, 4)
 
 The engine (``scenario.STEP_FORMULAS``: ``formulas.kernels.step``, or chapter 08's roofline
 ``formulas.continuous.step``): every step decodes one token of each running request and
@@ -51,10 +51,10 @@ from inference_arithmetic.serving.queueing import (
     future_sums,
     mixture_quantiles,
     named,
-    normal_quantiles,
-    own_tpot_spreads,
+    own_tpot,
     poisson,
     runaway_weight,
+    skewed_quantiles,
     stationary,
     steady_at,
 )
@@ -162,7 +162,7 @@ class Engine:
 
     >>> e = engine_of(stream_scenario("llama-3.1-8b", "h100-sxm", 1024, 128))
     >>> e.capacity, e.stages  # requests its memory holds, batches in flight
-    (403, 1)
+    (400, 1)
     >>> state = e.state(4.0)  # 4 requests a second
     >>> state["ok"], state["mean_step"] < state["tpot"] < state["ttft"] < state["request_time"]
     (True, True)
@@ -318,7 +318,9 @@ class Engine:
         # the fixed point comes back down; one that makes the chain run away is undone, and
         # the plain iteration decides. The answer is a fixed point to the same tolerance.
         previous, accelerate = None, True
-        for _ in range(200):  # converges in tens of steps below saturation; creeps at it
+        # Tens of steps below saturation; it creeps at it, longest where a step is far larger
+        # than a prompt (220 for the 8B at vLLM 0.11's 8,192 tokens, from a step of nothing).
+        for _ in range(1000):
             chain = self.chain(rate, [rate * (self.O - 1) * tau])
             times, _, weights, counts = (part[0] for part in chain)
             mean = float((weights * counts) @ times / (weights @ counts))
@@ -405,6 +407,8 @@ class Engine:
             "burst_ratio": float(weights @ (prompts * (2 * zk - prompts)) / (weights @ COUNTS)),
             "burst_covariance": float(weights @ (prompts * (zt - seconds)) / steps),
             "step_noise": max(float(weights @ (seconds * (2 * zt - seconds)) / steps), 0.0),
+            # The step of the decodes alone: the rest of a request's mean step is prefill.
+            "decode_step": float(self.steps(decodes, np.zeros(1))[0]),
         }
         steady = steady_at(chain)
         if steady["gain"] >= 1:
@@ -474,20 +478,23 @@ class Engine:
         later = np.cumsum(moves[:, ::-1], axis=1)[:, ::-1] - moves  # P(j > r - 1), by r - 1
         following = np.where(behind > 0, later / np.maximum(behind, TINY) - (COUNTS + 1), 0.0)
         # Tokens up to its own last, of rank r, for each of its own prompt's lengths (a row
-        # each; the r - 1 before it of the mean), and the share of arrivals of each.
-        own = COUNTS * float(self.new) + np.array(self.own[0])[:, None]
-        of_own = np.array(self.own[1])[:, None]
+        # each) and each point of the sum of the r - 1 prompts' before it (``loads``: where
+        # lengths differ, a step that holds them whole lasts as their sum does), and the share
+        # of arrivals of each.
+        own = self.loads[None] + np.array(self.own[0])[:, None, None]
+        of_own = np.array(self.own[1])[:, None, None]
         parts = []
         for k in np.nonzero(picked > TINY)[0]:
             n = int(n_steps[k])
-            ahead = np.maximum(self.tokens[k] - np.arange(1, n + 1) * room, 0.0)[:, None, None]
+            ahead = np.maximum(self.tokens[k] - np.arange(1, n + 1) * room, 0.0)
+            ahead = ahead[:, None, None, None]
             for is_last, w in ((True, last[k]), (False, behind[k])):
                 # Parts that cannot reach TINY for any own length are never made.
                 keep = picked[k] / n * w * of_own.max() > TINY
                 reach = ahead + own[:, keep]
-                others = 0.0 if is_last else following[k, keep] * float(self.new)
+                others = 0.0 if is_last else following[k, keep, None] * float(self.new)
                 step = np.broadcast_to(reach + others, reach.shape).ravel()
-                share = picked[k] / n * (of_own * w[keep])
+                share = picked[k] / n * (of_own * (w[keep, None] * self.load_shares[keep]))
                 share = np.broadcast_to(share, (n, *share.shape))
                 kept = share.ravel() > TINY  # the parts that can move a quantile
                 parts.append((share.ravel()[kept], reach.ravel()[kept], step[kept], spans[k] / n))
@@ -501,9 +508,10 @@ class Engine:
 
     def percentiles(self, state) -> dict:
         """p50, p90 and p99 of each request's TTFT and TPOT in the steady ``state``: the TTFT's
-        distribution (``waits``) over the spread of the decodes an arrival meets, the TPOT
-        normal about its mean with ``STEADY["tpot_spread"]``, per token as ``steady_state_of``
-        counts it (a speculating step's over the tokens it yields)."""
+        distribution (``waits``) over the spread of the decodes an arrival meets, the TPOT a
+        gamma about its mean with ``STEADY["tpot_spread"]`` and ``["tpot_skewness"]``
+        (``queueing.skewed_quantiles``), per token as ``steady_state_of`` counts it (a
+        speculating step's over the tokens it yields)."""
         node_weights = np.array(queueing.SPREAD_POINTS[1])
         self.others = state["others"]  # the cycle of that state's rate (a pipeline's)
         parts = [self.waits(state["requests_per_s"], d) for d in state["met"]]
@@ -513,10 +521,10 @@ class Engine:
         starts, widths = (np.concatenate([p[i] for p in parts]) for i in (1, 2))
         qs = np.array(PERCENTILES) / 100
         ttft = mixture_quantiles(share, starts, widths, qs)
-        spreads = [state["tpot_spread"]]
-        if len(self.outputs[0]) > 1:  # a spread of each output length's requests
-            spreads = own_tpot_spreads(state, self.outputs[0])
-        tpot = normal_quantiles(state["tpot"], spreads, self.outputs[1])
+        spreads, skews = [state["tpot_spread"]], [state["tpot_skewness"]]
+        if len(self.outputs[0]) > 1:  # a spread and a skew of each output length's requests
+            spreads, skews = own_tpot(state, self.outputs[0])
+        tpot = skewed_quantiles(state["tpot"], spreads, skews, self.outputs[1])
         return {"ttft": named(ttft), "tpot": named(tpot / self.s.tokens_per_step)}
 
 

@@ -4,7 +4,7 @@ steady state's relations, and the quantiles of the times they give.
 >>> moves = poisson([0.5] * PROMPT_COUNTS)  # every state: Poisson(0.5) prompts next
 >>> round(float(stationary(moves) @ COUNTS), 6)  # the stationary mean of K
 0.5
->>> named(normal_quantiles(1.0, 0.0))
+>>> named(skewed_quantiles(1.0, 0.0))
 {'p50': 1.0, 'p90': 1.0, 'p99': 1.0}
 
 The engine (``serving.engine``) is a Markov chain on K, the prompts that arrived during the step
@@ -20,11 +20,17 @@ lambda requests a second with steps of mean length tau (chapter 10 derives each 
   that more decodes feed back (``STEADY``);
 - a request meets steps in proportion to their decodes, so its time per output token is
   E[B_d t] / E[B_d] = tau + Cov(B_d, t) / B_d, longer than the mean step; an arrival meets the
-  engine in proportion to time, when it is busier.
+  engine in proportion to time, when it is busier;
+- a request's own TPOT, the mean of its O - 1 steps, spreads with B_d's drift and with the
+  prefill time its steps carry, the chain's long-run noise over O - 1 steps fed back as B_d's
+  count is (1 / (1 - g)); that prefill time is a sum of a random count of prompts' prefills,
+  skewed as a gamma is (``tpot_skewness``): where a step far larger than a prompt holds whole
+  prompts (vLLM's 8,192 tokens), a few long steps among short ones make its tail.
 
 ``STEADY`` is SymPy: the library evaluates it, the calculator's page prints it to JavaScript.
 The percentiles of each request's TTFT come from a mixture of uniform distributions
-(``mixture_quantiles``), its TPOT's from normal ones (``normal_quantiles``).
+(``mixture_quantiles``), its TPOT's from a gamma's by Wilson and Hilferty's cube
+(``TPOT_QUANTILE``, ``skewed_quantiles``), printed to JavaScript too.
 """
 
 from __future__ import annotations
@@ -37,8 +43,9 @@ import sympy
 from inference_arithmetic.core import cache
 from inference_arithmetic.core.symbols import O
 
-__all__ = ["PROMPT_COUNTS", "PERCENTILES", "SPREAD_POINTS", "STEADY", "OWN_TPOT_SPREAD"]
-__all__ += ["NORMAL_POINTS", "poisson", "stationary", "normal_quantiles", "mixture_quantiles"]
+__all__ = ["PROMPT_COUNTS", "PERCENTILES", "SPREAD_POINTS", "STEADY", "OWN_TPOT"]
+__all__ += ["TPOT_QUANTILE", "TPOT_POINT", "NORMAL_POINTS", "poisson", "stationary"]
+__all__ += ["skewed_quantiles", "mixture_quantiles"]
 
 PROMPT_COUNTS = 64
 """Prompts per step the chain keeps, 0 to 63: far past any Poisson mean below saturation
@@ -67,15 +74,21 @@ SPREAD_POINTS: tuple[tuple[float, ...], ...]
 """Gauss-Hermite nodes and weights of a standard normal (``_spread_points``)."""
 STEADY: dict[str, sympy.Expr]
 """The steady state's relations (module docstring; ``_relations``)."""
-OWN_TPOT_SPREAD: sympy.Expr
-"""``STEADY["tpot_spread"]`` of a request of ``own_output_len`` tokens (``_relations``)."""
+OWN_TPOT: dict[str, sympy.Expr]
+"""``STEADY["tpot_spread"]`` and ``["tpot_skewness"]`` of a request of ``own_output_len``
+tokens, as ``"spread"`` and ``"skewness"`` (``_relations``)."""
+TPOT_QUANTILE: sympy.Expr
+"""A TPOT's value at a standard normal's ``z``: a gamma's of its mean, spread and skewness
+(``_skewed``)."""
+TPOT_POINT: sympy.Expr
+"""The inverse of ``TPOT_QUANTILE``: the ``z`` of a TPOT's ``value`` (``_skewed``)."""
 
 
 @functools.cache
 def _normal_points() -> tuple[float, ...]:
-    """``NORMAL_POINTS``: a standard normal's quantile at each of ``PERCENTILES``. A normal
-    TPOT's is its mean plus its spread times each (``normal_quantiles``; the calculator's page
-    takes them as numbers)."""
+    """``NORMAL_POINTS``: a standard normal's quantile at each of ``PERCENTILES``. A TPOT's is
+    ``TPOT_QUANTILE`` at each (``skewed_quantiles``; the calculator's page takes them as
+    numbers)."""
     import statistics
 
     return tuple(statistics.NormalDist().inv_cdf(q / 100) for q in PERCENTILES)
@@ -92,45 +105,86 @@ def _spread_points() -> tuple[tuple[float, ...], ...]:
 
 
 @functools.cache
-def _relations() -> tuple[dict, sympy.Expr]:
+def _relations() -> tuple[dict, dict]:
     """``STEADY``, the steady state's relations (module docstring), SymPy expressions of the
     rate, the output length and the chain's ``mean_step``, ``step_slope``, ``burst_ratio``,
-    ``burst_covariance`` and ``step_noise``; and ``OWN_TPOT_SPREAD``, ``STEADY["tpot_spread"]``
-    of a request of ``own_output_len`` tokens among requests of a mean ``output_len``
-    (``serving.lengths``)."""
+    ``burst_covariance``, ``step_noise`` and ``decode_step``; and ``OWN_TPOT``,
+    ``STEADY["tpot_spread"]`` and ``STEADY["tpot_skewness"]`` of a request of
+    ``own_output_len`` tokens among requests of a mean ``output_len`` (``serving.lengths``)."""
     tau = sympy.Symbol("mean_step", positive=True)  # tau, seconds
     slope = sympy.Symbol("step_slope", positive=True)  # dtau/dB_d, s per decoding request
     burst = sympy.Symbol("burst_ratio", positive=True)  # long-run variance of K over its mean
     cross = sympy.Symbol("burst_covariance", real=True)  # sum over j >= 1 of Cov(K_0, t_j)
     noise = sympy.Symbol("step_noise", nonnegative=True)  # long-run variance of t, s^2 a step
+    alone = sympy.Symbol("decode_step", positive=True)  # a step of the B_d decodes alone, s
     own = sympy.Symbol("own_output_len", positive=True)  # of one request, where lengths differ
     decoding = RATE * (O - 1) * tau
     gain = RATE * (O - 1) * slope
     variance = decoding * burst / (1 - gain)
     covariance = slope * variance + cross
+    tpot = tau + covariance / decoding
+
+    def prefills(own):
+        """The variance of the prefill time a request's ``own`` - 1 steps carry, per step: the
+        chain's long-run noise averaged over them, fed back as B_d's count is (the prompts
+        that arrive in its life join the decodes, whose longer steps gather more prompts)."""
+        return noise / ((own - 1) * (1 - gain))
 
     def tpot_spread(own):
         """A request's own TPOT, the mean of its ``own`` - 1 steps: B_d drifts as slowly as
         a request lives, so its whole spread stays; the prefills' bursts average over its
-        steps."""
-        return sympy.sqrt(slope**2 * variance + noise / (own - 1))
+        steps (``prefills``)."""
+        return sympy.sqrt(slope**2 * variance + prefills(own))
+
+    def tpot_skewness(own):
+        """The skewness of a request's own TPOT: the prefill time its steps carry is a sum of
+        a random count of prompts' prefills, an over-dispersed count whose skewness is a
+        gamma's, twice its spread over its mean (tpot less the step of the decodes alone);
+        B_d's drift adds spread but no skew."""
+        share = prefills(own) / (slope**2 * variance + prefills(own))  # of the variance
+        mean = sympy.Max(tpot - alone, TINY)  # the prefill time a step carries
+        return 2 * share**2 * tpot_spread(own) / mean
 
     steady = {
         "decoding": decoding,  # Little's law: requests decoding in a mean step
         "gain": gain,  # the share of a fluctuation of B_d that comes back
         "variance": variance,  # of B_d
-        "tpot": tau + covariance / decoding,  # E[B_d t] / E[B_d]
+        "tpot": tpot,  # E[B_d t] / E[B_d]
         "busy": decoding + covariance / tau,  # E[B_d t] / E[t]: B_d an arrival meets
         "tpot_spread": tpot_spread(O),  # of a request of the mean length
+        "tpot_skewness": tpot_skewness(O),
     }
-    return steady, tpot_spread(own)
+    return steady, {"spread": tpot_spread(own), "skewness": tpot_skewness(own)}
+
+
+@functools.cache
+def _skewed() -> dict:
+    """``TPOT_QUANTILE`` and ``TPOT_POINT``: a request's TPOT of mean m, spread s and
+    skewness g as a gamma's (Pearson type III), by Wilson and Hilferty's cube: the value at a
+    standard normal's z is m + s y, y = (2 / g) ((1 + g z / 6 - g^2 / 36)^3 - 1), written
+    without dividing by g (so g = 0 is the normal's y = z); and its inverse, the z of a value
+    (``skewed_quantiles`` bisects a mixture on it), with the cube root's difference written
+    the same way."""
+    mean = sympy.Symbol("tpot", positive=True)
+    spread = sympy.Symbol("tpot_spread", nonnegative=True)
+    skew = sympy.Symbol("tpot_skewness", real=True)
+    z, value = sympy.Symbol("z", real=True), sympy.Symbol("value", real=True)
+    a = skew * z / 6 - skew**2 / 36
+    quantile = mean + spread * (z / 3 - skew / 18) * (3 + 3 * a + a**2)
+    y = (value - mean) / sympy.Max(spread, TINY)
+    cube = 1 + skew * y / 2
+    root = sympy.sign(cube) * sympy.Abs(cube) ** sympy.Rational(1, 3)  # the real cube root
+    point = 3 * y / (root**2 + root + 1) + skew / 6
+    return {"quantile": quantile, "point": point}
 
 
 _LAZY = {
     "NORMAL_POINTS": _normal_points,
     "SPREAD_POINTS": _spread_points,
     "STEADY": lambda: _relations()[0],
-    "OWN_TPOT_SPREAD": lambda: _relations()[1],
+    "OWN_TPOT": lambda: _relations()[1],
+    "TPOT_QUANTILE": lambda: _skewed()["quantile"],
+    "TPOT_POINT": lambda: _skewed()["point"],
 }
 
 
@@ -198,24 +252,17 @@ def steady_at(chain: dict) -> dict:
     return dict(zip(_relations()[0], map(float, function(*(chain[a] for a in args))), strict=True))
 
 
-def _own_spread_formula() -> dict:
-    return {"spread": _relations()[1]}
+def _own_tpot_formula() -> dict:
+    return _relations()[1]
 
 
-@functools.cache
-def _own_spread():
-    """``OWN_TPOT_SPREAD`` as a function of its arguments in order, unchecked (a mean length
-    is fractional)."""
-    spread = cache.formulas(_own_spread_formula)
-    return spread.args, spread.bind({}, *spread.args)
-
-
-def own_tpot_spreads(state: dict, outputs) -> np.ndarray:
-    """``OWN_TPOT_SPREAD`` at a steady ``state``'s values for requests of each of ``outputs``
-    (output lengths, counted in steps)."""
-    args, spread = _own_spread()
+def own_tpot(state: dict, outputs) -> tuple[np.ndarray, np.ndarray]:
+    """``OWN_TPOT`` at a steady ``state``'s values for requests of each of ``outputs`` (output
+    lengths, counted in steps): their TPOTs' spreads and skewnesses."""
+    args, own = _unchecked(_own_tpot_formula)  # a mean length is fractional
     values = {**state, "own_output_len": np.array(outputs)}
-    return np.broadcast_to(spread(*(values[a] for a in args))[0], len(outputs))
+    found = own(*(values[a] for a in args))
+    return tuple(np.broadcast_to(x, len(outputs)) for x in found)
 
 
 def named(quantiles) -> dict:
@@ -223,27 +270,56 @@ def named(quantiles) -> dict:
     return {f"p{q}": float(x) for q, x in zip(PERCENTILES, quantiles, strict=True)}
 
 
-def normal_quantiles(mean, spread, weights=(1.0,)) -> np.ndarray:
-    """``PERCENTILES`` of how a request's TPOT spreads about its ``mean``: normal, of standard
-    deviation ``spread`` (``STEADY["tpot_spread"]``); or, given a spread for each of several
-    kinds of request and their shares ``weights``, of that mixture of normal distributions,
-    found by bisection on its distribution function to a millionth of the widest spread."""
+def _quantile_formula() -> dict:
+    return {"quantile": _skewed()["quantile"]}
+
+
+def _point_formula() -> dict:
+    return {"point": _skewed()["point"]}
+
+
+@functools.cache
+def _unchecked(build):
+    """The formula ``build`` makes as a function of its arguments in order, unchecked (of
+    arrays: a spread and a skewness for each kind of request)."""
+    found = cache.formulas(build)
+    return found.args, found.bind({}, *found.args)
+
+
+def skewed_quantiles(mean, spread, skewness=0.0, weights=(1.0,)) -> np.ndarray:
+    """``PERCENTILES`` of how a request's TPOT spreads about its ``mean``: a gamma of standard
+    deviation ``spread`` and ``skewness`` (``STEADY["tpot_spread"]``, ``["tpot_skewness"]``;
+    ``TPOT_QUANTILE`` at each of ``NORMAL_POINTS``, as the calculator's page evaluates it), a
+    normal where the skewness is 0; or, given a spread and a skewness for each of several kinds
+    of request and their shares ``weights``, of that mixture, found by bisection on its
+    distribution function (``TPOT_POINT``) to a millionth of the widest spread."""
     import statistics
 
-    normal, qs = statistics.NormalDist(), np.array(PERCENTILES) / 100
     spreads = np.atleast_1d(np.asarray(spread, dtype=float))
+    skews = np.broadcast_to(np.asarray(skewness, dtype=float), spreads.shape)
     if len(spreads) == 1:
-        return mean + spreads[0] * np.array(_normal_points())
+        one = {"tpot": mean, "tpot_spread": spreads[0], "tpot_skewness": float(skews[0])}
+        quantile = cache.formulas(_quantile_formula)
+        at = [quantile.from_values({**one, "z": z})["quantile"] for z in _normal_points()]
+        return np.array(at, dtype=float)
     weights, spreads = np.asarray(weights) / np.sum(weights), np.maximum(spreads, 1e-300)
-    cdf = np.vectorize(normal.cdf)
+    cdf = np.vectorize(statistics.NormalDist().cdf)
+    kinds = {"tpot": mean, "tpot_spread": spreads, "tpot_skewness": skews}
+
+    def evaluate(build, **more):
+        args, function = _unchecked(build)
+        return np.asarray(function(*({**kinds, **more}[a] for a in args))[0], dtype=float)
+
+    def below(x):  # the share of requests whose TPOT is below x
+        return weights @ cdf(evaluate(_point_formula, value=x))
+
+    reach = [evaluate(_quantile_formula, z=z) for z in (-6.0, 6.0)]
     found = []
-    for q in qs:
-        low, high = mean - 10 * max(spreads), mean + 10 * max(spreads)
+    for q in np.array(PERCENTILES) / 100:
+        low, high = float(np.min(reach[0])), float(np.max(reach[1]))
         while high - low > 1e-6 * max(spreads):
             middle = (low + high) / 2
-            low, high = (
-                (middle, high) if weights @ cdf((middle - mean) / spreads) < q else (low, middle)
-            )
+            low, high = (middle, high) if below(middle) < q else (low, middle)
         found.append((low + high) / 2)
     return np.array(found)
 
@@ -275,4 +351,5 @@ def mixture_quantiles(weights, starts, widths, qs):
 def warm() -> None:
     """Compile and keep in the disk cache the steady state's relations."""
     cache.formulas(_steady_relations)
-    cache.formulas(_own_spread_formula)
+    for build in (_own_tpot_formula, _quantile_formula, _point_formula):
+        cache.formulas(build)

@@ -125,13 +125,12 @@ STEP_FORMULAS = _Imported(
 micro-batch's, stage by stage; expert parallelism's, the kernels' step of the busiest GPU)."""
 DEFAULT_STEP = "kernels"
 """How a scenario times its steps unless it says (``STEPS``)."""
-DEFAULT_ENGINE = "vllm@0.7"
-"""The engine a scenario runs on unless it names one (``ia.engine_names()``): vLLM 0.7, the
-version of the fit set's vLLM runs (chapter 13), whose 512-token step the steady state's
-percentiles are held to the simulation at (``continuous.AGREEMENT``). vLLM's family name,
-``"vllm"``, names its newest, 0.11, whose 8,192-token step on a large GPU they are not yet held
-at (the p99 TTFT and TPOT of a step far larger than a prompt): it becomes the default when they
-are."""
+DEFAULT_ENGINE = "vllm"
+"""The engine a scenario runs on unless it names one (``ia.engine_names()``): vLLM's family
+name, its newest version, 0.11 (8,192 tokens a step and 1,024 sequences on a large GPU, 2,048
+and 256 on another). The steady state's percentiles are held to the simulation
+(``continuous.AGREEMENT``) at its step, far larger than a prompt, and at vLLM 0.7's of 512
+tokens, the version of the fit set's vLLM runs (chapter 13), which names it: ``"vllm@0.7"``."""
 
 DEFAULT_NETWORK_BANDWIDTH = 400e9 / 8
 """Bytes per second each GPU sends to other boards: one 400 Gb/s InfiniBand NDR port per GPU,
@@ -211,7 +210,7 @@ def default_budget(gpu=None) -> int:
     large (a static engine's stand-in, ``DEFAULT_TOKEN_BUDGET``, where it has none).
 
     >>> default_budget("h100-sxm"), default_budget("a100-80gb"), default_budget()
-    (512, 512, 512)
+    (8192, 2048, 2048)
     """
     e = registry_engine(DEFAULT_ENGINE)
     if gpu is not None:

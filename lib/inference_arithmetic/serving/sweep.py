@@ -6,7 +6,7 @@
 >>> t["fits"].tolist()
 [False, False, True, False, True, False]
 >>> str(t["reason"][5])[:45]
-'llama-3.1-70b does not fit: needs 83.6 GB per'
+'llama-3.1-70b does not fit: needs 83.8 GB per'
 >>> import inference_arithmetic as ia
 >>> bool(t["tpot"][4] == ia.calculate("llama-3.1-70b", "h100-sxm", n_gpus=4)["tpot"])
 True
