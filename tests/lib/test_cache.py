@@ -6,10 +6,8 @@ import copy
 import dataclasses
 import importlib
 import json
-import os
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -374,46 +372,3 @@ def test_a_field_no_formula_reads_leaves_the_key_as_it_was():
     assert "mtp_modules" not in cache.canonical(deepseek)
     what_if = ia.Speculative("mtp", hypothetical=True)
     assert cache.canonical(what_if) == cache.canonical(ia.Speculative("mtp"))
-
-
-SLOW_BUILDER = '''
-import os, sys, time
-from pathlib import Path
-
-def build(n):
-    """Marks that it started, takes a second, and counts its builds."""
-    log = Path(os.environ["BUILD_LOG"])
-    with log.open("a") as file:
-        file.write(f"{os.getpid()}\\n")
-    time.sleep(1.0)
-    return {"n": n}
-'''
-
-WANT = (
-    "import sys; sys.path.insert(0, sys.argv[1]); import slow_builder;"
-    "from inference_arithmetic.core import cache; print(cache.data(slow_builder.build, 3))"
-)
-
-
-@pytest.mark.skipif(cache.fcntl is None, reason="no POSIX locks on this system")
-@pytest.mark.parametrize("read_only", [False, True])
-def test_a_process_wanting_an_entry_another_is_building_waits_and_reads_it(tmp_path, read_only):
-    # The second process starts once the first is building: it waits for the first's lock and
-    # reads what it wrote, in the same cache or in the one it reads (IA_CACHE_READ: the tests'
-    # while the chapters build), instead of building the entry a second time.
-    (tmp_path / "slow_builder.py").write_text(SLOW_BUILDER)
-    log = tmp_path / "builds.log"
-    first_env = {**os.environ, "IA_CACHE_DIR": str(tmp_path / "first"), "BUILD_LOG": str(log)}
-    first_env.pop("IA_CACHE_READ", None)
-    second_env = dict(first_env)
-    if read_only:
-        second_env |= {"IA_CACHE_DIR": str(tmp_path / "second"), "IA_CACHE_READ": first_env[
-            "IA_CACHE_DIR"]}  # fmt: skip
-    command = [sys.executable, "-c", WANT, str(tmp_path)]
-    first = subprocess.Popen(command, env=first_env, stdout=subprocess.PIPE, text=True)
-    started = time.monotonic()
-    while not log.exists() and time.monotonic() - started < 60:
-        time.sleep(0.01)
-    second = subprocess.run(command, env=second_env, capture_output=True, text=True, check=True)
-    assert first.communicate()[0] == second.stdout == "{'n': 3}\n"
-    assert len(log.read_text().split()) == 1  # built once, by the first

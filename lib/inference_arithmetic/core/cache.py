@@ -28,18 +28,15 @@ after ``fingerprint()``: the library's code and data and the SymPy, NumPy and Py
 so that a changed library never reads an old entry. A folder that cannot be written, or an
 entry that cannot be read, only costs the compile. ``$IA_CACHE_READ`` names another such
 cache, read where this one lacks an entry and never written: the tests keep a cache of their
-own and read what the chapters compile meanwhile. An entry is built by one process at a time
-(a lock beside it, ``_building``): another that wants it meanwhile waits and reads it, in its
-own cache or in the one it reads. ``ia.serving.warm()`` and ``ia.timing.warm()`` fill the cache
-ahead of first use (``make`` leaves that to the chapters and the tests, each compiling what it
-uses first).
+own and read what the chapters compile meanwhile. ``ia.serving.warm()`` and
+``ia.timing.warm()`` fill it ahead of first use (``make`` leaves that to the chapters and the
+tests, each compiling what it uses).
 """
 
 from __future__ import annotations
 
 import ast
 import collections
-import contextlib
 import dataclasses
 import functools
 import hashlib
@@ -56,11 +53,6 @@ from types import MappingProxyType
 import numpy as np
 
 from inference_arithmetic.core.numeric import CompiledFormula, CompiledFormulas
-
-try:
-    import fcntl  # the locks that let one process build an entry others wait for (POSIX)
-except ImportError:  # Windows: each process builds what it lacks
-    fcntl = None
 
 __all__ = [
     "formulas",
@@ -255,21 +247,17 @@ def _kept_or_made(kind: str, build, args, keywords):
         return _kept[found]
     where = None if root is None else root / fingerprint()
     path = where / f"{_hash(found[2])}-{kind}.json" if where else None
-    other = None
-    if path is not None and (other_root := _other_root()) is not None:
-        other = other_root / path.parent.name / path.name  # another's: read only
-    made = _read_either(kind, path, other)
+    made = _read(kind, path) if path is not None else None
+    if made is None and path is not None and (other := _other_root()) is not None:
+        made = _read(kind, other / path.parent.name / path.name)  # another's: read only
     if made is None:
-        with _building(path, other):  # another process building it: wait, then read it
-            made = _read_either(kind, path, other)
-            if made is None:
-                from inference_arithmetic.core import evaluation  # SymPy: a miss builds
+        from inference_arithmetic.core import evaluation  # SymPy: a miss builds with it
 
-                with evaluation.once():
-                    built = build(*args, **keywords)
-                made = built if kind == "data" else _COMPILED[kind](built)
-                if path is not None:
-                    _write_text(path, json.dumps(made if kind == "data" else made.parts()))
+        with evaluation.once():
+            built = build(*args, **keywords)
+        made = built if kind == "data" else _COMPILED[kind](built)
+        if path is not None:
+            _write_text(path, json.dumps(made if kind == "data" else made.parts()))
     _kept[found] = made
     if len(_kept) > KEPT:
         _kept.popitem(last=False)
@@ -277,51 +265,6 @@ def _kept_or_made(kind: str, build, args, keywords):
 
 
 _COMPILED = {"formulas": CompiledFormulas, "formula": CompiledFormula}
-
-
-def _read_either(kind: str, path: Path | None, other: Path | None):
-    """The entry in this cache, else in the one read (``$IA_CACHE_READ``), else None."""
-    for where in (path, other):
-        made = _read(kind, where) if where is not None else None
-        if made is not None:
-            return made
-    return None
-
-
-@contextlib.contextmanager
-def _building(path: Path | None, other: Path | None):
-    """Holds the lock of the entry at ``path`` (a file beside it, ``.lock``) while it is built,
-    having first waited for any process that holds the lock of the same entry in the cache read
-    (``other``, never written: its lock is only waited on). Processes started together (the
-    chapters, the test workers, both at once under ``make test``) want the same entries: one
-    builds each and the others read it, instead of every process compiling it at once. A lock
-    that cannot be taken (no ``fcntl``, a folder that cannot be written) only costs that."""
-    if fcntl is None:
-        yield
-        return
-    if other is not None:
-        try:
-            waited = os.open(other.with_suffix(".lock"), os.O_RDONLY)
-        except OSError:  # nobody has built it there
-            pass
-        else:
-            try:
-                fcntl.flock(waited, fcntl.LOCK_SH)  # free once its builder has written it
-            finally:
-                os.close(waited)
-    held = None
-    if path is not None:
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            held = os.open(path.with_suffix(".lock"), os.O_CREAT | os.O_RDWR, 0o644)
-            fcntl.flock(held, fcntl.LOCK_EX)
-        except OSError:
-            pass
-    try:
-        yield
-    finally:
-        if held is not None:
-            os.close(held)  # and with it the lock
 
 
 def _read(kind: str, path: Path):
