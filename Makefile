@@ -170,16 +170,19 @@ browser: browser-check
 # First the check that may stop everything at once. Then, side by side: lint; the book's chain
 # (the chapters run, each once, `execute`; the book is built; its tests read the built HTML
 # and the class notebooks, taking their numbers from that execution), the longest path; and
-# the library's tests, which need no chapter, at a lower priority (nice): they take the cores
-# the chain leaves idle (its one-process build, the ends of its parallel runs) and give them
-# back when it needs them. Chromium installs meanwhile (mostly waiting on the network and
-# dpkg), first beside the environment, and only the book's tests wait for it. Each run's
-# output is printed whole when it ends (-Otarget), pytest's summary last.
+# the library's tests, which need no chapter, in one worker beside it at the same priority:
+# each worker imports and warms the library again, and niced ones were left a tail to run alone
+# (from a fresh clone: 423-445 CPU-s of user time and 281-301 s, against 458 and 299 s with two
+# niced workers). Chromium installs meanwhile (mostly waiting on the network and dpkg), first
+# beside the environment, and only the book's tests wait for it. Each run's output is printed
+# whole when it ends (-Otarget), pytest's summary last.
 test: browser-check
-	@$(MAKE) --no-print-directory -j3 -Otarget lint test-library test-book
+	@$(MAKE) --no-print-directory -j3 -Otarget lint test-library test-book LIBRARY_JOBS=1
 
+# The library's tests on LIBRARY_JOBS workers (JOBS unless `make test` says one).
+LIBRARY_JOBS ?= $(JOBS)
 test-library: $(STAMP)
-	nice -n 10 $(PYTEST) lib tests/lib
+	$(PYTEST) -n $(LIBRARY_JOBS) lib tests/lib
 
 test-book: book notebooks browser
 	$(PYTEST) tests/book
