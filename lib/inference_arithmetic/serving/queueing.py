@@ -235,20 +235,13 @@ def _steady_relations() -> dict:
     return _relations()[0]
 
 
-@functools.cache
-def _steady_of_steps():
-    """``STEADY`` as a function of its arguments in order, unchecked: a speculating chain
-    counts 1 + (O - 1) / E steps a request, a fractional ``output_len`` that the checked
-    function would refuse."""
-    steady = cache.formulas(_steady_relations)
-    return steady.args, steady.bind({}, *steady.args)
-
-
 def steady_at(chain: dict) -> dict:
-    """``STEADY`` at the chain's values (checked, unless its output is counted in steps)."""
+    """``STEADY`` at the chain's values, checked, unless its output is counted in steps: a
+    speculating chain counts 1 + (O - 1) / E steps a request, a fractional ``output_len`` that
+    the checked function would refuse."""
     if float(chain["output_len"]).is_integer():
         return cache.formulas(_steady_relations).from_values(chain)
-    args, function = _steady_of_steps()
+    args, function = _unchecked(_steady_relations)
     return dict(zip(_relations()[0], map(float, function(*(chain[a] for a in args))), strict=True))
 
 
@@ -280,8 +273,8 @@ def _point_formula() -> dict:
 
 @functools.cache
 def _unchecked(build):
-    """The formula ``build`` makes as a function of its arguments in order, unchecked (of
-    arrays: a spread and a skewness for each kind of request)."""
+    """The formulas ``build`` makes as a function of their arguments in order, unchecked: of
+    arrays (a spread and a skewness for each kind of request) or of a fractional length."""
     found = cache.formulas(build)
     return found.args, found.bind({}, *found.args)
 

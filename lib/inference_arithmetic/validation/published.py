@@ -140,16 +140,12 @@ engine_version, GPU and mode call for: vLLM 0.10 and 0.11, vLLM on ROCm, in-flig
 batching)."""
 
 VLLM_V1 = {(0, 10): "vllm@0.11", (0, 11): "vllm@0.11", (0, 19): "vllm@0.11"}
-"""The vLLM releases whose rows the V1 profile times, by (major, minor): 0.10 and 0.11, the
-releases whose defaults ``vllm@0.11`` states (its ``large_gpu`` batch), and 0.19: the rule
-stands unchanged in 0.10-0.11's code and in vLLM's API reference of May 2026, after 0.19.1
-(docs.vllm.ai/en/latest/api/vllm/, read 2026-05-07: ``EngineArgs.get_batch_defaults`` of
-vllm/engine/arg_utils.py), "if device_memory >= 70 * GiB_bytes and \"a100\" not in
-device_name" giving ``UsageContext.OPENAI_API_SERVER`` 8,192 tokens and 1,024 sequences a
-step, else 2,048 and 256; the 0.19 rows (VLLM_FP8KV) name V1's FlashAttention-3 backend.
-Timed as V0's 512-token steps, their 20,000-token prompts took 40 steps each, not 3. A vLLM
-row of another release, or of none stated, keeps ``vllm@0.7``: the rows of 2024 (0.5-0.6)
-ran the V0 engine it was fitted for, and the few "not stated" of 2026 name no release."""
+"""The vLLM releases whose rows the V1 profile times, by (major, minor): those whose batch
+defaults ``vllm@0.11`` states (its ``large_gpu`` batch, whose source says why 0.19's are
+0.10-0.11's); the 0.19 rows (VLLM_FP8KV) name V1's FlashAttention-3 backend. Timed as V0's
+512-token steps, their 20,000-token prompts took 40 steps each, not 3. A vLLM row of another
+release, or of none stated, keeps ``vllm@0.7``: the rows of 2024 (0.5-0.6) ran the V0 engine
+it was fitted for, and the few "not stated" of 2026 name no release."""
 
 _MODES = {
     "static_batch": "waves",
