@@ -536,10 +536,10 @@ def test_the_serving_options_are_controls_of_the_stream_and_the_plan():
 def test_a_pipeline_is_a_choice_of_the_stream_and_the_plan():
     # The steady state of n micro-batches in flight, its memory of each batch in flight.
     big = dict(model="llama-3.1-70b", n_gpus=4, parallel="pipeline")
-    w = calculator.widget(mode=calculator.CONTINUOUS, requests_per_s=3.0, **big)
-    assert w.result == ia.steady_state("llama-3.1-70b", "h100-sxm", requests_per_s=3.0, n_gpus=4,
+    w = calculator.widget(mode=calculator.CONTINUOUS, requests_per_s=2.0, **big)
+    assert w.result == ia.steady_state("llama-3.1-70b", "h100-sxm", requests_per_s=2.0, n_gpus=4,
                                        parallel="pipeline")  # fmt: skip
-    tensor = calculator.widget(mode=calculator.CONTINUOUS, requests_per_s=3.0,
+    tensor = calculator.widget(mode=calculator.CONTINUOUS, requests_per_s=2.0,
                                **{**big, "parallel": "tensor"})  # fmt: skip
     assert w.values["tpot"] > tensor.values["tpot"]  # each request waits for the round
     in_batch = math.ceil(w.values["concurrency"] / 4)  # one of the 4 batches in flight
@@ -549,10 +549,10 @@ def test_a_pipeline_is_a_choice_of_the_stream_and_the_plan():
     assert w.values["memory"] <= w.values["budget"]  # the engine's capacity holds them
     # The plan searches the pipeline's stages: 3, which do not split 70B's heads (the search
     # itself is test_continuous's; one run of it here, not two, for the test's time).
-    w.update(mode=calculator.PLAN, requests_per_s=2.0, ttft_target=1.0, tpot_target=0.15)
+    w.update(mode=calculator.PLAN, requests_per_s=1.5, ttft_target=1.0, tpot_target=0.15)
     assert (w.result["replicas"], w.result["n_gpus"]) == (1, 3)
     chosen = ia.steady_state(
-        "llama-3.1-70b", "h100-sxm", requests_per_s=2.0, n_gpus=3, parallel="pipeline"
+        "llama-3.1-70b", "h100-sxm", requests_per_s=1.5, n_gpus=3, parallel="pipeline"
     )
     assert (w.result["ttft"], w.result["tpot"]) == (chosen["ttft"], chosen["tpot"])
     page = w.spec()["models"]["llama-3.1-70b"]["plan_degrees"]

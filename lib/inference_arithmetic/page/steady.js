@@ -97,9 +97,10 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
     return {times: times, moves: moves, pi: pi, counts: m.counts};
   }
   function perStep(c) { return dot(product(c.pi, c.counts), c.times) / dot(c.pi, c.counts); }
-  function meet(rate, decodes) {  // Engine.meet: others, the chain's own steps and shares
+  function meet(rate, decodes) {  // Engine.meet: others, the steps' own times, the cycle's shares
+    var cycle = chain(rate, decodes), shares = product(cycle.pi, cycle.counts);
     others = null;
-    var c = chain(rate, decodes), shares = product(c.pi, c.counts), total = 0, below = 0;
+    var c = chain(rate, decodes), total = 0, below = 0;
     var order = c.times.map(function (_, k) { return k; });
     order.sort(function (a, b) { return c.times[a] - c.times[b]; });
     order.forEach(function (k) { total += shares[k]; });

@@ -233,12 +233,15 @@ class Engine:
     def meet(self, rate, decodes):
         """Set ``others`` to the steps of the chain at ``rate`` and ``decodes``: each count's
         own step time (not the cycle's; at each point of its tokens where lengths differ),
-        weighted by how often it is taken, stationary share times steps; the largest of n - 1
-        of them (``pipeline_wait`` bound to them, a function of t)."""
+        weighted by how often the pipeline takes it, stationary share times steps in the chain
+        of the cycle as it stands (``others``: its slower steps let more prompts arrive in
+        each); the largest of n - 1 of them (``pipeline_wait`` bound to them, a function of
+        t)."""
+        _, points = self.chain(rate, [decodes], points=True)
+        _, _, at, steps = (x[0] for x in points)
         self.others = None
         _, points = self.chain(rate, [decodes], points=True)
-        own, _, at, steps = (x[0] for x in points)
-        self.others = self.slowest(own, at * steps)
+        self.others = self.slowest(points[0][0], at * steps)
 
     def slowest(self, values, shares):
         """``pipeline_wait`` bound to the other micro-batches' steps, ``values`` taken in
