@@ -87,12 +87,13 @@ def pipeline_period(n=None):
     return t + (sympy.Integral(slower, (x, t, sympy.oo)) if slower != 0 else 0)
 
 
-def pipeline_wait():
+def pipeline_wait(moment=1):
     """``pipeline_period`` where G takes finitely many values, as a chain's steps do: the
     other micro-batches' steps are x_j (ascending) with shares g_j, G = g_1 + ... + g_j at x_j.
     The slowest of n - 1 draws is x_j with probability G^(n - 1) - (G - g)^(n - 1), and a
     micro-batch of step t then lasts Max(t, x_j): this term, summed over j, is E[max(t, M)]
-    (``serving.engine.Engine.period``, and the calculator's page, printed to JavaScript).
+    (``serving.engine.Engine.period``, and the calculator's page, printed to JavaScript). With
+    ``moment`` 2 the sum is E[max(t, M)^2], whence the spread of the step (``Engine.spread``).
 
     >>> pipeline_wait()
     (G**(n - 1) - (G - g)**(n - 1))*Max(t, x)
@@ -100,4 +101,4 @@ def pipeline_wait():
     t, x = sympy.symbols("t x", positive=True)
     below, share = sympy.symbols("G g", real=True)  # a stationary share may be -1e-19
     n = sympy.Symbol("n", positive=True, integer=True)
-    return (below ** (n - 1) - (below - share) ** (n - 1)) * sympy.Max(t, x)
+    return (below ** (n - 1) - (below - share) ** (n - 1)) * sympy.Max(t, x) ** moment

@@ -242,7 +242,7 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     var parallel = state.parallel, stages = call(spec.in_flight, v)[parallel];
     var e = iaSteady({prompt_counts: spec.prompt_counts, context: spec.context,
       capacity: m.continuous.capacity, step: m.continuous.step[state.step][serving.key], parallel: parallel,
-      stages: stages, wait: spec.pipeline_wait,
+      stages: stages, wait: spec.pipeline_wait, square: spec.pipeline_square,
       steady: spec.steady, spread: spec.spread, quantiles: spec.quantiles,
       speculating: serving.speculating,
       rows: serving.speculating ? call(spec.serving.verified, v) : 1,

@@ -344,6 +344,7 @@ def page_data() -> dict:
         "context": javascript(latency.mean_context()),
         "steady": {k: javascript(e) for k, e in queueing.STEADY.items()},
         "pipeline_wait": javascript(formulas_continuous.pipeline_wait()),
+        "pipeline_square": javascript(formulas_continuous.pipeline_wait(2)),
         "in_flight": javascript({p: latency.batches_in_flight(p) for p in STREAM_PARALLEL}),
         "stream_parallel": STREAM_PARALLEL,
         "not_streamed": not_streamed("{parallel}"),

@@ -13,9 +13,12 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
   var N = data.prompt_counts, T = data.prefilled, O = v.output_len, logf = [0];
   var budget = v.token_budget, rows = data.rows, E = data.tokens_per_step;
   var stages = data.stages, others = null;  // others: the other micro-batches' steps
-  // The cycle's term, called with its arguments in order (t's at ``at``): thousands a rate.
-  var names = data.wait.args, at = names.indexOf("t");
+  // The cycle's term, called with its arguments in order (t's at ``at``): thousands a rate;
+  // its square's, for the spread of a step (the same arguments).
+  var names = data.wait.args, at = names.indexOf("t"), xAt = names.indexOf("x");
   var wait = new Function(names.join(","), data.wait.body);
+  var square = new Function(names.join(","), data.square.body);
+  var cycleFor = null, cycleX = null;  // the cycle at each of the others' values, kept
   for (var i = 1; i < N; i++) logf.push(logf[i - 1] + Math.log(i));
   var point = Object.assign({}, v, {context_len: call(data.context, v)});
   var whole = Object.assign({}, v, {context_len: v.seq_len + O});
@@ -29,13 +32,36 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
     point.decoding = Math.max(decodes, 0);
     point.prefill_tokens = tokens;
     var t = call(data.step, point)[data.parallel];
-    if (others === null) return t;
-    var cycle = 0;  // a pipeline's: E[max(t, M)], M the slowest of the others (period)
+    return others === null ? t : summed(t, wait);
+  }
+  function summed(t, term) {  // a pipeline's E[max(t, M)] (period), or its square's
+    var sum = 0;
     for (var j = 0; j < others.length; j++) {
       others[j][at] = t;
-      cycle += wait.apply(null, others[j]);
+      sum += term.apply(null, others[j]);
     }
-    return cycle;
+    return sum;
+  }
+  function spread(cycle) {  // Engine.spread: the variance of a step whose mean is ``cycle``
+    if (others === null) return 0;
+    var n = others.length;
+    if (cycleFor !== others) {
+      cycleFor = others;
+      cycleX = others.map(function (term) { return term[xAt]; }).map(function (x) {
+        return summed(x, wait);
+      });
+    }
+    var own = cycle;  // past the largest value, the step's own; else read back between two
+    if (cycle < cycleX[n - 1]) {
+      own = others[0][xAt];  // below the first (by rounding): the first, as np.interp reads
+      if (cycle >= cycleX[0]) {
+        var i = 0;
+        while (cycleX[i + 1] <= cycle) i++;  // cycleX[i] <= cycle < cycleX[i + 1]
+        var x0 = others[i][xAt], x1 = others[i + 1][xAt];
+        own = x0 + (cycle - cycleX[i]) * (x1 - x0) / (cycleX[i + 1] - cycleX[i]);
+      }
+    }
+    return Math.max(summed(own, square) - cycle * cycle, 0);
   }
   function macro(decodes, rate) {  // Engine.macro, for each count of prompts
     var room = Math.max(budget - rows * decodes, 1), full = step(decodes, room);
@@ -142,7 +168,8 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
     }
     var s = 0;
     for (var k = 0; k < N; k++) {
-      s += c.pi[k] * spans[k] / total * (spans[k] / 2 + dot(c.moves[k], done));
+      var rest = spans[k] / 2 + spread(c.times[k]) / (2 * c.times[k]);  // as Engine.ttft
+      s += c.pi[k] * spans[k] / total * (rest + dot(c.moves[k], done));
     }
     return s;
   }
@@ -199,6 +226,7 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
       var picked = c.pi[k] * spans[k] / total;
       if (!(picked > tiny)) continue;
       var tokens = k * T, n = tokens > room ? Math.ceil(tokens / room) : 1;
+      var width = spans[k] / n + spread(c.times[k]) / c.times[k];  // as Engine.waits
       // Rank r of j + 1 = r arrivals, the last of its prefill; or of more, with others behind.
       var alone = c.moves[k].map(function (x, j) { return x / (j + 1); }), behind = [], after = 0;
       var later = [], tail = 0, following = [];  // P(j others > r - 1); the mean count behind
@@ -216,7 +244,7 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
             var w = picked / n * kind[1][j];
             if (!(w > tiny)) continue;
             share.push(w); reach.push(ahead + (j * T + T));
-            widths.push(spans[k] / n); more.push(kind[0] ? 0 : following[j] * T);
+            widths.push(width); more.push(kind[0] ? 0 : following[j] * T);
           }
         }
       });

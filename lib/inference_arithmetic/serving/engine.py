@@ -34,6 +34,8 @@ kernels' step of the busiest GPU.
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -100,7 +102,7 @@ def _mean_context_formula() -> dict:
 
 
 def _pipeline_wait_formula() -> dict:
-    return {"wait": continuous.pipeline_wait()}
+    return {"wait": continuous.pipeline_wait(), "square": continuous.pipeline_wait(2)}
 
 
 def _pipeline_wait_split() -> str:
@@ -152,6 +154,16 @@ def prefilled(s: Scenario, prompts=None):
         return round(cache.formulas(_prefilled_formula).from_values(s.values())["new"])
     values = {**s.values(), "prompt_len": np.asarray(prompts)}
     return np.rint(cache.formulas(_prefilled_formula).from_values(values)["new"]).astype(int)
+
+
+@dataclass(frozen=True)
+class _Cycle:
+    """The other micro-batches' steps a pipeline's step waits for (``Engine.slowest``):
+    ``terms``, ``pipeline_wait`` and its square bound to them (functions of t, a term for each
+    value), and ``values``, theirs, ascending."""
+
+    terms: Callable
+    values: np.ndarray
 
 
 class Engine:
@@ -221,14 +233,28 @@ class Engine:
         # A pipeline is n micro-batches in flight, each this chain at a share of the rate,
         # whose steps last the cycle's (``period``) once ``tau`` has their spread.
         self.stages = in_flight(s)
-        self.others = None  # the other micro-batches' steps: (times, P(the slowest is each))
+        self.others = None  # the other micro-batches' steps (``slowest``), as ``meet`` draws them
 
     def period(self, times):
         """A pipeline's step: the cycle's, as long as the slowest of the n micro-batches'
         steps (``formulas.continuous.pipeline_cycle``), the others' drawn from the chain's
         steps (``others``): E[max(t, M)], M the largest of n - 1 draws, the sum of
         ``formulas.continuous.pipeline_wait`` over their values."""
-        return self.others(np.asarray(times)[..., None])[0].sum(-1)
+        return self.others.terms(np.asarray(times)[..., None])[0].sum(-1)
+
+    def spread(self, cycles):
+        """The variance of a micro-batch's step whose mean is ``cycles`` (its cycle,
+        ``period``): the sum of ``pipeline_wait(2)``, E[max(t, M)^2], less the mean's square, at
+        the own step t of that cycle. E[max(t, M)] is linear in t between the others' values
+        and t itself past the largest, so t is read back exactly by interpolation. An arrival
+        lands in a longer step more often (``ttft``, ``waits``). Zero for one engine."""
+        cycles = np.asarray(cycles, dtype=float)
+        if self.others is None:
+            return np.zeros_like(cycles)
+        x = self.others.values
+        at_x = self.period(x)
+        own = np.where(cycles >= at_x[-1], cycles, np.interp(cycles, at_x, x))
+        return np.maximum(self.others.terms(own[..., None])[1].sum(-1) - cycles**2, 0.0)
 
     def meet(self, rate, decodes):
         """Set ``others`` to the steps of the chain at ``rate`` and ``decodes``: each count's
@@ -244,14 +270,15 @@ class Engine:
         self.others = self.slowest(points[0][0], at * steps)
 
     def slowest(self, values, shares):
-        """``pipeline_wait`` bound to the other micro-batches' steps, ``values`` taken in
-        ``shares``: the cycle of a step t as a function of t (``period`` sums it)."""
+        """``pipeline_wait`` and its square bound to the other micro-batches' steps,
+        ``values`` taken in ``shares``: the cycle of a step t and its second moment as
+        functions of t (``period`` and ``spread`` sum them), with the values ascending."""
         order = np.argsort(values)
         shares = np.asarray(shares, dtype=float)[order]
         total = shares.sum()
         drawn = {"x": values[order], "G": np.cumsum(shares) / total, "g": shares / total}
         wait, split = cache.formulas(_pipeline_wait_formula), cache.data(_pipeline_wait_split)
-        return wait.bind({**drawn, "n": self.stages}, "t", split=split)
+        return _Cycle(wait.bind({**drawn, "n": self.stages}, "t", split=split), drawn["x"])
 
     def steps(self, decodes, prompts):
         """Step times for ``decodes`` decoding requests and each count of ``prompt tokens``."""
@@ -380,7 +407,11 @@ class Engine:
         for times, moves, weights, counts, row in zip(*chains, done, strict=True):
             spans = times * counts
             picked = weights * spans / (weights @ spans)
-            ttfts.append(float(picked @ (spans / 2 + moves @ row)))
+            # The rest of the steps it lands in, picked by length: half of them, and in a
+            # pipeline, whose steps vary with the others', their variance over twice the mean
+            # (n steps: n times a step's variance over twice n steps).
+            rest = spans / 2 + self.spread(times) / (2 * times)
+            ttfts.append(float(picked @ (rest + moves @ row)))
         return np.array(ttfts)
 
     def state(self, rate, start=None):
@@ -472,6 +503,9 @@ class Engine:
         room = max(self.budget - self.rows * decodes, 1.0)
         spans = times * counts
         picked = weights * spans / (weights @ spans)
+        # Its wait in the step it lands in: uniform up to the step, whose mean in a pipeline
+        # is a length-biased one's, the mean plus the variance over the mean (as ``ttft``).
+        longer = self.spread(times) / times
         n_steps = np.where(self.tokens > room, np.ceil(self.tokens / room), 1.0)
         last = moves / (COUNTS + 1)  # [K, r - 1]: rank r of j + 1 = r, the last of its prefill
         behind = np.cumsum(last[:, ::-1], axis=1)[:, ::-1] - last  # rank r of j + 1 > r
@@ -500,7 +534,8 @@ class Engine:
                 share = picked[k] / n * (of_own * (w[keep, None] * self.load_shares[keep]))
                 share = np.broadcast_to(share, (n, *share.shape))
                 kept = share.ravel() > TINY  # the parts that can move a quantile
-                parts.append((share.ravel()[kept], reach.ravel()[kept], step[kept], spans[k] / n))
+                width = spans[k] / n + longer[k]
+                parts.append((share.ravel()[kept], reach.ravel()[kept], step[kept], width))
         share, reach, through = (np.concatenate([p[i] for p in parts]) for i in range(3))
         widths = np.concatenate([np.full(p[0].shape, p[3]) for p in parts])
         whole = np.ceil(reach / room)  # steps to its last chunk
