@@ -365,7 +365,7 @@ def test_an_eager_step_lasts_as_long_as_the_hosts_launches_when_they_are_longer(
     s = ia.Scenario("llama-2-7b", A100_40, n_gpus=8, engine="tgi@1.0", batch=1, prompt_len=11)
     step = kernels.decode_step_time(s.model)
     values = dict(context_len=11)
-    counted = kernels.launches(kernels.step_kernels(s.model))
+    counted = kernels.launches(s.model)
     launches = s.evaluate(counted, decoding=1, prefill_tokens=0, **values)
     assert launches == 388  # 12 a layer (two all-reduces among them) and 4 a step
     fixed = s.evaluate(kernels.fixed_cost(), decoding=1, prefill_tokens=0)

@@ -571,36 +571,43 @@ def fixed_cost(parallel="tensor", prompt=T):
     return (tau_s + tau_r * (B_d + P_t / prompt)).xreplace(own_requests(parallel))
 
 
-def launches(kernels) -> sympy.Expr:
-    """Kernels a step launches: each of ``kernels`` ``count`` times where it runs (``runs``).
-    An engine running the step op by op launches at least one operator for each; fused
-    kernels are one operator, unfused ones several, so this counts the fewest."""
+def launches(arch, parallel="tensor", mla="absorbed", options=()) -> sympy.Expr:
+    """Kernels a step launches: each of ``step_kernels`` ``count`` times where it runs
+    (``runs``). An engine running the step op by op launches at least one operator for each;
+    fused kernels are one operator, unfused ones several, so this counts the fewest.
+
+    >>> from inference_arithmetic.models.config import model
+    >>> launches(model("llama-3.1-8b")).subs({P_t: 0, B_d: 1, n_gpus: 1})  # a decode, one GPU
+    10*n_layers + 4
+    """
+    kernels = step_kernels(arch, parallel, mla, _options(options))
     return sum((kr.count * kr.runs for kr in kernels), sympy.Integer(0))
 
 
-def host_time(kernels) -> sympy.Expr:
-    """The host's seconds dispatching and launching a step's ``kernels`` one by one, where the
+def host_time(arch, parallel="tensor", mla="absorbed", options=()) -> sympy.Expr:
+    """The host's seconds dispatching and launching a step's kernels one by one, where the
     engine runs the step eagerly: tau_h for each of its ``launches``, in a step with prompt
     tokens if the engine runs those eagerly (eps_p), in a step of decodes alone if it runs
     those eagerly (eps_d); 0 for a step replayed from a CUDA graph (one launch in all).
 
     >>> from inference_arithmetic.models.config import model
-    >>> host_time(step_kernels(model("llama-3.1-8b"))).free_symbols >= {tau_h, eps_p, eps_d}
-    True
+    >>> host_time(model("llama-3.1-8b")).subs({P_t: 0, B_d: 1, n_gpus: 1})
+    eager_decode*host_op_cost*(10*n_layers + 4)
     """
     prompts = sympy.Min(P_t, 1)  # 1 when the step prefills, 0 for decodes alone
     eager = eps_p * prompts + eps_d * (1 - prompts)
-    return eager * tau_h * launches(kernels)
+    return eager * tau_h * launches(arch, parallel, mla, options)
 
 
-def host_wait(kernels) -> sympy.Expr:
+def host_wait(arch, parallel="tensor", mla="absorbed", options=()) -> sympy.Expr:
     """Seconds the GPU waits for the host in an eager step: the host's ``host_time`` beyond
     the kernels' own, 0 where the GPU is the slower. PyTorch launches asynchronously: the host
     enqueues each operator and goes on to the next while the GPU runs the queue, so the two
     overlap and the step lasts the longer of the two; the host waits for the GPU only at the
     step's end (sampling reads the tokens back), which ``fixed_cost`` keeps apart."""
+    kernels = step_kernels(arch, parallel, mla, _options(options))
     gpu = sum((kr.count * kr.time for kr in kernels), sympy.Integer(0))
-    return sympy.Max(host_time(kernels) - gpu, 0)
+    return sympy.Max(host_time(arch, parallel, mla, options) - gpu, 0)
 
 
 @functools.lru_cache(maxsize=256)
@@ -612,7 +619,8 @@ def step_time(arch, parallel="tensor", mla="absorbed", options=(), draft=None):
     new, _ = _widths(options)
     fixed = fixed_cost(parallel, new)
     kernels = step_kernels(arch, parallel, mla, options)
-    total = sum((kr.count * kr.time for kr in kernels), fixed) + host_wait(kernels)
+    total = sum((kr.count * kr.time for kr in kernels), fixed)
+    total = total + host_wait(arch, parallel, mla, options)
     if "speculative" in options and draft is not None:
         total = total + draft_time(arch, parallel, mla, options, draft)
     return total

@@ -371,7 +371,7 @@ def _kernel_rows(arch, parallel, mla, options=(), draft=None):
             fields[f"{i} {name}"] = kr.count * getattr(kr, name)
         fields[f"{i} bound"] = kr.bound
     fields["fixed"] = kernels.fixed_cost(parallel)
-    fields["host"] = kernels.host_wait(step)
+    fields["host"] = kernels.host_wait(arch, parallel, mla, options)
     return step, CompiledFormulas({k: sympy.sympify(v) for k, v in fields.items()})
 
 
