@@ -76,6 +76,8 @@ def test_an_unknown_engine_names_close_matches():
         (dict(kernel_overhead=-1e-6), "kernel_overhead must be from 0 to 1 seconds"),
         (dict(step_overhead=2.0), "step_overhead must be from 0 to 1 seconds"),
         (dict(allreduce="mpi"), "allreduce must be one of"),
+        (dict(eager="sometimes"), "eager must be one of"),
+        (dict(host_op_cost=-1e-6), "host_op_cost must be from 0 to 1 seconds"),
         (dict(batching="dynamic"), "batching must be one of"),
         (dict(token_budget=None), "a continuous engine, and only one, has a token_budget"),
         (dict(max_num_seqs=0), "max_num_seqs must be from 1 up"),
@@ -96,3 +98,16 @@ def test_a_bad_entry_is_refused(change, message):
         return
     with pytest.raises(ValueError, match=message):
         dataclasses.replace(e, **change)
+
+
+def test_which_steps_each_engine_runs_op_by_op():
+    # TGI 1.0 had no CUDA graphs; SGLang and the PyTorch backend of TensorRT-LLM replay them for
+    # decodes alone; vLLM's V1 engine for every step; the C++ runtimes launch without Python.
+    steps = {name: ia.engine(name).eager for name in ia.engine_names()}
+    assert steps["tgi@1.0"] == "all"
+    assert steps["sglang@0.5"] == steps["tensorrt-llm@0.21"] == "prefill"
+    assert steps["vllm@0.11"] == "none"
+    for name in ("tensorrt-llm@0.9", "llama.cpp@b2795", "lmdeploy@0.1"):
+        assert steps[name] == "none" and ia.engine(name).host_op_cost == 0
+    # One figure, SGLang's own eager prefill, stands in wherever the host's launches count.
+    assert ia.engine("tgi@1.0").host_op_cost == ia.engine("sglang@0.5").host_op_cost == 5.8e-5

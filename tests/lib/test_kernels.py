@@ -354,3 +354,40 @@ def test_a_prefill_takes_its_prompt_len_and_a_decode_step_its_context_len():
     default = ia.kernels(m, ms, phase="prefill")
     assert default == ia.kernels(m, ms, prompt_len=ia.timing.STEP_TOKENS, phase="prefill")
     assert ia.kernels(m, ms) == ia.kernels(m, ms, context_len=ia.timing.STEP_TOKENS)
+
+
+A100_40 = ia.gpu("a100-40gb")
+
+
+def test_an_eager_step_lasts_as_long_as_the_hosts_launches_when_they_are_longer():
+    # TGI 1.0 runs every step op by op: a decode step of Llama 2 7B over 8 A100s is a few
+    # milliseconds of GPU work, and 388 kernels the host launches at 58 us each.
+    s = ia.Scenario("llama-2-7b", A100_40, n_gpus=8, engine="tgi@1.0", batch=1, prompt_len=11)
+    step = kernels.decode_step_time(s.model)
+    values = dict(context_len=11)
+    counted = kernels.launches(s.model)
+    launches = s.evaluate(counted, decoding=1, prefill_tokens=0, **values)
+    assert launches == 388  # 12 a layer (two all-reduces among them) and 4 a step
+    fixed = s.evaluate(kernels.fixed_cost(), decoding=1, prefill_tokens=0)
+    eager = s.evaluate(step, **values)
+    assert eager == pytest.approx(launches * s.figure("host_op_cost") + fixed, rel=1e-9)
+    gpu = s.evaluate(step, host_op_cost=0.0, **values)
+    assert gpu < eager / 2  # the GPU alone would be done in less than half the time
+    # The same step replayed from a CUDA graph (SGLang's decode) does not wait for the host.
+    graph = s.replace(engine="sglang@0.5")
+    assert graph.evaluate(step, **values) < eager / 2
+    # A long prompt's prefill is the GPU's, launched however it is: the longer side counts.
+    prefill = kernels.prefill_time(s.model)
+    big = s.replace(batch=16, prompt_len=2048)
+    assert big.evaluate(prefill) == pytest.approx(big.evaluate(prefill, host_op_cost=0.0))
+
+
+def test_the_breakdown_shows_the_hosts_wait_and_still_adds_up():
+    table = rows("llama-2-7b", A100_40, n_gpus=8, engine="tgi@1.0", batch=1, context_len=11)
+    wait = table["host launches"]
+    assert wait["kind"] == "fixed" and wait["bound"] == "host" and wait["time"] > 0
+    s = ia.Scenario("llama-2-7b", A100_40, n_gpus=8, engine="tgi@1.0", batch=1, prompt_len=11)
+    step = s.evaluate(kernels.decode_step_time(s.model), context_len=11)
+    assert sum(r["time"] for r in table.values()) == pytest.approx(step, rel=1e-9)
+    # A step from a CUDA graph has no such row.
+    assert "host launches" not in rows("llama-2-7b", A100_40, n_gpus=8, batch=1, context_len=11)

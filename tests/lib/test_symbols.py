@@ -62,6 +62,9 @@ ZERO_TIMES |= {
     "kv_shared",
     "kv_reread_hits",
     "attention_fused",
+    "host_op_cost",
+    "eager_prefill",
+    "eager_decode",
 }
 # A prefix cache may hold none of a prompt; an API may give cached tokens away.
 ZERO_TIMES |= {"prefix_hit_rate", "api_cached_input_price"}

@@ -142,6 +142,9 @@ phi_a     | attention_fused      | \phi_a       | real0  | 0 or 1     | 1 when a
 tau_r     | request_overhead     | \tau_r       | real0  | s          | fixed time of an engine step for each request it schedules (the host's work per sequence)
 alpha_rg  | ring_latency         | \alpha_{rg}  | real0  | s          | time of the smallest all-reduce by NCCL's algorithms for large messages (ring, NVLS)
 beta_rg   | ring_bandwidth       | \beta_{rg}   | real   | B/s        | bytes per second NCCL's large-message all-reduce adds per byte, 2 (n - 1) / n of them
+tau_h     | host_op_cost         | \tau_h      | real0  | s          | host's time to dispatch and launch one kernel of a step run op by op (eager PyTorch, no CUDA graph)
+eps_p     | eager_prefill        | \epsilon_p  | real0  | 0 or 1     | 1 when an engine runs a step with prompt tokens op by op, 0 when it replays a CUDA graph
+eps_d     | eager_decode         | \epsilon_d  | real0  | 0 or 1     | 1 when an engine runs a step of decodes alone op by op, 0 when it replays a CUDA graph
 lambda_e  | expert_imbalance     | \lambda_e   | real   | ratio      | expert parallelism: tokens the busiest GPU's experts take over the mean GPU's (1 when balanced)
 """
 
@@ -239,6 +242,9 @@ LABELS = {
     "request_overhead": "request overhead",
     "ring_latency": "ring all-reduce latency",
     "ring_bandwidth": "ring all-reduce bandwidth",
+    "host_op_cost": "host cost per eager kernel",
+    "eager_prefill": "eager prefill steps",
+    "eager_decode": "eager decode steps",
 }
 """Short words for each symbol's control: ``LABELS["bandwidth"] == "memory bandwidth"``."""
 

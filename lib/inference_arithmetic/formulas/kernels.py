@@ -82,6 +82,8 @@ from inference_arithmetic.core.symbols import (
     d_nope,
     d_rope,
     d_v,
+    eps_d,
+    eps_p,
     eta_a,
     eta_c,
     eta_kv,
@@ -97,6 +99,7 @@ from inference_arithmetic.core.symbols import (
     r_kv,
     sigma_kv,
     tau_a,
+    tau_h,
     tau_k,
     tau_r,
     tau_s,
@@ -116,6 +119,9 @@ __all__ = [
     "own_requests",
     "step_kernels",
     "fixed_cost",
+    "launches",
+    "host_time",
+    "host_wait",
     "step_time",
     "draft_time",
     "step",
@@ -159,7 +165,8 @@ class Kernel:
     of the step's sizes), and how many times a step runs it (``count``: L for most kernels of
     a layer, 1 for the embedding and the head). ``time`` is its own roofline, the longer of
     its two sides (``compute``: its FLOPs at its rate; ``memory``: its bytes at its bandwidth),
-    plus its fixed cost; ``bound`` is 1 where the compute side is the longer. A message has no
+    plus its fixed cost; ``bound`` is 1 where the compute side is the longer; ``runs`` is 1
+    where the step has rows for it (its launches: ``count`` times ``runs``). A message has no
     sides: its time is the link's."""
 
     name: str
@@ -171,6 +178,7 @@ class Kernel:
     count: sympy.Expr = sympy.Integer(1)
     compute: sympy.Expr = sympy.Integer(0)
     memory: sympy.Expr = sympy.Integer(0)
+    runs: sympy.Expr = sympy.Integer(1)
 
 
 def _runs(rows):
@@ -183,7 +191,8 @@ def _kernel(name, kind, flops, nbytes, rate, bandwidth, rows, count=1, fixed=tau
     compute, memory = flops / rate, nbytes / bandwidth
     time = sympy.Max(compute, memory, evaluate=False) + fixed * _runs(rows)
     bound = sympy.Piecewise((1, compute >= memory), (0, True))
-    return Kernel(name, kind, flops, nbytes, time, bound, sympy.sympify(count), compute, memory)
+    count = sympy.sympify(count)
+    return Kernel(name, kind, flops, nbytes, time, bound, count, compute, memory, _runs(rows))
 
 
 def matmul_rate(rows):
@@ -240,7 +249,11 @@ def all_reduce_time(nbytes):
 
 def _collective(name, nbytes, rows, count):
     time = all_reduce_time(nbytes)
-    return Kernel(name, "collective", 0, nbytes, time, sympy.Integer(0), sympy.sympify(count))
+    # A call on one GPU launches nothing (``all_reduce_time`` is 0 there).
+    runs = _runs(rows) * sympy.Piecewise((0, sympy.Eq(n_gpus, 1)), (1, True))
+    return Kernel(
+        name, "collective", 0, nbytes, time, sympy.Integer(0), sympy.sympify(count), runs=runs
+    )
 
 
 def _attention_projections(arch, tokens, share, mla):
@@ -442,7 +455,7 @@ def own_requests(parallel):
 def _on_own_requests(kernel, own):
     if not own or kernel.name in ROUTED:
         return kernel
-    fields = ("flops", "nbytes", "time", "bound", "compute", "memory")
+    fields = ("flops", "nbytes", "time", "bound", "compute", "memory", "runs")
     changed = {f: sympy.sympify(getattr(kernel, f)).xreplace(own) for f in fields}
     return Kernel(**{**kernel.__dict__, **changed})
 
@@ -558,15 +571,56 @@ def fixed_cost(parallel="tensor", prompt=T):
     return (tau_s + tau_r * (B_d + P_t / prompt)).xreplace(own_requests(parallel))
 
 
+def launches(arch, parallel="tensor", mla="absorbed", options=()) -> sympy.Expr:
+    """Kernels a step launches: each of ``step_kernels`` ``count`` times where it runs
+    (``runs``). An engine running the step op by op launches at least one operator for each;
+    fused kernels are one operator, unfused ones several, so this counts the fewest.
+
+    >>> from inference_arithmetic.models.config import model
+    >>> launches(model("llama-3.1-8b")).subs({P_t: 0, B_d: 1, n_gpus: 1})  # a decode, one GPU
+    10*n_layers + 4
+    """
+    kernels = step_kernels(arch, parallel, mla, _options(options))
+    return sum((kr.count * kr.runs for kr in kernels), sympy.Integer(0))
+
+
+def host_time(arch, parallel="tensor", mla="absorbed", options=()) -> sympy.Expr:
+    """The host's seconds dispatching and launching a step's kernels one by one, where the
+    engine runs the step eagerly: tau_h for each of its ``launches``, in a step with prompt
+    tokens if the engine runs those eagerly (eps_p), in a step of decodes alone if it runs
+    those eagerly (eps_d); 0 for a step replayed from a CUDA graph (one launch in all).
+
+    >>> from inference_arithmetic.models.config import model
+    >>> host_time(model("llama-3.1-8b")).subs({P_t: 0, B_d: 1, n_gpus: 1})
+    eager_decode*host_op_cost*(10*n_layers + 4)
+    """
+    prompts = sympy.Min(P_t, 1)  # 1 when the step prefills, 0 for decodes alone
+    eager = eps_p * prompts + eps_d * (1 - prompts)
+    return eager * tau_h * launches(arch, parallel, mla, options)
+
+
+def host_wait(arch, parallel="tensor", mla="absorbed", options=()) -> sympy.Expr:
+    """Seconds the GPU waits for the host in an eager step: the host's ``host_time`` beyond
+    the kernels' own, 0 where the GPU is the slower. PyTorch launches asynchronously: the host
+    enqueues each operator and goes on to the next while the GPU runs the queue, so the two
+    overlap and the step lasts the longer of the two; the host waits for the GPU only at the
+    step's end (sampling reads the tokens back), which ``fixed_cost`` keeps apart."""
+    kernels = step_kernels(arch, parallel, mla, _options(options))
+    gpu = sum((kr.count * kr.time for kr in kernels), sympy.Integer(0))
+    return sympy.Max(host_time(arch, parallel, mla, options) - gpu, 0)
+
+
 @functools.lru_cache(maxsize=256)
 def step_time(arch, parallel="tensor", mla="absorbed", options=(), draft=None):
     """Seconds of one step of B_d decodes and P_t prompt tokens: the sum of its kernels'
-    times, plus the engine's ``fixed_cost``, and, speculating, the draft's (``draft_time``)."""
+    times, or the host's launches where it runs eagerly and they take longer (``host_wait``),
+    plus the engine's ``fixed_cost``, and, speculating, the draft's (``draft_time``)."""
     options = _options(options)
     new, _ = _widths(options)
     fixed = fixed_cost(parallel, new)
     kernels = step_kernels(arch, parallel, mla, options)
     total = sum((kr.count * kr.time for kr in kernels), fixed)
+    total = total + host_wait(arch, parallel, mla, options)
     if "speculative" in options and draft is not None:
         total = total + draft_time(arch, parallel, mla, options, draft)
     return total

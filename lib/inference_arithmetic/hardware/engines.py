@@ -24,7 +24,9 @@ attention reads each KV head once for its query group (``kv_shared``), whether i
 attention is one fused kernel (``flash_attention``), its fixed cost per
 kernel (``kernel_overhead``: a launch, from a CUDA graph or not, and its ramp), its fixed cost
 per step (``step_overhead``: scheduling, sampling, the host's synchronisation) and per request
-in a step (``request_overhead``: the host's work for each sequence it schedules), which
+in a step (``request_overhead``: the host's work for each sequence it schedules), which steps
+it runs op by op rather than from a CUDA graph (``eager``) and the host's time to dispatch and
+launch each kernel of such a step (``host_op_cost``), which
 all-reduce it uses for small messages (``allreduce``: its own one-shot kernels, ``"custom"``,
 or ``"nccl"``), and how it batches (``batching``, ``token_budget``, ``max_num_seqs``, and
 ``large_gpu``: the batch it takes on a large GPU where its defaults depend on the GPU). A
@@ -54,6 +56,7 @@ __all__ = [
     "family",
     "ALLREDUCE",
     "BATCHING",
+    "EAGER",
     "PROPERTIES",
 ]
 
@@ -67,12 +70,21 @@ ALLREDUCE = ("custom", "nccl")
 """The all-reduce an engine uses for small messages: its own one-shot kernel (vLLM's and
 TensorRT-LLM's custom all-reduce over NVLink) or NCCL's."""
 
+EAGER = ("none", "prefill", "all")
+"""Which steps an engine runs op by op, each operator dispatched and launched by the host
+(PyTorch eager), rather than replayed from a captured CUDA graph: ``none`` (every step from a
+graph, or a C++ runtime that launches without Python), ``prefill`` (the steps with prompt
+tokens; steps of decodes alone from graphs: vLLM's V0 engine, SGLang), ``all`` (no graph:
+TGI 1.0)."""
+
 PROPERTIES = (
     "kv_shared",
     "flash_attention",
     "kernel_overhead",
     "step_overhead",
     "request_overhead",
+    "eager",
+    "host_op_cost",
     "allreduce",
     "batching",
     "token_budget",
@@ -123,6 +135,8 @@ class Engine:
     kernel_overhead: float
     step_overhead: float
     request_overhead: float
+    eager: str
+    host_op_cost: float
     allreduce: str
     batching: str
     token_budget: int | None = None
@@ -139,12 +153,14 @@ class Engine:
         for name in ("kv_shared", "flash_attention"):
             if not isinstance(getattr(self, name), bool):
                 raise ArgumentError(f"{self.name}: {name} must be true or false")
-        for name in ("kernel_overhead", "step_overhead", "request_overhead"):
+        for name in ("kernel_overhead", "step_overhead", "request_overhead", "host_op_cost"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int | float):
                 raise ArgumentError(f"{self.name}: {name} must be a number of seconds")
             if not math.isfinite(value) or not 0 <= value < 1:
                 raise ArgumentError(f"{self.name}: {name} must be from 0 to 1 seconds, got {value}")
+        if self.eager not in EAGER:
+            raise ArgumentError(f"{self.name}: eager must be one of {EAGER}")
         if self.allreduce not in ALLREDUCE:
             raise ArgumentError(f"{self.name}: allreduce must be one of {ALLREDUCE}")
         if self.batching not in BATCHING:

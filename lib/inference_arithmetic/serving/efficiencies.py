@@ -89,6 +89,7 @@ def _found_figures(g, e, compute_dtype: str, dtype: str, step: str) -> dict:
         "kernel_overhead": e.kernel_overhead,
         "step_overhead": e.step_overhead,
         "request_overhead": e.request_overhead,
+        "host_op_cost": e.host_op_cost,
         "allreduce_latency": g.achieved_figure(f"allreduce_latency.{reduce}"),
         "allreduce_bandwidth": g.achieved_figure(f"allreduce_bandwidth.{reduce}"),
         "ring_latency": g.achieved_figure("allreduce_latency.nccl"),
@@ -109,6 +110,7 @@ def _found_figures(g, e, compute_dtype: str, dtype: str, step: str) -> dict:
             kernel_overhead=0.0,
             step_overhead=0.0,
             request_overhead=0.0,
+            host_op_cost=0.0,
             allreduce_latency=0.0,
         )
     return found

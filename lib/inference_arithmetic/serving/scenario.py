@@ -463,6 +463,8 @@ class Scenario:
             **self._figures,
             "kv_shared": float(self.engine.kv_shared),
             "attention_fused": float(self.engine.flash_attention or self.step == "roofline"),
+            "eager_prefill": float(self.engine.eager in ("prefill", "all")),
+            "eager_decode": float(self.engine.eager == "all"),
             "link_latency": self.link_latency,
             "network_bandwidth": self.network_bandwidth,
             "memory_utilization": self.memory_utilization,

@@ -371,6 +371,7 @@ def _kernel_rows(arch, parallel, mla, options=(), draft=None):
             fields[f"{i} {name}"] = kr.count * getattr(kr, name)
         fields[f"{i} bound"] = kr.bound
     fields["fixed"] = kernels.fixed_cost(parallel)
+    fields["host"] = kernels.host_wait(arch, parallel, mla, options)
     return step, CompiledFormulas({k: sympy.sympify(v) for k, v in fields.items()})
 
 
@@ -422,8 +423,10 @@ def kernels(
     decode step of ``batch`` requests with ``context_len`` tokens cached; ``"prefill"``: a
     prefill of ``batch`` prompts of ``prompt_len`` tokens. Each is ``STEP_TOKENS`` (2,048) unless
     given, and each phase refuses the other's length (``PROMPT_NOT_CONTEXT``,
-    ``CONTEXT_NOT_PROMPT``). The last row, ``step``, is the engine's fixed cost of the step and
-    of the requests it schedules; the seconds add up to the step's time.
+    ``CONTEXT_NOT_PROMPT``). Where the engine runs the step op by op and the host's launches
+    outlast the kernels, a row ``host launches`` holds the GPU's wait (``kernels.host_wait``).
+    The last row, ``step``, is the engine's fixed cost of the step and of the requests it
+    schedules; the seconds add up to the step's time.
 
     >>> table = kernels("llama-3.1-8b", "h100-sxm", batch=256, context_len=1024)
     >>> bound = {r["kernel"]: r["bound"] for r in table}
@@ -480,6 +483,18 @@ def kernels(
                 **zero,
                 "bound": "draft",
                 "time": got["draft"],
+            }
+        )
+    if got["host"] > 0:  # an eager step whose launches outlast its kernels: the GPU waits
+        zero = {"flops": 0.0, "bytes": 0.0, "compute": 0.0, "memory": 0.0}
+        rows.append(
+            {
+                "kernel": "host launches",
+                "kind": "fixed",
+                "count": 1,
+                **zero,
+                "bound": "host",
+                "time": got["host"],
             }
         )
     # The engine's own time: tau_s a step, tau_r for each request it schedules.

@@ -197,6 +197,8 @@ def engine(measurement: Mapping) -> Engine:
         "step_overhead": f"{measured}: the profiled decode steps' time outside products and "
         f"attention, median {step * 1e3:.1f} ms",
         "request_overhead": "one stream: none apart from the step",
+        "eager": "PyTorch eager: every operator dispatched by Python, no CUDA graph",
+        "host_op_cost": "counted in the step's fixed cost (the profile's Python and dispatch)",
         "allreduce": "one device: unused",
         "batching": "the harness times one batch at a time",
     }
@@ -208,6 +210,8 @@ def engine(measurement: Mapping) -> Engine:
         kernel_overhead=0.0,
         step_overhead=step,
         request_overhead=0.0,
+        eager="all",
+        host_op_cost=0.0,
         allreduce="nccl",
         batching="static",
         sources=sources,

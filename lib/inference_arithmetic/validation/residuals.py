@@ -90,6 +90,7 @@ TERMS = (
         "the engine's cost per step and per request",
         {"step_overhead": 0.0, "request_overhead": 0.0},
     ),
+    Term("the host's launches of a step run op by op", {"host_op_cost": 0.0}),
     Term("the latency of all-reduces", {"allreduce_latency": 0.0, "ring_latency": 0.0}),
     # m_c, T_a and d_a are positive sizes: a billionth of a row, a token or a number is none.
     Term("small products' partial tiles", {"matmul_half_rows": 1e-9}),
