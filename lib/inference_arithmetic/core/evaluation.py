@@ -28,12 +28,12 @@ import contextlib
 import functools
 import threading
 
-from sympy import sympify
+from sympy import Max, sympify
 from sympy.core.parameters import global_parameters
 from sympy.core.relational import _Inequality
 from sympy.functions.elementary.miscellaneous import MinMaxBase
 
-__all__ = ["once", "put", "KEPT"]
+__all__ = ["once", "put", "longer", "KEPT"]
 
 KEPT = 1 << 16
 """The evaluated comparisons kept, the most recently used."""
@@ -86,3 +86,29 @@ def put(expr, values: dict):
     ``subs`` also matches products and powers, so it checks each argument it rebuilds against
     the old one, which on a step's deep expression takes most of the time."""
     return sympify(expr).xreplace({sympify(k): sympify(v) for k, v in values.items()})
+
+
+def _longer_new(cls, *args, **assumptions):
+    args = [sympify(a) for a in args]
+    if all(a.is_number for a in args):
+        return Max(*args)
+    return Max.__new__(cls, *args, evaluate=False)
+
+
+# Named Max, so that every printer prints it as one.
+_Longer = type("Max", (Max,), {"__new__": _longer_new, "__module__": __name__})
+
+
+def longer(*times):
+    """The longest of ``times``: SymPy's Max, compared only once they are all numbers. SymPy's
+    own compares its sides symbolically each time a substitution rebuilds it; in
+    ``formulas.kernels.step_time`` one side is the whole step's kernels and the other the
+    host's launches, a comparison no symbol decides, which took most of the time of building
+    the calculator's formulas.
+
+    >>> import sympy
+    >>> x, y = sympy.symbols("x y", positive=True)
+    >>> longer(x, 2 * y), longer(x, 2 * y).subs({x: 3, y: 1})
+    (Max(x, 2*y), 3)
+    """
+    return _Longer(*times)

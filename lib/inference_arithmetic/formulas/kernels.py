@@ -46,7 +46,7 @@ from dataclasses import dataclass
 
 import sympy
 
-from inference_arithmetic.core.evaluation import put
+from inference_arithmetic.core.evaluation import longer, put
 from inference_arithmetic.core.numeric import ArgumentError
 from inference_arithmetic.core.symbols import (
     B,
@@ -607,20 +607,22 @@ def host_wait(arch, parallel="tensor", mla="absorbed", options=()) -> sympy.Expr
     step's end (sampling reads the tokens back), which ``fixed_cost`` keeps apart."""
     kernels = step_kernels(arch, parallel, mla, _options(options))
     gpu = sum((kr.count * kr.time for kr in kernels), sympy.Integer(0))
-    return sympy.Max(host_time(arch, parallel, mla, options) - gpu, 0)
+    return longer(host_time(arch, parallel, mla, options) - gpu, 0)
 
 
 @functools.lru_cache(maxsize=256)
 def step_time(arch, parallel="tensor", mla="absorbed", options=(), draft=None):
     """Seconds of one step of B_d decodes and P_t prompt tokens: the sum of its kernels'
-    times, or the host's launches where it runs eagerly and they take longer (``host_wait``),
-    plus the engine's ``fixed_cost``, and, speculating, the draft's (``draft_time``)."""
+    times, or the host's launches where it runs eagerly and they take longer (``host_time``:
+    the kernels' time plus ``host_wait``), plus the engine's ``fixed_cost``, and, speculating,
+    the draft's (``draft_time``). Written as the larger of the two, the kernels' sum once."""
     options = _options(options)
     new, _ = _widths(options)
     fixed = fixed_cost(parallel, new)
     kernels = step_kernels(arch, parallel, mla, options)
-    total = sum((kr.count * kr.time for kr in kernels), fixed)
-    total = total + host_wait(arch, parallel, mla, options)
+    gpu = sum((kr.count * kr.time for kr in kernels), sympy.Integer(0))
+    host = host_time(arch, parallel, mla, options)
+    total = longer(gpu, host) + fixed
     if "speculative" in options and draft is not None:
         total = total + draft_time(arch, parallel, mla, options, draft)
     return total
