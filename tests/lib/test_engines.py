@@ -6,6 +6,7 @@ import pytest
 
 import inference_arithmetic as ia
 from inference_arithmetic.hardware import engines
+from inference_arithmetic.validation import published
 
 NAMES = ia.engine_names()
 
@@ -104,10 +105,18 @@ def test_which_steps_each_engine_runs_op_by_op():
     # TGI 1.0 had no CUDA graphs; SGLang and the PyTorch backend of TensorRT-LLM replay them for
     # decodes alone; vLLM's V1 engine for every step; the C++ runtimes launch without Python.
     steps = {name: ia.engine(name).eager for name in ia.engine_names()}
-    assert steps["tgi@1.0"] == "all"
+    assert steps["tgi@1.0"] == "all" and steps["tgi@2.3"] == "prefill"  # its graphs by default
     assert steps["sglang@0.5"] == steps["tensorrt-llm@0.21"] == "prefill"
     assert steps["vllm@0.11"] == "none"
     for name in ("tensorrt-llm@0.9", "llama.cpp@b2795", "lmdeploy@0.1"):
         assert steps[name] == "none" and ia.engine(name).host_op_cost == 0
     # One figure, SGLang's own eager prefill, stands in wherever the host's launches count.
     assert ia.engine("tgi@1.0").host_op_cost == ia.engine("sglang@0.5").host_op_cost == 5.8e-5
+
+
+def test_each_validation_row_runs_the_tgi_of_its_release():
+    # TGI 1.0.3 on SageMaker (no CUDA graphs) and the ROCm build of October 2024 on MI300X
+    # (2.3.1-dev0, graphs of decode batches by default): the same family, two profiles.
+    rows, _ = published.validation_set()
+    tgi = {(m.source, m.engine) for m in rows if m.engine.startswith("tgi@")}
+    assert tgi == {("HF_SM", "tgi@1.0"), ("DSTACK_TGI", "tgi@2.3")}

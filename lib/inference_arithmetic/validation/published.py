@@ -136,7 +136,7 @@ ENGINES = {
     "NVIDIA NIM (llama-3.3-70b-instruct container)": "tensorrt-llm@0.9",
 }
 """The sources' engines, in the registry's profiles (``_engine`` picks the version a row's
-engine_version, GPU and mode call for: vLLM 0.10 and 0.11, vLLM on ROCm, in-flight
+engine_version, GPU and mode call for: vLLM 0.10 and 0.11, vLLM and TGI on ROCm, in-flight
 batching)."""
 
 VLLM_V1 = {(0, 10): "vllm@0.11", (0, 11): "vllm@0.11", (0, 19): "vllm@0.11"}
@@ -253,6 +253,8 @@ def _engine(row) -> str:
     name = ENGINES[row["engine"]]
     if name == "vllm@0.7" and row["gpu"].startswith("MI300X"):
         return "vllm-rocm@0.6"  # the MI300X rows are vLLM 0.6.1 and 0.6.4 on ROCm
+    if name == "tgi@1.0" and row["gpu"].startswith("MI300X"):
+        return "tgi@2.3"  # the MI300X rows are TGI's ROCm build sha-11d7af7 (2.3.1-dev0)
     if name == "vllm@0.7":
         return VLLM_V1.get(_version(row["engine_version"]), name)
     if name == "tensorrt-llm@0.9" and row["mode"] != "static_batch":
