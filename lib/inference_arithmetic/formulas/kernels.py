@@ -571,6 +571,11 @@ def fixed_cost(parallel="tensor", prompt=T):
     return (tau_s + tau_r * (B_d + P_t / prompt)).xreplace(own_requests(parallel))
 
 
+def _kernels_time(kernels) -> sympy.Expr:
+    """The seconds the GPU spends on ``kernels``: each its count of times."""
+    return sum((kr.count * kr.time for kr in kernels), sympy.Integer(0))
+
+
 def launches(arch, parallel="tensor", mla="absorbed", options=()) -> sympy.Expr:
     """Kernels a step launches: each of ``step_kernels`` ``count`` times where it runs
     (``runs``). An engine running the step op by op launches at least one operator for each;
@@ -605,24 +610,21 @@ def host_wait(arch, parallel="tensor", mla="absorbed", options=()) -> sympy.Expr
     enqueues each operator and goes on to the next while the GPU runs the queue, so the two
     overlap and the step lasts the longer of the two; the host waits for the GPU only at the
     step's end (sampling reads the tokens back), which ``fixed_cost`` keeps apart."""
-    kernels = step_kernels(arch, parallel, mla, _options(options))
-    gpu = sum((kr.count * kr.time for kr in kernels), sympy.Integer(0))
+    gpu = _kernels_time(step_kernels(arch, parallel, mla, _options(options)))
     return longer(host_time(arch, parallel, mla, options) - gpu, 0)
 
 
 @functools.lru_cache(maxsize=256)
 def step_time(arch, parallel="tensor", mla="absorbed", options=(), draft=None):
-    """Seconds of one step of B_d decodes and P_t prompt tokens: the sum of its kernels'
-    times, or the host's launches where it runs eagerly and they take longer (``host_time``:
-    the kernels' time plus ``host_wait``), plus the engine's ``fixed_cost``, and, speculating,
-    the draft's (``draft_time``). Written as the larger of the two, the kernels' sum once."""
+    """Seconds of one step of B_d decodes and P_t prompt tokens: the longer of its kernels'
+    times, summed, and the host's launches where it runs them eagerly (``host_time``; the
+    kernels' time plus ``host_wait``), plus the engine's ``fixed_cost``, and, speculating, the
+    draft's (``draft_time``)."""
     options = _options(options)
     new, _ = _widths(options)
     fixed = fixed_cost(parallel, new)
-    kernels = step_kernels(arch, parallel, mla, options)
-    gpu = sum((kr.count * kr.time for kr in kernels), sympy.Integer(0))
-    host = host_time(arch, parallel, mla, options)
-    total = longer(gpu, host) + fixed
+    gpu = _kernels_time(step_kernels(arch, parallel, mla, options))
+    total = longer(gpu, host_time(arch, parallel, mla, options)) + fixed
     if "speculative" in options and draft is not None:
         total = total + draft_time(arch, parallel, mla, options, draft)
     return total

@@ -18,7 +18,6 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
   var names = data.wait.args, at = names.indexOf("t"), xAt = names.indexOf("x");
   var wait = new Function(names.join(","), data.wait.body);
   var square = new Function(names.join(","), data.square.body);
-  var cycleFor = null, cycleX = null;  // the cycle at each of the others' values, kept
   for (var i = 1; i < N; i++) logf.push(logf[i - 1] + Math.log(i));
   var point = Object.assign({}, v, {context_len: call(data.context, v)});
   var whole = Object.assign({}, v, {context_len: v.seq_len + O});
@@ -44,13 +43,7 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
   }
   function spread(cycle) {  // Engine.spread: the variance of a step whose mean is ``cycle``
     if (others === null) return 0;
-    var n = others.length;
-    if (cycleFor !== others) {
-      cycleFor = others;
-      cycleX = others.map(function (term) { return term[xAt]; }).map(function (x) {
-        return summed(x, wait);
-      });
-    }
+    var n = others.length, cycleX = others.cycles;
     var own = cycle;  // past the largest value, the step's own; else read back between two
     if (cycle < cycleX[n - 1]) {
       own = others[0][xAt];  // below the first (by rounding): the first, as np.interp reads
@@ -135,6 +128,8 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
       var term = {x: c.times[k], G: below / total, g: shares[k] / total, n: stages};
       return names.map(function (name) { return term[name]; });
     });
+    // The cycle of a step as long as each value (_Cycle.cycles), for ``spread``.
+    others.cycles = others.map(function (term) { return summed(term[xAt], wait); });
   }
   function tau(rate, start) {
     others = null;  // a pipeline's cycle is worked out afresh at each rate

@@ -165,6 +165,19 @@ class _Cycle:
     terms: Callable
     values: np.ndarray
 
+    def mean(self, times):
+        """E[max(t, M)] of each step t of ``times``: its cycle."""
+        return self.terms(np.asarray(times)[..., None])[0].sum(-1)
+
+    def square(self, times):
+        """E[max(t, M)^2] of each step t of ``times``."""
+        return self.terms(np.asarray(times)[..., None])[1].sum(-1)
+
+    @functools.cached_property
+    def cycles(self):
+        """The cycle of a step as long as each of ``values``."""
+        return self.mean(self.values)
+
 
 class Engine:
     """The steady state of one ``Scenario``'s continuously batching engine under a stream of
@@ -240,7 +253,7 @@ class Engine:
         steps (``formulas.continuous.pipeline_cycle``), the others' drawn from the chain's
         steps (``others``): E[max(t, M)], M the largest of n - 1 draws, the sum of
         ``formulas.continuous.pipeline_wait`` over their values."""
-        return self.others.terms(np.asarray(times)[..., None])[0].sum(-1)
+        return self.others.mean(times)
 
     def spread(self, cycles):
         """The variance of a micro-batch's step whose mean is ``cycles`` (its cycle,
@@ -251,10 +264,9 @@ class Engine:
         cycles = np.asarray(cycles, dtype=float)
         if self.others is None:
             return np.zeros_like(cycles)
-        x = self.others.values
-        at_x = self.period(x)
+        x, at_x = self.others.values, self.others.cycles
         own = np.where(cycles >= at_x[-1], cycles, np.interp(cycles, at_x, x))
-        return np.maximum(self.others.terms(own[..., None])[1].sum(-1) - cycles**2, 0.0)
+        return np.maximum(self.others.square(own) - cycles**2, 0.0)
 
     def meet(self, rate, decodes):
         """Set ``others`` to the steps of the chain at ``rate`` and ``decodes``: each count's
@@ -505,7 +517,7 @@ class Engine:
         picked = weights * spans / (weights @ spans)
         # Its wait in the step it lands in: uniform up to the step, whose mean in a pipeline
         # is a length-biased one's, the mean plus the variance over the mean (as ``ttft``).
-        longer = self.spread(times) / times
+        biased = self.spread(times) / times
         n_steps = np.where(self.tokens > room, np.ceil(self.tokens / room), 1.0)
         last = moves / (COUNTS + 1)  # [K, r - 1]: rank r of j + 1 = r, the last of its prefill
         behind = np.cumsum(last[:, ::-1], axis=1)[:, ::-1] - last  # rank r of j + 1 > r
@@ -534,7 +546,7 @@ class Engine:
                 share = picked[k] / n * (of_own * (w[keep, None] * self.load_shares[keep]))
                 share = np.broadcast_to(share, (n, *share.shape))
                 kept = share.ravel() > TINY  # the parts that can move a quantile
-                width = spans[k] / n + longer[k]
+                width = spans[k] / n + biased[k]
                 parts.append((share.ravel()[kept], reach.ravel()[kept], step[kept], width))
         share, reach, through = (np.concatenate([p[i] for p in parts]) for i in range(3))
         widths = np.concatenate([np.full(p[0].shape, p[3]) for p in parts])

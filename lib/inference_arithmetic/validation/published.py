@@ -139,6 +139,10 @@ ENGINES = {
 engine_version, GPU and mode call for: vLLM 0.10 and 0.11, vLLM and TGI on ROCm, in-flight
 batching)."""
 
+ROCM = {"vllm@0.7": "vllm-rocm@0.6", "tgi@1.0": "tgi@2.3"}
+"""The profile of each engine's ROCm build that the MI300X rows ran: vLLM 0.6.1 and 0.6.4,
+and TGI's build sha-11d7af7 (2.3.1-dev0)."""
+
 VLLM_V1 = {(0, 10): "vllm@0.11", (0, 11): "vllm@0.11", (0, 19): "vllm@0.11"}
 """The vLLM releases whose rows the V1 profile times, by (major, minor): those whose batch
 defaults ``vllm@0.11`` states (its ``large_gpu`` batch, whose source says why 0.19's are
@@ -251,10 +255,8 @@ def _format(text: str) -> str | None:
 def _engine(row) -> str:
     """The profile of ``row``'s engine, in its version (``ENGINES``, ``VLLM_V1``)."""
     name = ENGINES[row["engine"]]
-    if name == "vllm@0.7" and row["gpu"].startswith("MI300X"):
-        return "vllm-rocm@0.6"  # the MI300X rows are vLLM 0.6.1 and 0.6.4 on ROCm
-    if name == "tgi@1.0" and row["gpu"].startswith("MI300X"):
-        return "tgi@2.3"  # the MI300X rows are TGI's ROCm build sha-11d7af7 (2.3.1-dev0)
+    if row["gpu"].startswith("MI300X") and name in ROCM:
+        return ROCM[name]
     if name == "vllm@0.7":
         return VLLM_V1.get(_version(row["engine_version"]), name)
     if name == "tensorrt-llm@0.9" and row["mode"] != "static_batch":
