@@ -9,6 +9,8 @@ import warnings
 import numpy as np
 import pytest
 import sympy
+from hypothesis import given
+from hypothesis import strategies as st
 
 import inference_arithmetic as ia
 from inference_arithmetic.serving import continuous, planning, queueing, simulation, targets
@@ -496,6 +498,32 @@ def test_a_closed_loop_timed_from_its_schedule_is_the_simulation_timed_step_by_s
     # Later requests wait for a user's last one: some arrive after the start.
     _, _, _, arrived, sent = simulation.burst_schedule(s, users, requests)
     assert np.all(arrived[sent < users] == 0) and np.all(arrived[sent >= users] > 0)
+
+
+@given(
+    capacity=st.integers(1, 12),
+    budget=st.integers(1, 3000),
+    prompt=st.integers(1, 2500),
+    output=st.integers(1, 30),
+    cached=st.integers(0, 100),
+    sent=st.integers(1, 10),
+    more=st.none() | st.integers(0, 15),
+)
+def test_requests_sent_at_once_run_as_simpy_runs_them(
+    capacity, budget, prompt, output, cached, sent, more
+):
+    # A burst's or a closed loop's schedule is run without SimPy (nothing to order but the
+    # steps): each request's every time must be what the discrete-event engine gives.
+    def step(decodes, context, prompts):  # any step time that depends on what it does
+        return 1e-3 + 1e-5 * decodes + 1e-9 * context + 1e-7 * prompts
+
+    computed = max(prompt - cached, 1)
+    total = None if more is None else sent + more
+    bounds = (capacity, budget, prompt, output, computed)
+    simpy_run = simulation.run_limits(*bounds, np.zeros(sent), step, total)
+    direct = simulation._run_at_once(*bounds, sent, step, total)
+    keys = ("i", "arrived", "first", "first_step", "last", "prefilled")
+    assert [[r[k] for k in keys] for r in direct] == [[r[k] for k in keys] for r in simpy_run]
 
 
 def test_a_smaller_token_budget_takes_longer_to_prefill_a_burst():

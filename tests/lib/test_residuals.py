@@ -7,6 +7,7 @@ import json
 import numpy as np
 import pytest
 
+import inference_arithmetic as ia
 from inference_arithmetic.serving import bands
 from inference_arithmetic.validation import measurements, published, residuals
 
@@ -101,9 +102,24 @@ def test_each_term_changes_some_prediction(term):
         try:
             if abs(residuals.predicted(m, (term,)) / m.value - 1 - error) > 0.005:
                 return
-        except ValueError:  # refused without the term (it no longer fits): changed too
+        except ia.ArgumentError as refused:  # it no longer fits without the term: changed
+            assert refused.check == "fit", (term, m, refused)
             return
     pytest.fail(f"switching off {term!r} changes no prediction")
+
+
+@pytest.mark.parametrize("term", [t.name for t in residuals.TERMS])
+def test_a_term_switches_off_for_a_checkpoint_of_several_formats(term):
+    # gpt-oss ships its experts in mxfp4 and the rest in bf16 (dtype "auto"): without a term it
+    # is predicted, or refused only because it no longer fits, never refused for its format.
+    rows, _ = published.validation_set()
+    mixed = [m for m in rows if m.dtype == "auto" and m.model.startswith("gpt-oss")][:3]
+    assert mixed
+    for m in mixed:
+        try:
+            assert residuals.predicted(m, (term,)) > 0
+        except ia.ArgumentError as refused:
+            assert refused.check == "fit", (term, m, refused)
 
 
 def test_an_unknown_term_names_the_terms():

@@ -204,6 +204,13 @@ def _conditions(arch: ModelConfig, parallel: str, draft=None) -> dict:
     return {c.name: c.holds(arch, parallel, draft) for c in CHECKS if c.applies(arch, parallel)}
 
 
+def _shown(check_name: str, arch: ModelConfig, parallel: str, draft=None) -> dict:
+    """The numbers the message of the check named ``check_name`` shows, by name: a planner
+    meets many deployments that break a rule, each explained, so they are compiled once."""
+    (check,) = (c for c in CHECKS if c.name == check_name)
+    return {name: expr(arch, parallel, draft) for name, (expr, _) in check.fields.items()}
+
+
 def default_budget(gpu=None) -> int:
     """The token budget of a scenario that names none: the default engine's on ``gpu`` (a
     name or a ``GPU``; ``Engine.batch``), without one its own, the budget of a GPU that is not
@@ -237,7 +244,12 @@ def expert_parallel_degrees(arch, most: int = 512) -> list[int]:
 
 
 def _degrees(name, arch, parallel, most):
+    # Kept (``core.cache``): every message of a scenario names its model's degrees.
     arch = registry_model(arch)  # a name, a config, ... (ia.model)
+    return list(cache.data(_degrees_holding, name, arch, parallel, most))
+
+
+def _degrees_holding(name, arch, parallel, most):
     (check,) = [c for c in CHECKS if c.name == name]
     holds = _compiled_check(check, arch, parallel)
     return [n for n in range(1, most + 1) if holds.from_values({**arch.sizes(), "n_gpus": n})]
@@ -440,12 +452,11 @@ class Scenario:
         """``check``'s message for this scenario."""
         values = self.values() if values is None else values
         draft = self.formula_options.get("draft")
-        shown = {
-            name: fmt.show(
-                numeric(expr(self.model, self.parallel, draft)).from_values(values), kind
-            )
-            for name, (expr, kind) in check.fields.items()
-        }
+        numbers = {}
+        if check.fields:
+            numbers = cache.formulas(_shown, check.name, self.model, self.parallel, draft)
+            numbers = numbers.from_values(values)
+        shown = {name: fmt.show(numbers[name], kind) for name, (_, kind) in check.fields.items()}
         # The batch the rule was checked at: a scenario in waves checks one request.
         return check.message.format(**{**self.named_settings(), "batch": values["batch"], **shown})
 

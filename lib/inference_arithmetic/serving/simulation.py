@@ -13,8 +13,9 @@ step formula (``scenario.STEP_FORMULAS``) for its decodes, their mean context an
 tokens (``scalar_step``). ``simulate`` runs it on a stream; ``burst`` and ``closed_loop`` (and
 ``loop_phases``, its burst and its steady part) on requests sent at once or as others finish,
 timing one schedule of steps (``burst_schedule``) under any setting of the step's figures.
-``run_limits`` is the engine itself, and ``run_decodes`` one that only decodes: the
-disaggregated pools' simulation runs them.
+``run_limits`` runs the engine (one class of an engine's queues) under SimPy, and a schedule
+runs the same queues without it; ``run_decodes`` is an engine that only decodes: the
+disaggregated pools' simulation runs both.
 """
 
 from __future__ import annotations
@@ -181,7 +182,7 @@ def _schedule(capacity, token_budget, prompt_len, output_len, computed, sent, to
         return 1.0  # each step one time unit: its index is its end
 
     bounds = (capacity, token_budget, prompt_len, output_len, computed)
-    done = run_limits(*bounds, np.zeros(sent), record, total)
+    done = _run_at_once(*bounds, sent, record, total)
     first = np.array([round(r["first"]) - 1 for r in done])
     last = np.array([round(r["last"]) - 1 for r in done])
     arrived = np.array([round(r["arrived"]) for r in done])  # steps done before it came
@@ -345,65 +346,30 @@ def run_limits(
     which wait for each other."""
     simpy = load_simpy()
 
-    env, done = simpy.Environment(), []
-    # Admitted requests prefill in their order and decode until their last token: a queue, a
-    # heap by the step of that token (in the order they began, among those of one step), and
-    # a sum of the decodes' contexts.
+    env = simpy.Environment()
+    run = _Run(capacity, token_budget, prompt_len, output_len, computed, arrivals, total, tokens)
     count = 1 if owners is None else int(np.max(owners)) + 1
-    engines = [{"waiting": deque(), "wake": None} for _ in range(count)]
+    engines = [_Engine(run) for _ in range(count)]
+    wakes = [None] * count
     pipe = [simpy.Resource(env, capacity=1) for _ in range(stages)] if stages > 1 else None
-
-    # Each request's lengths: its own, where they are arrays, else the one of all.
-    prompts, outputs, computes = (
-        (lambda i, x=x: int(x[i])) if np.ndim(x) else (lambda i, x=x: x)
-        for x in (prompt_len, output_len, computed)
-    )
-
-    def request(i, at):
-        prompt, output, new = prompts(i), outputs(i), computes(i)
-        return {
-            "i": i,
-            "arrived": at,
-            "prefilled": 0,
-            "prompt": prompt,
-            "output": output,
-            "computed": new,
-        }
 
     def arrive():
         for i, at in enumerate(arrivals):
             yield env.timeout(at - env.now)
-            engine = engines[0 if owners is None else owners[i]]
-            engine["waiting"].append(request(i, at))
-            if engine["wake"] is not None and not engine["wake"].triggered:
-                engine["wake"].succeed()  # an idle engine starts a step at once
+            mine = 0 if owners is None else owners[i]
+            engines[mine].waiting.append(run.request(i, at))
+            if wakes[mine] is not None and not wakes[mine].triggered:
+                wakes[mine].succeed()  # an idle engine starts a step at once
 
-    wanted = len(arrivals) if total is None else total
-    issued = [len(arrivals)]
-
-    def serve(engine):
-        waiting, prefilling, decoding = engine["waiting"], deque(), []
-        held = 0  # tokens of the admitted requests' whole caches
-        steps, contexts, began = 0, 0, 0  # steps taken; the decodes' cached tokens, summed
-        while len(done) < wanted:
-            while waiting and len(prefilling) + len(decoding) < capacity:
-                size = waiting[0]["prompt"] + waiting[0]["output"]
-                if tokens is not None and held + size > tokens and (prefilling or decoding):
-                    break
-                held += size
-                prefilling.append(waiting.popleft())
-            left, chunks = token_budget - len(decoding), []
-            for r in prefilling:
-                if left <= 0:
-                    break
-                chunks.append((r, min(r["computed"] - r["prefilled"], left)))
-                left -= chunks[-1][1]
-            if not decoding and not chunks:  # nothing to do until a request arrives
-                engine["wake"] = env.event()
-                yield engine["wake"]
+    def serve(mine):
+        engine = engines[mine]
+        while not run.over():
+            chunks = engine.plan()
+            if chunks is None:  # nothing to do until a request arrives
+                wakes[mine] = env.event()
+                yield wakes[mine]
                 continue
-            context = contexts / len(decoding) if decoding else 1.0
-            seconds = step(len(decoding), context, sum(take for _, take in chunks))
+            seconds = step(*engine.sizes(chunks))
             if pipe is None:
                 yield env.timeout(seconds)
             else:
@@ -411,30 +377,119 @@ def run_limits(
                     with stage.request() as turn:
                         yield turn
                         yield env.timeout(seconds / stages)
-            steps, contexts = steps + 1, contexts + len(decoding)
-            for r, take in chunks:
-                r["prefilled"] += take
-                if r["prefilled"] == r["computed"]:  # its first token
-                    prefilling.popleft()
-                    r["first"], r["first_step"] = env.now, steps
-                    heapq.heappush(decoding, (steps + r["output"] - 1, began, r))
-                    began += 1
-                    contexts += r["prompt"]
-            while decoding and decoding[0][0] <= steps:
-                r = heapq.heappop(decoding)[2]  # its last token
-                r["last"] = env.now
-                contexts -= r["prompt"] + r["output"] - 1
-                held -= r["prompt"] + r["output"]
-                done.append(r)
-                if issued[0] < wanted and total is not None:  # its user sends the next one
-                    waiting.append(request(issued[0], env.now))
-                    issued[0] += 1
+            engine.end(chunks, env.now)
 
     env.process(arrive())
-    for engine in engines:
-        env.process(serve(engine))
+    for mine in range(count):
+        env.process(serve(mine))
     env.run()
-    return done
+    return run.done
+
+
+def _run_at_once(capacity, token_budget, prompt_len, output_len, computed, sent, step, total):
+    """``run_limits`` of ``sent`` requests that all arrive at the start, to one engine, each of
+    its steps taking ``step(...)`` seconds, more than none: the same run without SimPy, which
+    has no event to order but the steps (a schedule's thousands of steps, a few times faster).
+    As under SimPy, the idle engine starts its first step when the first request arrives, and
+    the others arrive while that step runs."""
+    run = _Run(capacity, token_budget, prompt_len, output_len, computed, range(sent), total, None)
+    engine, now = _Engine(run), 0.0
+    if sent:
+        engine.waiting.append(run.request(0, now))
+    while not run.over():
+        chunks = engine.plan()
+        now += step(*engine.sizes(chunks))
+        if engine.steps == 0:
+            engine.waiting.extend(run.request(i, 0.0) for i in range(1, sent))
+        engine.end(chunks, now)
+    return run.done
+
+
+class _Run:
+    """What the engines of one run share: the requests' lengths, the limits, the finished
+    requests (``done``) and, in a closed loop, the requests sent so far."""
+
+    def __init__(self, capacity, budget, prompt_len, output_len, computed, arrivals, total, tokens):
+        self.capacity, self.budget, self.tokens, self.total = capacity, budget, tokens, total
+        # Each request's lengths: its own, where they are arrays, else the one of all.
+        self.lengths = [
+            (lambda i, x=x: int(x[i])) if np.ndim(x) else (lambda i, x=x: x)
+            for x in (prompt_len, output_len, computed)
+        ]
+        self.done, self.issued = [], len(arrivals)
+        self.wanted = len(arrivals) if total is None else total
+
+    def request(self, i, at) -> dict:
+        prompt, output, new = (length(i) for length in self.lengths)
+        return {"i": i, "arrived": at, "prefilled": 0, "prompt": prompt, "output": output,
+                "computed": new}  # fmt: skip
+
+    def over(self) -> bool:
+        return len(self.done) >= self.wanted
+
+
+class _Engine:
+    """One engine's queues: admitted requests prefill in their order and decode until their
+    last token (a queue, and a heap by the step of that token, in the order they began among
+    those of one step), with the sum of the decodes' contexts. ``plan`` admits what fits and
+    chooses the next step's prompt chunks; ``sizes`` are what the step is timed by; ``end``
+    finishes the step at ``now``."""
+
+    def __init__(self, run: _Run):
+        self.run, self.waiting, self.prefilling, self.decoding = run, deque(), deque(), []
+        self.held = 0  # tokens of the admitted requests' whole caches
+        self.steps, self.contexts, self.began = 0, 0, 0  # steps taken; decodes' cached tokens
+
+    def plan(self):
+        """The step's chunks, (request, tokens) pairs; None when there is nothing to do."""
+        run, waiting, prefilling, decoding = self.run, self.waiting, self.prefilling, self.decoding
+        while waiting and len(prefilling) + len(decoding) < run.capacity:
+            size = waiting[0]["prompt"] + waiting[0]["output"]
+            if (
+                run.tokens is not None
+                and self.held + size > run.tokens
+                and (prefilling or decoding)
+            ):
+                break
+            self.held += size
+            prefilling.append(waiting.popleft())
+        left, chunks = run.budget - len(decoding), []
+        for r in prefilling:
+            if left <= 0:
+                break
+            chunks.append((r, min(r["computed"] - r["prefilled"], left)))
+            left -= chunks[-1][1]
+        return None if not decoding and not chunks else chunks
+
+    def sizes(self, chunks) -> tuple:
+        """The step's decodes, their mean context and its prompt tokens."""
+        decodes = len(self.decoding)
+        context = self.contexts / decodes if decodes else 1.0
+        return decodes, context, sum(take for _, take in chunks)
+
+    def end(self, chunks, now) -> None:
+        """The step's chunks prefilled and its decodes' tokens out, at ``now``: a prompt done
+        gives its first token, a request at its last leaves (and in a closed loop, its user
+        sends the next request)."""
+        run, decoding = self.run, self.decoding
+        self.steps, self.contexts = self.steps + 1, self.contexts + len(decoding)
+        for r, take in chunks:
+            r["prefilled"] += take
+            if r["prefilled"] == r["computed"]:  # its first token
+                self.prefilling.popleft()
+                r["first"], r["first_step"] = now, self.steps
+                heapq.heappush(decoding, (self.steps + r["output"] - 1, self.began, r))
+                self.began += 1
+                self.contexts += r["prompt"]
+        while decoding and decoding[0][0] <= self.steps:
+            r = heapq.heappop(decoding)[2]  # its last token
+            r["last"] = now
+            self.contexts -= r["prompt"] + r["output"] - 1
+            self.held -= r["prompt"] + r["output"]
+            run.done.append(r)
+            if run.issued < run.wanted and run.total is not None:  # its user sends the next one
+                self.waiting.append(run.request(run.issued, now))
+                run.issued += 1
 
 
 def run_decodes(capacity, s: Scenario, arrivals, step) -> np.ndarray:

@@ -99,7 +99,8 @@ TERMS = (
     Term("FlashAttention's slower rate on small heads", {"attention_half_head": 1e-9}),
     Term(
         "activations and messages in the compute format",
-        {"activation_bytes_per_number": lambda s: bytes_per_number(s.dtype)},
+        # The layers' weights' format ("auto" names none: a checkpoint's, by group).
+        {"activation_bytes_per_number": lambda s: bytes_per_number(s.weight_formats["layers"])},
     ),
     Term(
         "memory as the driver reports it",
