@@ -349,7 +349,7 @@ def run_limits(
     env = simpy.Environment()
     run = _Run(capacity, token_budget, prompt_len, output_len, computed, arrivals, total, tokens)
     count = 1 if owners is None else int(np.max(owners)) + 1
-    engines = [_Engine(run) for _ in range(count)]
+    engines = [_Queues(run) for _ in range(count)]
     wakes = [None] * count
     pipe = [simpy.Resource(env, capacity=1) for _ in range(stages)] if stages > 1 else None
 
@@ -393,7 +393,7 @@ def _run_at_once(capacity, token_budget, prompt_len, output_len, computed, sent,
     As under SimPy, the idle engine starts its first step when the first request arrives, and
     the others arrive while that step runs."""
     run = _Run(capacity, token_budget, prompt_len, output_len, computed, range(sent), total, None)
-    engine, now = _Engine(run), 0.0
+    engine, now = _Queues(run), 0.0
     if sent:
         engine.waiting.append(run.request(0, now))
     while not run.over():
@@ -420,15 +420,15 @@ class _Run:
         self.wanted = len(arrivals) if total is None else total
 
     def request(self, i, at) -> dict:
-        prompt, output, new = (length(i) for length in self.lengths)
-        return {"i": i, "arrived": at, "prefilled": 0, "prompt": prompt, "output": output,
-                "computed": new}  # fmt: skip
+        prompt, output, computed = (length(i) for length in self.lengths)
+        lengths = {"prompt": prompt, "output": output, "computed": computed}
+        return {"i": i, "arrived": at, "prefilled": 0, **lengths}
 
     def over(self) -> bool:
         return len(self.done) >= self.wanted
 
 
-class _Engine:
+class _Queues:
     """One engine's queues: admitted requests prefill in their order and decode until their
     last token (a queue, and a heap by the step of that token, in the order they began among
     those of one step), with the sum of the decodes' contexts. ``plan`` admits what fits and
