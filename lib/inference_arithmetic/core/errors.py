@@ -14,6 +14,10 @@ class ArgumentError(ValueError, TypeError):
     It is a ``ValueError`` (bad input, as everywhere in the library) and a ``TypeError``
     (what Python raises for a wrong keyword argument), so either ``except`` catches it.
     Every error the library raises for its caller's input is one (``UnknownName`` too).
+    A scenario refused by one of its rules (``serving.rules.CHECKS``) carries the rule's name
+    as ``check``: "fit" where the weights and the cache do not fit in memory, "heads",
+    "layers", "experts" or "window"; a caller that expects one refusal can tell it from the
+    others.
     """
 
 
