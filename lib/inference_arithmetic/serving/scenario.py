@@ -204,11 +204,17 @@ def _conditions(arch: ModelConfig, parallel: str, draft=None) -> dict:
     return {c.name: c.holds(arch, parallel, draft) for c in CHECKS if c.applies(arch, parallel)}
 
 
+def _named(name: str) -> Check:
+    """The check of ``CHECKS`` named ``name``."""
+    (check,) = (c for c in CHECKS if c.name == name)
+    return check
+
+
 def _shown(check_name: str, arch: ModelConfig, parallel: str, draft=None) -> dict:
     """The numbers the message of the check named ``check_name`` shows, by name: a planner
     meets many deployments that break a rule, each explained, so they are compiled once."""
-    (check,) = (c for c in CHECKS if c.name == check_name)
-    return {name: expr(arch, parallel, draft) for name, (expr, _) in check.fields.items()}
+    fields = _named(check_name).fields
+    return {name: expr(arch, parallel, draft) for name, (expr, _) in fields.items()}
 
 
 def default_budget(gpu=None) -> int:
@@ -250,8 +256,7 @@ def _degrees(name, arch, parallel, most):
 
 
 def _degrees_holding(name, arch, parallel, most):
-    (check,) = [c for c in CHECKS if c.name == name]
-    holds = _compiled_check(check, arch, parallel)
+    holds = _compiled_check(_named(name), arch, parallel)
     return [n for n in range(1, most + 1) if holds.from_values({**arch.sizes(), "n_gpus": n})]
 
 
@@ -453,9 +458,9 @@ class Scenario:
         values = self.values() if values is None else values
         draft = self.formula_options.get("draft")
         numbers = {}
-        if check.fields:
-            numbers = cache.formulas(_shown, check.name, self.model, self.parallel, draft)
-            numbers = numbers.from_values(values)
+        if check.fields:  # compiled once for the model and parallelism (``_shown``)
+            compiled = cache.formulas(_shown, check.name, self.model, self.parallel, draft)
+            numbers = compiled.from_values(values)
         shown = {name: fmt.show(numbers[name], kind) for name, (_, kind) in check.fields.items()}
         # The batch the rule was checked at: a scenario in waves checks one request.
         return check.message.format(**{**self.named_settings(), "batch": values["batch"], **shown})
