@@ -4,7 +4,7 @@ and as plain Python for single numbers.
 >>> from inference_arithmetic.formulas import mlp
 >>> page = javascript(mlp.forward_flops())  # new Function(page.args, page.body) in the page
 >>> page["args"], page["body"]
-(['batch', 'd_1', 'd_2', 'd_3'], 'var _c0=(2*batch*d_2);return (d_1*_c0 + d_3*_c0);')
+(['batch', 'd_1', 'd_2', 'd_3'], 'var _c0=(2*batch*d_2);return (_c0*d_1 + _c0*d_3);')
 >>> import sympy
 >>> forward = define(numpy_code(sympy.symbols("batch d_1 d_2 d_3"), mlp.forward_flops()))
 >>> float(forward[GENERATED](1, 2, 3, 2))  # 2 * (2*3 + 3*2) = 24
@@ -77,23 +77,23 @@ def hold(expr: sympy.Basic) -> sympy.Basic:
     """``expr`` with its Max and Min held: rebuilding them (as ``cse`` and ``factor_terms``
     do) no longer evaluates them again. Built bottom up: ``replace`` would first rebuild a Max
     around a held Min as a Max, with the evaluation."""
+    return _held_node(expr)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _held_node(node: sympy.Basic) -> sympy.Basic:
+    # Kept across formulas (the latest 65,536 nodes): the formulas printed together, a step
+    # with and without a serving option or a model's report by step model, share most of
+    # their nodes.
+    if not node.args:
+        return node
+    args = tuple(_held_node(arg) for arg in node.args)
     held_types = _held_types()
-    done = {}
-
-    def held(node):
-        if not node.args:
-            return node
-        if node not in done:
-            args = tuple(held(arg) for arg in node.args)
-            if type(node) in held_types:
-                done[node] = held_types[type(node)](*args)
-            elif all(new is old for new, old in zip(args, node.args, strict=True)):
-                done[node] = node
-            else:
-                done[node] = node.func(*args)
-        return done[node]
-
-    return held(expr)
+    if type(node) in held_types:
+        return held_types[type(node)](*args)
+    if all(new is old for new, old in zip(args, node.args, strict=True)):
+        return node
+    return node.func(*args)
 
 
 # --- JavaScript, for the page ----------------------------------------------------------------
@@ -128,8 +128,9 @@ def _javascript(names: tuple[str, ...] | None, exprs: tuple[sympy.Basic, ...]) -
     symbols = sympy.numbered_symbols("_c")  # no symbol of the library starts with an underscore
     held = [hold(e) for e in exprs]
     replacements, reduced = sympy.cse(held, symbols=symbols, optimizations=None)
-    statements = "".join(f"var {name}=({sympy.jscode(e)});" for name, e in replacements)
-    outs = [sympy.jscode(e) for e in reduced]
+    js = _javascript_printer().doprint
+    statements = "".join(f"var {name}=({js(e)});" for name, e in replacements)
+    outs = [js(e) for e in reduced]
     if names is None:
         (out,) = outs
         result = f"return ({out});"
@@ -138,6 +139,17 @@ def _javascript(names: tuple[str, ...] | None, exprs: tuple[sympy.Basic, ...]) -
         result = "return {" + fields + "};"
     args = sorted({s.name for e in exprs for s in e.free_symbols})
     return {"args": args, "body": statements + result}
+
+
+@functools.cache
+def _javascript_printer():
+    """SymPy's JavaScript printer, printing the terms of a sum and the factors of a product in
+    the order the expression holds them (``order="none"``), which SymPy fixes when it builds
+    the expression. Its default sorts them again for each sum it prints, for the eye: more
+    than half of the time of printing the calculator's formulas, which no reader sees."""
+    from sympy.printing.jscode import JavascriptCodePrinter
+
+    return JavascriptCodePrinter({"order": "none"})
 
 
 # --- numpy, for arrays (and the same code for single numbers) --------------------------------
