@@ -470,6 +470,21 @@ def test_a_burst_serves_every_request_within_the_budget_and_the_memory():
     assert decodes.sum() == s.batch * (s.output_len - 1)  # every later token decoded once
 
 
+def test_a_capacity_past_the_requests_sent_schedules_the_same_steps():
+    # At most the requests sent (or the users of a closed loop) are ever in the engine, so a
+    # larger capacity (more memory: a GPU's, or a term of the model) shares their schedule.
+    small = _burst_scenario(batch=24)
+    large = small.replace(gpu="h200")
+    assert capacity(small) < capacity(large) and small.batch < capacity(small)
+    assert simulation.burst_schedule(small) is simulation.burst_schedule(large)
+    assert simulation.burst_schedule(small, 8, 30) is simulation.burst_schedule(large, 8, 30)
+    # And it is the schedule the larger capacity takes, computed anew.
+    _, *lengths = simulation.limits(simulation.stepping_together(large))
+    again = simulation._schedule.__wrapped__(capacity(large), *lengths, 8, 30)
+    for mine, shared in zip(again, simulation.burst_schedule(small, 8, 30), strict=True):
+        assert np.array_equal(mine, shared)
+
+
 def test_a_burst_timed_under_many_settings_is_the_same_as_one_at_a_time():
     s = _burst_scenario()
     overheads = np.array([0.0, 1e-3, 4e-3])

@@ -168,7 +168,11 @@ def burst_schedule(s: Scenario, users: int | None = None, total: int | None = No
     the steps before, not on how long they take, so one schedule serves every setting of the
     step's figures. Requests in the order they finished, with ``i`` the order they were sent;
     the arrays are read-only (the schedule is cached)."""
-    return _schedule(*limits(stepping_together(s)), s.batch if users is None else users, total)
+    capacity, *lengths = limits(stepping_together(s))
+    sent = s.batch if users is None else users
+    # No more than the requests sent at once (or the users) are ever in the engine: a capacity
+    # past them takes the same steps, and shares their schedule (a term that adds memory).
+    return _schedule(min(capacity, sent), *lengths, sent, total)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -391,13 +395,21 @@ def _run_at_once(capacity, token_budget, prompt_len, output_len, computed, sent,
     its steps taking ``step(...)`` seconds, more than none: the same run without SimPy, which
     has no event to order but the steps (a schedule's thousands of steps, a few times faster).
     As under SimPy, the idle engine starts its first step when the first request arrives, and
-    the others arrive while that step runs."""
+    the others arrive while that step runs. A step of decodes alone (no prompt chunk: none
+    waits, or the budget is spent) is followed by the same step, a token further on, until
+    one of them ends: nothing arrives in between, so those steps are taken without the queues
+    (most of a schedule's steps, one decode phase after another)."""
     run = _Run(capacity, token_budget, prompt_len, output_len, computed, range(sent), total, None)
     engine, now = _Queues(run), 0.0
     if sent:
         engine.waiting.append(run.request(0, now))
     while not run.over():
         chunks = engine.plan()
+        if not chunks and chunks is not None:  # decodes alone; the first ends at step K
+            decodes = len(engine.decoding)
+            for _ in range(engine.decoding[0][0] - engine.steps - 1):  # steps before K
+                now += step(decodes, engine.contexts / decodes, 0)
+                engine.steps, engine.contexts = engine.steps + 1, engine.contexts + decodes
         now += step(*engine.sizes(chunks))
         if engine.steps == 0:
             engine.waiting.extend(run.request(i, 0.0) for i in range(1, sent))
