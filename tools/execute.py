@@ -17,7 +17,9 @@ that started another process (whose reads cannot be seen) depends on every file 
 The pages run JOBS at a time (default 2), the longest first; each executed page's stamp,
 _build/.executed/PAGE, is touched, so that Sphinx reads the page again (tools/book_html.py
 makes the stamp a dependency of the page).
-A page that fails is not cached: its traceback is printed and the exit status is 1.
+A page that fails is not cached: its traceback is printed and the exit status is 1. A page
+whose kernel could not start or died runs once more first (two kernels starting at once can be
+given the same free port).
 """
 
 from __future__ import annotations
@@ -229,13 +231,23 @@ def execute(pages, cache_dir, root: Path = ROOT, jobs: int = 2, timeout: int = 3
     out(f"executing {len(stale_pages)} of {len(pages)} pages: {names}")
     failed = []
     with concurrent.futures.ProcessPoolExecutor(jobs) as pool:
-        futures = {pool.submit(run, str(p), str(root), timeout): p for p in longest_first}
-        for future in concurrent.futures.as_completed(futures):
-            page = futures[future]
+        running = {pool.submit(run, str(p), str(root), timeout): p for p in longest_first}
+        again = set()  # the pages run a second time
+        while running:
+            ended, _ = concurrent.futures.wait(running, return_when="FIRST_COMPLETED")
+            future = next(iter(ended))
+            page = running.pop(future)
             try:
                 notebook, seconds, error, reads = future.result()
             except Exception:  # the kernel died, or could not start
                 error, seconds = traceback.format_exc(), 0.0
+                if page not in again:
+                    # Once more: two kernels starting at once can be given the same free
+                    # port (jupyter_client picks it before the kernel binds it).
+                    out(f"{page}: its kernel could not start or died; running it again\n{error}")
+                    again.add(page)
+                    running[pool.submit(run, str(page), str(root), timeout)] = page
+                    continue
             if error is not None:
                 out(f"{page}: failed\n{error}")
                 failed.append(page)

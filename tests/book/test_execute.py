@@ -167,6 +167,35 @@ def test_a_failing_page_is_not_cached(tmp_path):
     assert _stale(tmp_path, cache, {"fails": page}) == ["fails"]
 
 
+_RUN = execute.run
+
+
+def _kernel_lost(page, root, timeout):
+    """``execute.run``, whose kernel is lost the first N times (N in the file ``lost``)."""
+    lost = Path(root) / "lost"
+    left = int(lost.read_text())
+    if left:
+        lost.write_text(str(left - 1))
+        raise RuntimeError("Kernel didn't respond in 60 seconds")
+    return _RUN(page, root, timeout)
+
+
+@pytest.mark.parametrize("times", [1, 2])
+def test_a_page_whose_kernel_is_lost_runs_once_more(tmp_path, monkeypatch, times):
+    # Two kernels starting at once can be given the same port: the page runs again, once.
+    # (The pool's processes are forked, so they run the patched function.)
+    monkeypatch.setattr(execute, "run", _kernel_lost)
+    _write(tmp_path, {"lib/x.py": "", "pages/a.md": _page("print(1)"), "lost": str(times)})
+    cache, page = tmp_path / "cache", tmp_path / "pages" / "a.md"
+    lines = []
+    ran, failed = execute.execute([page], cache, tmp_path, out=lines.append)
+    assert ran == [page] and "running it again" in "\n".join(lines)
+    if times == 1:
+        assert not failed and _printed(cache, page) == "1\n"
+    else:
+        assert failed == [page] and lines[-1].startswith(f"{page}: failed")
+
+
 def _cells(*cells) -> str:
     """A page of code cells, each (tags, code)."""
     blocks = []
