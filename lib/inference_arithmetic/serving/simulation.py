@@ -405,7 +405,7 @@ def _run_at_once(capacity, token_budget, prompt_len, output_len, computed, sent,
         engine.waiting.append(run.request(0, now))
     while not run.over():
         chunks = engine.plan()
-        if not chunks and chunks is not None:  # decodes alone; the first ends at step K
+        if chunks == []:  # decodes alone (None: nothing to do); the first ends at step K
             decodes = len(engine.decoding)
             for _ in range(engine.decoding[0][0] - engine.steps - 1):  # steps before K
                 now += step(decodes, engine.contexts / decodes, 0)
