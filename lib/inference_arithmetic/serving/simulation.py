@@ -432,9 +432,15 @@ class _Run:
         self.wanted = len(arrivals) if total is None else total
 
     def request(self, i, at) -> dict:
-        prompt, output, computed = (length(i) for length in self.lengths)
-        lengths = {"prompt": prompt, "output": output, "computed": computed}
-        return {"i": i, "arrived": at, "prefilled": 0, **lengths}
+        prompt, output, computed = self.lengths
+        return {
+            "i": i,
+            "arrived": at,
+            "prefilled": 0,
+            "prompt": prompt(i),
+            "output": output(i),
+            "computed": computed(i),
+        }
 
     def over(self) -> bool:
         return len(self.done) >= self.wanted
@@ -469,8 +475,9 @@ class _Queues:
         for r in prefilling:
             if left <= 0:
                 break
-            chunks.append((r, min(r["computed"] - r["prefilled"], left)))
-            left -= chunks[-1][1]
+            take = min(r["computed"] - r["prefilled"], left)
+            chunks.append((r, take))
+            left -= take
         return None if not decoding and not chunks else chunks
 
     def sizes(self, chunks) -> tuple:
