@@ -405,11 +405,8 @@ def _run_at_once(capacity, token_budget, prompt_len, output_len, computed, sent,
         engine.waiting.append(run.request(0, now))
     while not run.over():
         chunks = engine.plan()
-        if chunks == []:  # decodes alone (None: nothing to do); the first ends at step K
-            decodes = len(engine.decoding)
-            for _ in range(engine.decoding[0][0] - engine.steps - 1):  # steps before K
-                now += step(decodes, engine.contexts / decodes, 0)
-                engine.steps, engine.contexts = engine.steps + 1, engine.contexts + decodes
+        if chunks == []:  # decodes alone (None: nothing to do)
+            now = engine.decodes_alone(step, now)
         now += step(*engine.sizes(chunks))
         if engine.steps == 0:
             engine.waiting.extend(run.request(i, 0.0) for i in range(1, sent))
@@ -485,6 +482,16 @@ class _Queues:
         decodes = len(self.decoding)
         context = self.contexts / decodes if decodes else 1.0
         return decodes, context, sum(take for _, take in chunks)
+
+    def decodes_alone(self, step, now) -> float:
+        """After a plan of no prompt chunk, the steps of the same decodes, each a token further
+        on, before the step in which the first of them ends (where no request can arrive in
+        between), each taking ``step(...)`` from ``now``; the time they end."""
+        decodes = len(self.decoding)
+        for _ in range(self.decoding[0][0] - self.steps - 1):
+            now += step(decodes, self.contexts / decodes, 0)
+            self.steps, self.contexts = self.steps + 1, self.contexts + decodes
+        return now
 
     def end(self, chunks, now) -> None:
         """The step's chunks prefilled and its decodes' tokens out, at ``now``: a prompt done
