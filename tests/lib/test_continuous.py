@@ -527,18 +527,58 @@ def test_a_closed_loop_timed_from_its_schedule_is_the_simulation_timed_step_by_s
 def test_requests_sent_at_once_run_as_simpy_runs_them(
     capacity, budget, prompt, output, cached, sent, more
 ):
-    # A burst's or a closed loop's schedule is run without SimPy (nothing to order but the
-    # steps): each request's every time must be what the discrete-event engine gives.
+    # A burst's or a closed loop's schedule is run without SimPy: each request's every time
+    # must be what the discrete-event engine gives.
     def step(decodes, context, prompts):  # any step time that depends on what it does
         return 1e-3 + 1e-5 * decodes + 1e-9 * context + 1e-7 * prompts
 
     computed = max(prompt - cached, 1)
     total = None if more is None else sent + more
     bounds = (capacity, budget, prompt, output, computed)
-    simpy_run = simulation.run_limits(*bounds, np.zeros(sent), step, total)
-    direct = simulation._run_at_once(*bounds, sent, step, total)
-    keys = ("i", "arrived", "first", "first_step", "last", "prefilled")
-    assert [[r[k] for k in keys] for r in direct] == [[r[k] for k in keys] for r in simpy_run]
+    assert _run(bounds, np.zeros(sent), step, total) == _simpy_run(
+        bounds, np.zeros(sent), step, total
+    )
+
+
+def _run(bounds, arrivals, step, total=None):
+    """Each finished request of ``run_limits``, without SimPy: its index, arrival, first and
+    last token's times, the steps to its first token, its prompt tokens computed."""
+    done = simulation.run_limits(*bounds, arrivals, step, total)
+    return [
+        [r[k] for k in ("i", "arrived", "first", "first_step", "last", "prefilled")] for r in done
+    ]
+
+
+def _simpy_run(bounds, arrivals, step, total=None):
+    """``_run`` under SimPy, step by step: engines that share the arrivals (``owners``), here
+    one."""
+    owners = np.zeros(len(arrivals), dtype=int)
+    done = simulation.run_limits(*bounds, arrivals, step, total, owners=owners)
+    return [
+        [r[k] for k in ("i", "arrived", "first", "first_step", "last", "prefilled")] for r in done
+    ]
+
+
+@given(
+    capacity=st.integers(1, 12),
+    budget=st.integers(1, 14) | st.integers(15, 3000),  # decodes may spend the budget
+    prompt=st.integers(1, 2500),
+    output=st.integers(1, 60),
+    eighths=st.lists(st.integers(0, 40), min_size=1, max_size=30),
+    more=st.none() | st.integers(0, 15),
+)
+def test_a_stream_runs_as_simpy_runs_it(capacity, budget, prompt, output, eighths, more):
+    # Arrivals and steps on a grid of eighths of a second, so that requests often arrive at
+    # the instant a step ends or another arrives: every request's times must be SimPy's, to
+    # the bit, where the engine runs its steps of decodes alone in a stretch to the next
+    # arrival and orders two events of one instant as SimPy does.
+    def step(decodes, context, prompts):
+        return (1 + decodes % 3 + (prompts > 0) + (context > 900)) / 8
+
+    bounds = (capacity, budget, prompt, output, prompt)
+    arrivals = np.cumsum(eighths) / 8
+    total = None if more is None else len(arrivals) + more
+    assert _run(bounds, arrivals, step, total) == _simpy_run(bounds, arrivals, step, total)
 
 
 def test_a_smaller_token_budget_takes_longer_to_prefill_a_burst():
@@ -688,17 +728,12 @@ def test_a_steady_state_of_one_output_token_is_refused_by_name():
 
 
 @pytest.mark.slow
-def test_simpy_is_needed_only_to_simulate(monkeypatch):
+def test_simpy_is_needed_only_to_simulate_engines_that_share(monkeypatch):
     monkeypatch.setitem(sys.modules, "simpy", None)  # as if it were not installed
+    stream = {"requests_per_s": 1.0, "prompt_len": 512, "output_len": 16, "requests": 10}
     with pytest.raises(ImportError, match=r"needs SimPy, .*: pip install simpy"):
-        simulation.simulate(
-            "llama-3.1-8b",
-            "h100-sxm",
-            requests_per_s=1.0,
-            prompt_len=512,
-            output_len=16,
-            requests=10,
-        )
+        simulation.simulate("llama-3.1-70b", "h100-sxm", n_gpus=2, parallel="pipeline", **stream)
+    assert simulation.simulate("llama-3.1-8b", "h100-sxm", **stream)["tpot"] > 0  # one engine
     assert (
         ia.steady_state(
             "llama-3.1-8b", "h100-sxm", requests_per_s=1.0, prompt_len=512, output_len=16
