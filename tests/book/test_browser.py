@@ -4,6 +4,7 @@ chapter's layout (``tests/book/layout.py``, checked on the chapter as it is open
 calculator has its own file, tests/book/test_calculator_page.py.
 """
 
+import functools
 import inspect
 import json
 import math
@@ -39,6 +40,14 @@ def _check_page(page, errors):
     assert not errors, f"console errors: {errors}"
 
 
+@functools.cache
+def _page_formula(text):
+    """A formula the page carries (SymPy's text of it), read back with the book's symbols and
+    compiled: once for each text (a page's readout is checked before and after its controls
+    move, and SymPy takes tenths of a second to read a formula with Max and Min)."""
+    return ia.numeric(sympy.parse_expr(text, local_dict=SYMBOLS))
+
+
 def _check_readout(page, widget, spec):
     values = page.evaluate(
         "([w]) => { const v = {}; w.querySelectorAll('input, select').forEach(e => {"
@@ -59,8 +68,7 @@ def _check_readout(page, widget, spec):
             state.update(control["options"][raw])
     for curve, value in zip(spec["curves"], shown, strict=True):
         # The page's own copy of the formula, read back with the book's symbols.
-        expr = sympy.parse_expr(curve["sympy"], local_dict=SYMBOLS)
-        expected = float(ia.numeric(expr).from_values(state))
+        expected = float(_page_formula(curve["sympy"]).from_values(state))
         assert math.isclose(value, expected, rel_tol=1e-9), (curve["label"], value, expected)
     # The key numbers (the balance point, the ridge batch, the crossover): the least x at which
     # the page's copy of the condition holds, by the library (widgets.least_where).
@@ -71,7 +79,7 @@ def _check_readout(page, widget, spec):
     for key, value in zip(spec.get("keys") or [], keys, strict=True):
         import numpy as np
 
-        condition = ia.numeric(sympy.parse_expr(key["sympy"], local_dict=SYMBOLS))
+        condition = _page_formula(key["sympy"])
         low, high, step = spec["key_grid"]
         grid = low + step * np.arange(int(np.floor((high - low) / step + 1e-9)) + 1)
         x = next(c for c in spec["controls"] if c["name"] == spec["x"])
