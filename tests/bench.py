@@ -284,6 +284,31 @@ def step_model_times():
     return sorted(times, key=lambda pair: -pair[1])
 
 
+SIMULATION = ("llama-3.1-8b", "h100-sxm", 0.9, 40_000)
+"""A stream near saturation: the model, the GPU, the load (of the saturation rate) and the
+requests after the warm-up, at the default engine's step and 1,024 + 128 tokens."""
+
+
+def simulation_seconds(repeat=3):
+    """Median seconds of ``SIMULATION`` run by the engine's own loop, and under SimPy (the same
+    engine, the same arrivals: its requests' times the same to the bit), warm."""
+    import inference_arithmetic as ia
+    from inference_arithmetic.serving import continuous, simulation
+    from inference_arithmetic.serving.engine import stream_scenario
+
+    model, gpu, load, requests = SIMULATION
+    s = stream_scenario(model, gpu, 1024, 128, 1, ia.AUTO, {})
+    rate = load * continuous.saturation_rate(s.replace(batch=1, in_waves=True))
+    arrivals = np.cumsum(np.random.default_rng(0).exponential(1 / rate, requests * 6 // 5))
+    bounds, under_simpy = simulation.limits(s), {"owners": np.zeros(len(arrivals), dtype=int)}
+
+    def run(**engines):
+        return simulation.run_limits(*bounds, arrivals, simulation.run_step(s), **engines)
+
+    run()
+    return median_seconds(run, repeat), median_seconds(lambda: run(**under_simpy), repeat)
+
+
 def build_times():
     with tempfile.TemporaryDirectory() as out:
         command = [str(ROOT / ".venv/bin/jupyter-book"), "build", str(ROOT), "--path-output", out]
@@ -377,6 +402,13 @@ def main():
         print(f"a step, kernel by kernel         {median * 1e3:8.3f} ms   median over "
               f"{len(times)} registry models, warm; slowest {slowest} {worst * 1e3:.3f} ms "
               "(goal: under 1 ms)")  # fmt: skip
+
+    with measuring("simulation"):
+        own, simpy = simulation_seconds()
+        model, gpu, load, requests = SIMULATION
+        print(f"a stream simulated               {own:8.2f} s    {requests:,} requests at "
+              f"{load:g} of {model}'s saturation on {gpu}, warm; under SimPy {simpy:.2f} s "
+              "(no goal)")  # fmt: skip
 
     with measuring("widget update"):
         median, worst = widget_update()
