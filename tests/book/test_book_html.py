@@ -238,6 +238,15 @@ def test_outputs_and_prose_show_formatted_values():
     assert not bad, bad
 
 
+def test_no_page_names_the_folder_it_was_built_in():
+    # A default argument such as a path to the library prints the build machine's own folder
+    # in the API reference (autodoc shows defaults as their repr).
+    pages = sorted(BOOK_PAGES.glob("*.html"))
+    assert len(pages) >= 15, pages
+    named = [page.name for page in pages if str(ROOT) in re.sub(r"<[^>]+>", "", page.read_text())]
+    assert not named, f"pages that name {ROOT}: {named}"
+
+
 @pytest.mark.parametrize(
     "output",
     [

@@ -308,10 +308,11 @@ LIBRARY = Path(__file__).parents[1]
 
 
 @functools.cache
-def fingerprint(package: Path = LIBRARY, root: Path | None = None) -> str:
-    """A hash of the library in ``package``: each module's code (its syntax tree without
-    docstrings, so that neither a docstring nor a comment nor the layout changes it), every
-    data file it ships, and the SymPy, NumPy and Python versions; 16 hexadecimal digits.
+def fingerprint(package: Path | None = None, root: Path | None = None) -> str:
+    """A hash of the library in ``package`` (by default this one): each module's code (its
+    syntax tree without docstrings, so that neither a docstring nor a comment nor the layout
+    changes it), every data file it ships, and the SymPy, NumPy and Python versions; 16
+    hexadecimal digits.
 
     Hashing every module costs most of a second: the hash is kept in the cache's folder
     (``root``, by default the disk cache's) under the files' sizes and modification times,
@@ -319,6 +320,7 @@ def fingerprint(package: Path = LIBRARY, root: Path | None = None) -> str:
     those of one before it reads the fingerprint; after an edit, only the edited files are
     hashed again."""
     root = _root() if root is None else root
+    package = LIBRARY if package is None else package  # not a default: the API page prints it
     paths = []
     for where, folders, names in os.walk(package):
         folders[:] = sorted(f for f in folders if f != "__pycache__")
