@@ -398,16 +398,16 @@ def run_limits(
 def _run_alone(bounds, arrivals, step, total=None, tokens=None):
     """``run_limits`` of one engine whose steps no other shares, under its ``bounds`` (capacity,
     token budget, lengths, tokens computed), without SimPy, each step taking ``step(...)``
-    seconds, more than none: the same events in the same order as under
-    SimPy, which has two to order, the next arrival and the engine's next step (or its wake,
-    when a request arrives at an idle engine); of two at one instant, the one scheduled first
-    goes first (SimPy's order). So the idle engine starts its first step when the first request
-    arrives, and those arriving at the same instant arrive while that step runs. A step of
-    decodes alone (no prompt chunk: none waits, or the budget is spent) is followed by the same
-    step, a token further on, until one of them ends or a request arrives: those steps are
-    taken without the queues (``decodes_alone``), most of a burst's steps and many of a light
-    stream's. The same times to the bit as SimPy's, without its machinery of events: a quarter
-    less time for a stream near saturation, more than half less for a light one."""
+    seconds, more than none. The same events in the same order as under SimPy, which has two
+    to order: the next arrival, and the engine's next step (or its wake, when a request arrives
+    at an idle engine); of two at one instant, the one scheduled first goes first. So the idle
+    engine starts its first step when the first request arrives, and those arriving at the
+    same instant arrive while that step runs. A step of decodes alone (no prompt chunk: none
+    waits, or the budget is spent) is followed by the same step, a token further on, until one
+    of them ends or a request arrives: those steps are taken without the queues
+    (``decodes_alone``), most of a burst's steps and many of a light stream's. The same times
+    to the bit as SimPy's, without its machinery of events: a quarter less time for a stream
+    near saturation, more than half less for a light one."""
     run = _Run(*bounds, arrivals, total, tokens)
     engine, at = _Queues(run), [float(x) for x in arrivals]
     # Each clock: the time of its next event and the order it was scheduled in (SimPy's).
