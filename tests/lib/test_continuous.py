@@ -535,24 +535,15 @@ def test_requests_sent_at_once_run_as_simpy_runs_them(
     computed = max(prompt - cached, 1)
     total = None if more is None else sent + more
     bounds = (capacity, budget, prompt, output, computed)
-    assert _run(bounds, np.zeros(sent), step, total) == _simpy_run(
-        bounds, np.zeros(sent), step, total
-    )
+    arrivals = np.zeros(sent)
+    assert _run(bounds, arrivals, step, total) == _run(bounds, arrivals, step, total, simpy=True)
 
 
-def _run(bounds, arrivals, step, total=None):
-    """Each finished request of ``run_limits``, without SimPy: its index, arrival, first and
-    last token's times, the steps to its first token, its prompt tokens computed."""
-    done = simulation.run_limits(*bounds, arrivals, step, total)
-    return [
-        [r[k] for k in ("i", "arrived", "first", "first_step", "last", "prefilled")] for r in done
-    ]
-
-
-def _simpy_run(bounds, arrivals, step, total=None):
-    """``_run`` under SimPy, step by step: engines that share the arrivals (``owners``), here
-    one."""
-    owners = np.zeros(len(arrivals), dtype=int)
+def _run(bounds, arrivals, step, total=None, simpy=False):
+    """Each finished request of ``run_limits``: its index, arrival, first and last token's
+    times, the steps to its first token, its prompt tokens computed. With ``simpy``, under
+    SimPy, step by step: engines that share the arrivals (``owners``), here one."""
+    owners = np.zeros(len(arrivals), dtype=int) if simpy else None
     done = simulation.run_limits(*bounds, arrivals, step, total, owners=owners)
     return [
         [r[k] for k in ("i", "arrived", "first", "first_step", "last", "prefilled")] for r in done
@@ -578,7 +569,7 @@ def test_a_stream_runs_as_simpy_runs_it(capacity, budget, prompt, output, eighth
     bounds = (capacity, budget, prompt, output, prompt)
     arrivals = np.cumsum(eighths) / 8
     total = None if more is None else len(arrivals) + more
-    assert _run(bounds, arrivals, step, total) == _simpy_run(bounds, arrivals, step, total)
+    assert _run(bounds, arrivals, step, total) == _run(bounds, arrivals, step, total, simpy=True)
 
 
 def test_a_smaller_token_budget_takes_longer_to_prefill_a_burst():
