@@ -68,8 +68,10 @@ $(STAMP): requirements.txt pyproject.toml
 # jupyter-cache, with the reader myst-nb uses); the build then reads them from it, and so do the
 # student notebooks (their glued numbers). Each chapter's record keeps what its outputs depend
 # on: its code, the library's code, the installed packages, and every file of the repository
-# it read while it ran; a chapter runs again when any of them changed, and only then. A chapter
-# that fails is not cached: its traceback is printed and make stops.
+# it read while it ran; a chapter runs again when any of them changed, and only then. Each runs
+# in a fresh kernel forked from one that has imported what they all import (tools/kernel_fork.py:
+# 4 of a small page's 5 seconds went to imports). A chapter that fails is not cached: its
+# traceback is printed and make stops.
 CACHE := _build/.jupyter_cache
 
 execute: $(STAMP)

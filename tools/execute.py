@@ -14,9 +14,10 @@ or whose inputs are no longer those is executed again; the others are left alone
 edit re-executes exactly the pages that read that file, and no page is served stale. A page
 that started another process (whose reads cannot be seen) depends on every file under lib/.
 
-The pages run JOBS at a time (default 2), the longest first; each executed page's stamp,
-_build/.executed/PAGE, is touched, so that Sphinx reads the page again (tools/book_html.py
-makes the stamp a dependency of the page).
+The pages run JOBS at a time (default 2), the longest first, each in a fresh kernel forked
+from a process that has imported ipykernel, NumPy, SymPy and Matplotlib once
+(tools/kernel_fork.py). Each executed page's stamp, _build/.executed/PAGE, is touched, so
+that Sphinx reads the page again (tools/book_html.py makes the stamp a dependency of the page).
 A page that fails is not cached: its traceback is printed and the exit status is 1. A page
 whose kernel could not start or died runs once more first (two kernels starting at once can be
 given the same free port).
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import contextlib
+import functools
 import hashlib
 import json
 import os
@@ -36,6 +38,8 @@ import time
 import traceback
 from importlib import metadata
 from pathlib import Path
+
+import kernel_fork  # tools/kernel_fork.py, beside this file
 
 ROOT = Path(__file__).resolve().parents[1]
 LIBRARY = ROOT / "lib"
@@ -150,8 +154,11 @@ def removed_sources(notebook) -> list[str]:
     return sorted({c.source for c in cells} - shown)
 
 
-def run(page: str, root: str, timeout: int) -> tuple[dict, float, str | None, list]:
-    """Execute one page in a kernel that records what it reads (a worker process's task)."""
+def run(
+    page: str, root: str, timeout: int, kernel: str | None = None
+) -> tuple[dict, float, str | None, list]:
+    """Execute one page in a kernel that records what it reads (a worker process's task), of
+    the kernelspec named ``kernel`` (tools/kernel_fork.py's), else of the notebook's."""
     from jupyter_cache.executors.utils import single_nb_execution
 
     with tempfile.TemporaryDirectory() as folder:
@@ -161,10 +168,8 @@ def run(page: str, root: str, timeout: int) -> tuple[dict, float, str | None, li
         removed.write_text(json.dumps(removed_sources(notebook)))
         os.environ.update(PYTHONSTARTUP=str(READS), IA_BOOK_ROOT=root, IA_BOOK_READS=str(log))
         os.environ.update(IA_BOOK_REMOVED=str(removed))
-        # SymPy reads the size of its caches once, when it is imported, and a chapter imports
-        # it before the library (its imports sorted): the kernel gets the library's size from
-        # the start, without which the calculator's page data takes over twice as long.
-        os.environ.update(SYMPY_CACHE_SIZE=str(library_sympy_cache_size()))
+        os.environ.update(SYMPY_CACHE_SIZE=str(library_sympy_cache_size()))  # see execute
+        chosen = {"kernel_name": kernel} if kernel else {}
         result = single_nb_execution(
             notebook,
             cwd=str(Path(page).parent),
@@ -174,6 +179,7 @@ def run(page: str, root: str, timeout: int) -> tuple[dict, float, str | None, li
                 "--IPKernelApp.log_level=ERROR",  # not its warning about TCP
                 f"--IPKernelApp.exec_files={[str(SHOWN_ALONE)]}",  # tools/shown_alone.py
             ],
+            **chosen,
         )
         reads = [json.loads(line) for line in log.read_text().splitlines()]
     return result.nb, result.time, result.exc_string, reads
@@ -230,8 +236,21 @@ def execute(pages, cache_dir, root: Path = ROOT, jobs: int = 2, timeout: int = 3
     names = ", ".join(p.stem for p in longest_first)
     out(f"executing {len(stale_pages)} of {len(pages)} pages: {names}")
     failed = []
-    with concurrent.futures.ProcessPoolExecutor(jobs) as pool:
-        running = {pool.submit(run, str(p), str(root), timeout): p for p in longest_first}
+    # SymPy reads the size of its caches once, when it is imported, and a chapter imports it
+    # before the library (its imports sorted): each kernel gets the library's size from the
+    # start, without which the calculator's page data takes over twice as long.
+    sympy_cache = {"SYMPY_CACHE_SIZE": str(library_sympy_cache_size())}
+    # The kernels fork from a server that has imported what every page imports: it costs
+    # about one kernel's start-up, saved on each page after it, so it serves more pages than
+    # the jobs that run at once, and the first few pages start kernels as usual.
+    forked = kernel_fork.Forked if len(stale_pages) > jobs else kernel_fork.Plain
+    with (
+        tempfile.TemporaryDirectory() as folder,
+        forked(folder, sympy_cache) as kernel,
+        concurrent.futures.ProcessPoolExecutor(jobs) as pool,
+    ):
+        submit = functools.partial(pool.submit, run, timeout=timeout, kernel=kernel)
+        running = {submit(str(p), str(root)): p for p in longest_first}
         again = set()  # the pages run a second time
         while running:
             ended, _ = concurrent.futures.wait(running, return_when="FIRST_COMPLETED")
@@ -246,7 +265,7 @@ def execute(pages, cache_dir, root: Path = ROOT, jobs: int = 2, timeout: int = 3
                     # port (jupyter_client picks it before the kernel binds it).
                     out(f"{page}: its kernel could not start or died; running it again\n{error}")
                     again.add(page)
-                    running[pool.submit(run, str(page), str(root), timeout)] = page
+                    running[submit(str(page), str(root))] = page
                     continue
             if error is not None:
                 out(f"{page}: failed\n{error}")

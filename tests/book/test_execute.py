@@ -170,14 +170,14 @@ def test_a_failing_page_is_not_cached(tmp_path):
 _RUN = execute.run
 
 
-def _kernel_lost(page, root, timeout):
+def _kernel_lost(page, root, timeout, kernel=None):
     """``execute.run``, whose kernel is lost the first N times (N in the file ``lost``)."""
     lost = Path(root) / "lost"
     left = int(lost.read_text())
     if left:
         lost.write_text(str(left - 1))
         raise RuntimeError("Kernel didn't respond in 60 seconds")
-    return _RUN(page, root, timeout)
+    return _RUN(page, root, timeout, kernel)
 
 
 @pytest.mark.parametrize("times", [1, 2])
@@ -270,3 +270,42 @@ def test_the_shown_notebook_has_the_shown_cells_only(tmp_path):
         "y = 5",
     ]
     assert not any(cell.outputs for cell in code)
+
+
+# What a kernel knows of its start: what the server imported before the fork read from the
+# environment (SymPy's cache size, Matplotlib's backend), its folder, import path, environment
+# and namespace. (That it records what a page reads, tools/book_reads.py's hook, installed at
+# its start-up, is checked above: the tiny book's four pages run in forked kernels.)
+TWIN = """import os, sys
+import matplotlib, sympy.core.cache
+
+print(sympy.core.cache.SYMPY_CACHE_SIZE, matplotlib.get_backend(), os.getcwd())
+print(sys.path, os.environ.get("IA_TWIN"), __name__, sorted(dir()), flush=True)"""
+
+
+def test_a_forked_kernel_is_a_fresh_kernels_twin(tmp_path, monkeypatch):
+    import kernel_fork
+    import nbformat
+    from jupyter_cache.executors.utils import single_nb_execution
+
+    monkeypatch.setenv("IA_TWIN", "the page's")
+    monkeypatch.delenv("MPLBACKEND", raising=False)  # the kernels' own: ipykernel's
+    (tmp_path / "page").mkdir()
+    notebook = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(TWIN)])
+    printed = {}
+    for server in (kernel_fork.Plain, kernel_fork.Forked):
+        with server(tmp_path / server.__name__, {"SYMPY_CACHE_SIZE": "4321"}) as name:
+            assert (name is None) == (server is kernel_fork.Plain)
+            monkeypatch.setenv("SYMPY_CACHE_SIZE", "4321")  # as execute.run sets it
+            chosen = {"kernel_name": name} if name else {}
+            result = single_nb_execution(
+                nbformat.from_dict(notebook), str(tmp_path / "page"), 60, False, **chosen
+            )
+            monkeypatch.delenv("SYMPY_CACHE_SIZE")
+        assert result.err is None, result.exc_string
+        printed[server] = result.nb.cells[0].outputs[0]["text"]
+    assert printed[kernel_fork.Forked] == printed[kernel_fork.Plain]
+    assert printed[kernel_fork.Plain].startswith(
+        f"4321 module://matplotlib_inline.backend_inline {tmp_path / 'page'}"
+    )
+    assert "the page's __main__" in printed[kernel_fork.Plain]
