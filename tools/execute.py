@@ -240,9 +240,9 @@ def execute(pages, cache_dir, root: Path = ROOT, jobs: int = 2, timeout: int = 3
     # before the library (its imports sorted): each kernel gets the library's size from the
     # start, without which the calculator's page data takes over twice as long.
     sympy_cache = {"SYMPY_CACHE_SIZE": str(library_sympy_cache_size())}
-    # The kernels fork from a server that has imported what every page imports: it costs
-    # about one kernel's start-up, saved on each page after it, so it serves more pages than
-    # the jobs that run at once, and the first few pages start kernels as usual.
+    # The kernels fork from a server that has imported what every page imports. It costs
+    # about one kernel's start-up, before any page can start, and saves most of one on each
+    # page: worth it for more pages than run at once; fewer start their kernels as usual.
     forked = kernel_fork.Forked if len(stale_pages) > jobs else kernel_fork.Plain
     with (
         tempfile.TemporaryDirectory() as folder,
