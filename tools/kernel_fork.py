@@ -4,10 +4,10 @@
     python tools/kernel_fork.py kernel SOCKET ARGS... # a kernel: its kernelspec's command
 
 Each page runs in a fresh kernel, and a fresh kernel spends most of a small page's time
-importing: ipykernel, NumPy, SymPy and Matplotlib take 4-5 of the 5-6 seconds a page of a few
-cells takes on a busy 2-core machine, 19 times in a build. So ``serve`` imports them once and
+importing: ipykernel, NumPy, SymPy and Matplotlib take about 4 of the 5 seconds before a page's
+first cell on a busy 2-core machine, 19 times in a build. So ``serve`` imports them once and
 waits on a Unix socket; each kernel Jupyter starts (``kernel``, the command of the kernelspec
-``Forked.spec``) hands the server its arguments, environment, folder and standard streams, and
+``Forked.NAME``) hands the server its arguments, environment, folder and standard streams, and
 the server forks a child that becomes that kernel: ipykernel's own entry point, in a new
 session, with the page's environment and folder. Nothing of the repository is imported
 before the fork, so a page's kernel still records every file of it that the page reads
