@@ -155,10 +155,11 @@ def removed_sources(notebook) -> list[str]:
 
 
 def run(
-    page: str, root: str, timeout: int, kernel: str | None = None
+    page: str, root: str, timeout: int, kernel: str | None = None, env: dict | None = None
 ) -> tuple[dict, float, str | None, list]:
     """Execute one page in a kernel that records what it reads (a worker process's task), of
-    the kernelspec named ``kernel`` (tools/kernel_fork.py's), else of the notebook's."""
+    the kernelspec named ``kernel`` (tools/kernel_fork.py's), else of the notebook's, with
+    ``env`` added to its environment."""
     from jupyter_cache.executors.utils import single_nb_execution
 
     with tempfile.TemporaryDirectory() as folder:
@@ -168,7 +169,7 @@ def run(
         removed.write_text(json.dumps(removed_sources(notebook)))
         os.environ.update(PYTHONSTARTUP=str(READS), IA_BOOK_ROOT=root, IA_BOOK_READS=str(log))
         os.environ.update(IA_BOOK_REMOVED=str(removed))
-        os.environ.update(SYMPY_CACHE_SIZE=str(library_sympy_cache_size()))  # see execute
+        os.environ.update(env or {})
         chosen = {"kernel_name": kernel} if kernel else {}
         result = single_nb_execution(
             notebook,
@@ -239,17 +240,17 @@ def execute(pages, cache_dir, root: Path = ROOT, jobs: int = 2, timeout: int = 3
     # SymPy reads the size of its caches once, when it is imported, and a chapter imports it
     # before the library (its imports sorted): each kernel gets the library's size from the
     # start, without which the calculator's page data takes over twice as long.
-    sympy_cache = {"SYMPY_CACHE_SIZE": str(library_sympy_cache_size())}
+    env = {"SYMPY_CACHE_SIZE": str(library_sympy_cache_size())}
     # The kernels fork from a server that has imported what every page imports. It costs
     # about one kernel's start-up, before any page can start, and saves most of one on each
     # page: worth it for more pages than run at once; fewer start their kernels as usual.
     forked = kernel_fork.Forked if len(stale_pages) > jobs else kernel_fork.Plain
     with (
         tempfile.TemporaryDirectory() as folder,
-        forked(folder, sympy_cache) as kernel,
+        forked(folder, env) as kernel,
         concurrent.futures.ProcessPoolExecutor(jobs) as pool,
     ):
-        submit = functools.partial(pool.submit, run, timeout=timeout, kernel=kernel)
+        submit = functools.partial(pool.submit, run, timeout=timeout, kernel=kernel, env=env)
         running = {submit(str(p), str(root)): p for p in longest_first}
         again = set()  # the pages run a second time
         while running:

@@ -161,7 +161,7 @@ class Forked:
     def __init__(self, folder, env: dict):
         self.folder, self.env = str(folder), env
         self.socket = os.path.join(self.folder, "kernels.sock")
-        self.process, self.jupyter_path = None, False  # False: JUPYTER_PATH left as it was
+        self.process, self.jupyter_path = None, os.environ.get("JUPYTER_PATH")  # restored
 
     def __enter__(self) -> str | None:
         import subprocess
@@ -179,9 +179,8 @@ class Forked:
         }
         with open(os.path.join(spec, "kernel.json"), "w") as out:
             json.dump(kernelspec, out)
-        paths = [self.folder, os.environ.get("JUPYTER_PATH", "")]
+        paths = [self.folder, self.jupyter_path or ""]
         serving = [sys.executable, os.path.abspath(__file__), "serve", self.socket]
-        self.jupyter_path = os.environ.get("JUPYTER_PATH")
         os.environ["JUPYTER_PATH"] = os.pathsep.join(p for p in paths if p)
         env = {**os.environ, **self.env}
         self.process = subprocess.Popen(serving, env=env, stdout=subprocess.PIPE)
@@ -193,12 +192,13 @@ class Forked:
     def __exit__(self, *exc) -> None:
         if self.jupyter_path is None:
             os.environ.pop("JUPYTER_PATH", None)
-        elif self.jupyter_path is not False:
+        else:
             os.environ["JUPYTER_PATH"] = self.jupyter_path
         if self.process is not None:
             self.process.kill()
             self.process.wait()
             self.process.stdout.close()
+            self.process = None
 
 
 class Plain(Forked):

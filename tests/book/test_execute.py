@@ -170,14 +170,14 @@ def test_a_failing_page_is_not_cached(tmp_path):
 _RUN = execute.run
 
 
-def _kernel_lost(page, root, timeout, kernel=None):
+def _kernel_lost(page, root, timeout, kernel=None, env=None):
     """``execute.run``, whose kernel is lost the first N times (N in the file ``lost``)."""
     lost = Path(root) / "lost"
     left = int(lost.read_text())
     if left:
         lost.write_text(str(left - 1))
         raise RuntimeError("Kernel didn't respond in 60 seconds")
-    return _RUN(page, root, timeout, kernel)
+    return _RUN(page, root, timeout, kernel, env)
 
 
 @pytest.mark.parametrize("times", [1, 2])
@@ -296,7 +296,7 @@ def test_a_forked_kernel_is_a_fresh_kernels_twin(tmp_path, monkeypatch):
     for server in (kernel_fork.Plain, kernel_fork.Forked):
         with server(tmp_path / server.__name__, {"SYMPY_CACHE_SIZE": "4321"}) as name:
             assert (name is None) == (server is kernel_fork.Plain)
-            monkeypatch.setenv("SYMPY_CACHE_SIZE", "4321")  # as execute.run sets it
+            monkeypatch.setenv("SYMPY_CACHE_SIZE", "4321")  # as execute.run adds it
             chosen = {"kernel_name": name} if name else {}
             result = single_nb_execution(
                 nbformat.from_dict(notebook), str(tmp_path / "page"), 60, False, **chosen
