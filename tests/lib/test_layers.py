@@ -16,6 +16,7 @@ may change without a word. What two modules share is public, documented, in ``__
 """
 
 import ast
+import functools
 from pathlib import Path
 
 import pytest
@@ -56,11 +57,18 @@ def layer(module: str) -> str:
     return parts[1] if len(parts) > 1 else "__init__"
 
 
+@functools.cache
+def _parsed(source: str) -> ast.Module:
+    """``source`` parsed once: the tests below read every module's tree several times over
+    (the graph three times, the reaches once), and parsing is most of their time. Only read."""
+    return ast.parse(source)
+
+
 def imports(source: str, module: str, is_package: bool) -> set[str]:
     """The modules of the library that ``source`` (the text of ``module``) imports: for
     ``from X import name``, the module ``X.name`` when there is one, else ``X``."""
     found = set()
-    for node in ast.walk(ast.parse(source)):
+    for node in ast.walk(_parsed(source)):
         if isinstance(node, ast.Import):
             found.update(a.name for a in node.names if a.name.startswith("inference_arithmetic"))
         elif isinstance(node, ast.ImportFrom):
@@ -97,7 +105,7 @@ def reaches(source: str, module: str, is_package: bool) -> list[str]:
     'line: module._name': ``from X import _name``, and ``_name`` read as an attribute of a
     name bound to another module of the library (``import X as m; m._name``, ``from P import
     X; X._name``, ``import inference_arithmetic; inference_arithmetic.X._name``)."""
-    tree = ast.parse(source)
+    tree = _parsed(source)
     modules, found = {}, []  # local names bound to a library module -> that module
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
