@@ -12,8 +12,9 @@ the server forks a child that becomes that kernel: ipykernel's own entry point, 
 session, with the page's environment and folder. Nothing of the repository is imported
 before the fork, so a page's kernel still records every file of it that the page reads
 (tools/book_reads.py, which IPython runs at the kernel's start-up as before), and SymPy's caches
-start empty. The variables read when a module is imported are the server's: SymPy's cache size
-and Matplotlib's backend, which are the pages' own (``Forked`` sets them as a kernel would).
+start empty. The variables read when a module is imported are the server's, set as a page's
+kernel has them: SymPy's cache size (``Forked``'s ``env``, the one execute.py gives each page)
+and Matplotlib's backend (``serve`` names ipykernel's inline one where none is named).
 
 Jupyter signals the ``kernel`` process, which passes an interrupt or a termination on to its
 child; if it is killed, the child sees the pipe it holds close and exits. Where the server is
