@@ -14,7 +14,13 @@ from hypothesis import strategies as st
 
 import inference_arithmetic as ia
 from inference_arithmetic.serving import continuous, planning, queueing, simulation, targets
-from inference_arithmetic.serving.engine import Engine, capacity, engine_of, stream_scenario
+from inference_arithmetic.serving.engine import (
+    Engine,
+    capacity,
+    compiled_step,
+    engine_of,
+    stream_scenario,
+)
 
 # The steady state's agreement with the simulation, the library's own claim (as the book says it).
 MEANS, TAILS = continuous.AGREEMENT["means"], continuous.AGREEMENT["percentiles"]
@@ -494,6 +500,25 @@ def test_a_burst_timed_under_many_settings_is_the_same_as_one_at_a_time():
     r = simulation.burst(s)
     assert r["throughput"] == pytest.approx(s.batch * s.output_len / r["elapsed"])
     assert r["ttft"] < r["elapsed"]
+
+
+def test_a_schedule_timed_by_its_distinct_steps_is_every_step_timed():
+    # A closed loop's steps come round again (the same decodes, context and prompt tokens):
+    # each distinct one is timed once, and the ends are those of timing every step, to the bit.
+    s = _burst_scenario(batch=1, prompt_len=700, output_len=24, token_budget=512)
+    key = simulation._schedule_key(s, 5, 200)
+    plan = simulation._schedule(*key)[0]
+    rows, index = simulation._distinct_steps(*key)
+    assert np.array_equal(rows[index], plan) and len(rows) < len(plan) / 2
+    assert len(np.unique(plan, axis=0)) == len(rows)  # each distinct step once
+    step = compiled_step(s.model, s.step, s.parallel, **s.formula_options)
+    columns = dict(zip(("decoding", "context_len", "prefill_tokens"), plan.T, strict=True))
+    every = np.cumsum(step.from_values({**s.values(), **columns}))
+    assert np.array_equal(simulation._step_ends(s, key, {}), every)
+    overheads = np.array([0.0, 1e-3])  # a column per setting, each the same
+    many = simulation._step_ends(s, key, {"step_overhead": overheads})
+    for column, o in zip(many.T, overheads, strict=True):
+        assert np.array_equal(column, simulation._step_ends(s.replace(step_overhead=o), key, {}))
 
 
 def test_a_closed_loop_timed_from_its_schedule_is_the_simulation_timed_step_by_step():

@@ -136,9 +136,10 @@ def burst(s: Scenario, **figures) -> dict:
     token, the output ``throughput``, the mean ``ttft`` and ``tpot``, and the most requests it
     ran at once (``concurrency``). ``figures`` override the scenario's values and may be
     arrays, to time one schedule under many settings at once (chapter 13's fit)."""
-    plan, first, last, _, _ = burst_schedule(s)
+    key = _schedule_key(s)
+    _, first, last, _, _ = _schedule(*key)
     values = {**s.values(), **figures}
-    ends = _step_ends(s, plan, figures)
+    ends = _step_ends(s, key, figures)
     elapsed = ends[-1]
     ttft = ends[first].mean(axis=0)
     tpot = ((ends[last] - ends[first]) / max(s.output_len - 1, 1)).mean(axis=0)
@@ -169,11 +170,16 @@ def burst_schedule(s: Scenario, users: int | None = None, total: int | None = No
     the steps before, not on how long they take, so one schedule serves every setting of the
     step's figures. Requests in the order they finished, with ``i`` the order they were sent;
     the arrays are read-only (the schedule is cached)."""
+    return _schedule(*_schedule_key(s, users, total))
+
+
+def _schedule_key(s: Scenario, users: int | None = None, total: int | None = None) -> tuple:
+    """What ``burst_schedule``'s schedule depends on (``_schedule``'s arguments)."""
     capacity, *lengths = limits(stepping_together(s))
     sent = s.batch if users is None else users
     # No more than the requests sent at once (or the users) are ever in the engine: a capacity
     # past them takes the same steps, and shares their schedule (a term that adds memory).
-    return _schedule(min(capacity, sent), *lengths, sent, total)
+    return (min(capacity, sent), *lengths, sent, total)
 
 
 @functools.lru_cache(maxsize=1024)
@@ -199,12 +205,34 @@ def _schedule(capacity, token_budget, prompt_len, output_len, computed, sent, to
     return plan, first, last, arrived, sent
 
 
-def _step_ends(s: Scenario, plan, figures):
-    """The end of each step of ``plan`` (seconds from the start), each step timed by ``s``'s
-    step formula at its values and ``figures`` (arrays broadcast: one column per setting)."""
+@functools.lru_cache(maxsize=1024)
+def _distinct_steps(*key) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct steps of the schedule of ``key`` (``_schedule``'s arguments), as rows of
+    its plan, and each step's row: a closed loop's steps come round again and again (the same
+    decodes, mean context and prompt tokens), a quarter of them distinct in the validation
+    set's runs, so each is timed once. Read-only, as the schedule is."""
+    plan = _schedule(*key)[0]
+    # Sorted by decodes, then context, then prompt tokens (np.unique's rows compare as bytes,
+    # several times slower): each run of equal rows is one distinct step.
+    order = np.lexsort(plan.T[::-1])
+    ordered = plan[order]
+    first = np.ones(len(plan), dtype=bool)
+    first[1:] = np.any(ordered[1:] != ordered[:-1], axis=1)
+    rows, index = ordered[first], np.empty(len(plan), dtype=np.intp)
+    index[order] = np.cumsum(first) - 1
+    for array in (rows, index):
+        array.flags.writeable = False
+    return rows, index
+
+
+def _step_ends(s: Scenario, key: tuple, figures):
+    """The end of each step of the schedule of ``key`` (``_schedule_key``), in seconds from the
+    start: each distinct step timed once by ``s``'s step formula at its values and ``figures``
+    (arrays broadcast: one column per setting), then the steps' times summed in their order."""
+    rows, index = _distinct_steps(*key)
     values = {**s.values(), **figures}
     shape = np.broadcast(*[np.asarray(v) for v in figures.values()]).shape if figures else ()
-    columns = plan.reshape(len(plan), 3, *[1] * len(shape))
+    columns = rows.reshape(len(rows), 3, *[1] * len(shape))
     point = {
         **values,
         "decoding": columns[:, 0],
@@ -212,7 +240,7 @@ def _step_ends(s: Scenario, plan, figures):
         "prefill_tokens": columns[:, 2],
     }
     times = compiled_step(s.model, s.step, s.parallel, **s.formula_options).from_values(point)
-    return np.cumsum(np.broadcast_to(times, (len(plan), *shape)), axis=0)
+    return np.cumsum(np.broadcast_to(times, (len(rows), *shape))[index], axis=0)
 
 
 def closed_loop(s: Scenario, users: int, requests: int) -> dict:
@@ -270,8 +298,9 @@ def _timed_loop(s: Scenario, users, requests):
     end, each request's first and last token's step, its arrival's time and its order sent."""
     users = checks.count("users", users)
     requests = checks.count("requests", requests, low=users)
-    plan, first, last, arrived, sent = burst_schedule(s, users, requests)
-    ends = _step_ends(s, plan, {})
+    key = _schedule_key(s, users, requests)
+    _, first, last, arrived, sent = _schedule(*key)
+    ends = _step_ends(s, key, {})
     start = np.concatenate([[0.0], ends])[arrived]  # a request arrives at a step's end
     return users, requests, ends, first, last, start, sent
 
