@@ -600,7 +600,7 @@ def test_the_continuous_mode_shows_the_percentiles_of_the_steady_state():
     p50, p90, p99 = ia.queueing.skewed_quantiles(1.0, 2.0, 0.8)
     assert p50 < 1.0 and p99 - p90 > normal[2] - normal[1]
     runtime = script("quantiles.js") + script("steady.js")
-    for number in ("4096", "1e-9", "0.99", "1.28", "2.32", "p99"):
+    for number in ("4096", "1e-9", "1e-6", "0.99", "1.28", "2.32", "p99"):
         assert number not in runtime, number
 
 
@@ -617,6 +617,8 @@ def test_the_plan_is_judged_on_the_percentile_chosen():
         "tiny": ia.queueing.TINY,
         "grid": ia.queueing.GRID,
     }
+    # And where a chain runs away, as the library's steady state judges it.
+    assert spec["runaway"] == [ia.queueing.RUNAWAY_COUNTS, ia.queueing.RUNAWAY_TAIL]
     # The form offers what ia.plan's percentile takes (a tail: the mean and p90, p99), starting
     # at its default; the page carries the same choices.
     assert calculator.JUDGED == {"mean": None, "p90": 90, "p99": 99}

@@ -240,8 +240,9 @@ var iaCalc = window.iaCalc || (window.iaCalc = function (root) {
     // the step and the tokens a step yields it (speculating): the library's formulas. A
     // pipeline has n_gpus micro-batches in flight (its capacity is of each).
     var parallel = state.parallel, stages = call(spec.in_flight, v)[parallel];
-    var e = iaSteady({prompt_counts: spec.prompt_counts, context: spec.context,
-      capacity: m.continuous.capacity, step: m.continuous.step[state.step][serving.key], parallel: parallel,
+    var e = iaSteady({prompt_counts: spec.prompt_counts, runaway: spec.runaway,
+      context: spec.context, capacity: m.continuous.capacity,
+      step: m.continuous.step[state.step][serving.key], parallel: parallel,
       stages: stages, wait: spec.pipeline_wait, square: spec.pipeline_square,
       steady: spec.steady, spread: spec.spread, quantiles: spec.quantiles,
       speculating: serving.speculating,

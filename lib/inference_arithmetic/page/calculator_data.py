@@ -351,6 +351,7 @@ def page_data() -> dict:
         "replicas": {k: javascript(e) for k, e in continuous.REPLICAS.items()},
         "stream": javascript(STREAM),
         "prompt_counts": queueing.PROMPT_COUNTS,
+        "runaway": [queueing.RUNAWAY_COUNTS, queueing.RUNAWAY_TAIL],
         "spread": queueing.SPREAD_POINTS,
         "quantiles": {  # what the percentiles of the steady state's times take (quantiles.js)
             "percentiles": queueing.PERCENTILES,

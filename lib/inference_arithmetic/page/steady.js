@@ -3,8 +3,8 @@
 // carries (printed by sympy.jscode). It holds no formula of its own: the step's time, the
 // memory's capacity, the mean context and the steady relations (queueing.STEADY) all come
 // from ``data``; only the chain's arithmetic (Poisson weights, chunks under the token budget,
-// linear equations, the fixed point, the spread, the bisection) is here, step for step as in
-// Python. A pipeline (``data.stages`` micro-batches in flight) steps as its cycle lasts: the
+// linear equations, the fixed point with Aitken's jumps, the spread, the saturation search)
+// is here, step for step as in Python. A pipeline (``data.stages`` micro-batches in flight) steps as its cycle lasts: the
 // sum of ``data.wait`` (formulas.continuous.pipeline_wait, printed) over the other
 // micro-batches' steps, drawn from the chain's own (``Engine.period`` and ``meet``). A state's
 // ``percentiles()`` are its TTFT's and TPOT's (``Engine.waits`` and ``percentiles``, over
@@ -78,40 +78,43 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
     for (var k = 0; k < N; k++) { row.push(Math.exp(k * log - mean - logf[k])); sum += row[k]; }
     return row.map(function (x) { return x / sum; });
   }
-  function solve(a, columns) {  // Gaussian elimination with partial pivoting, in place
-    var n = a.length;
-    for (var c = 0; c < n; c++) {
+  // Gaussian elimination with partial pivoting, in place: ``a`` n by n and ``b`` n by m, each
+  // row after row in one flat array (a chain's thousands of solves a rate); returns ``b``, the
+  // solution.
+  function solve(a, n, b, m) {
+    var c, r, j, t;
+    for (c = 0; c < n; c++) {
       var p = c;
-      for (var r = c + 1; r < n; r++) if (Math.abs(a[r][c]) > Math.abs(a[p][c])) p = r;
-      var t = a[c]; a[c] = a[p]; a[p] = t; t = columns[c]; columns[c] = columns[p]; columns[p] = t;
+      for (r = c + 1; r < n; r++) if (Math.abs(a[r * n + c]) > Math.abs(a[p * n + c])) p = r;
+      for (j = 0; j < n; j++) { t = a[c * n + j]; a[c * n + j] = a[p * n + j]; a[p * n + j] = t; }
+      for (j = 0; j < m; j++) { t = b[c * m + j]; b[c * m + j] = b[p * m + j]; b[p * m + j] = t; }
       for (r = c + 1; r < n; r++) {
-        var f = a[r][c] / a[c][c];
+        var f = a[r * n + c] / a[c * n + c];
         if (f === 0) continue;
-        for (var j = c; j < n; j++) a[r][j] -= f * a[c][j];
-        for (j = 0; j < columns[r].length; j++) columns[r][j] -= f * columns[c][j];
+        for (j = c; j < n; j++) a[r * n + j] -= f * a[c * n + j];
+        for (j = 0; j < m; j++) b[r * m + j] -= f * b[c * m + j];
       }
     }
     for (c = n - 1; c >= 0; c--) {
-      for (j = 0; j < columns[c].length; j++) {
-        var s = columns[c][j];
-        for (var k = c + 1; k < n; k++) s -= a[c][k] * columns[k][j];
-        columns[c][j] = s / a[c][c];
+      for (j = 0; j < m; j++) {
+        var s = b[c * m + j];
+        for (var k = c + 1; k < n; k++) s -= a[c * n + k] * b[k * m + j];
+        b[c * m + j] = s / a[c * n + c];
       }
     }
-    return columns;
+    return b;
   }
   function dot(x, y) { var s = 0; for (var k = 0; k < x.length; k++) s += x[k] * y[k]; return s; }
   function product(x, y) { return x.map(function (a, k) { return a * y[k]; }); }
   function chain(rate, decodes) {  // each count's time per step, the moves, pi, its steps
     var m = macro(decodes, rate);
     var moves = m.times.map(function (t) { return poisson(rate * t); });
-    var a = [], b = [];
+    var a = new Float64Array(N * N), b = new Float64Array(N);
     for (var r = 0; r < N; r++) {  // pi (I - P) = 0, the last equation sum(pi) = 1
-      a.push([]);
-      for (var c = 0; c < N; c++) a[r].push(r === N - 1 ? 1 : (r === c ? 1 : 0) - moves[c][r]);
-      b.push([r === N - 1 ? 1 : 0]);
+      for (var c = 0; c < N; c++) a[r * N + c] = r === N - 1 ? 1 : (r === c ? 1 : 0) - moves[c][r];
     }
-    var pi = solve(a, b).map(function (x) { return x[0]; });
+    b[N - 1] = 1;
+    var pi = Array.from(solve(a, N, b, 1));
     var times = m.times.map(function (t, k) { return t / m.counts[k]; });
     return {times: times, moves: moves, pi: pi, counts: m.counts};
   }
@@ -134,13 +137,31 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
   function tau(rate, start) {
     others = null;  // a pipeline's cycle is worked out afresh at each rate
     var t = start || step(0, 0);
-    for (var n = 0; n < 1000; n++) {  // as Engine.tau: a step of whole prompts creeps longer
+    // As Engine.tau: a step of whole prompts creeps longer, and after two steps that move the
+    // same way, the second the shorter, Aitken's extrapolation jumps to where they head; a
+    // jump that makes the chain run away is undone, and the plain iteration decides.
+    var previous = null, accelerate = true;
+    for (var n = 0; n < 1000; n++) {
       var c = chain(rate, rate * (O - 1) * t), mean = perStep(c), tail = 0;
-      for (var k = N - 8; k < N; k++) tail += c.pi[k];
-      if (mean > 1e3 || !isFinite(mean) || tail > 1e-6) return null;
+      for (var k = N - data.runaway[0]; k < N; k++) tail += c.pi[k];
+      if (mean > 1e3 || !isFinite(mean) || tail > data.runaway[1]) {
+        if (previous !== null && previous[2]) {  // a jump went too far: undo it
+          t = previous[1]; previous = null; accelerate = false;
+          continue;
+        }
+        return null;
+      }
       if (stages > 1) meet(rate, rate * (O - 1) * t);
       if (Math.abs(mean - t) <= 1e-10 * mean) return mean;
-      t = mean;
+      var jump = null;
+      if (accelerate && previous !== null && !previous[2]) {
+        var before = previous[0], last = t, ratio = (mean - last) / (last - before);
+        if (0 < ratio && ratio < 1) {  // slowing: a fixed point ahead
+          jump = mean - (mean - last) * (mean - last) / ((mean - last) - (last - before));
+        }
+      }
+      if (jump !== null && isFinite(jump)) { previous = [t, mean, true]; t = jump; }
+      else { previous = [t, mean, false]; t = mean; }
     }
     return null;
   }
@@ -175,19 +196,18 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
     var decodes = rate * (O - 1) * t, c = chain(rate, decodes), more = chain(rate, decodes + 1);
     var steps = dot(c.pi, c.counts), meanK = 0;
     for (var k = 0; k < N; k++) meanK += c.pi[k] * k;
-    var a = [], b = [], prompts = [], seconds = [];
+    var a = new Float64Array(N * N), b = new Float64Array(2 * N), prompts = [], seconds = [];
     for (var r = 0; r < N; r++) {  // the fundamental matrix I - P + 1 pi; rewards per step
-      a.push([]);
-      for (var j = 0; j < N; j++) a[r].push((r === j ? 1 : 0) - c.moves[r][j] + c.pi[j]);
+      for (var j = 0; j < N; j++) a[r * N + j] = (r === j ? 1 : 0) - c.moves[r][j] + c.pi[j];
       prompts.push(r - meanK / steps * c.counts[r]);
       seconds.push((c.times[r] - t) * c.counts[r]);
-      b.push([prompts[r], seconds[r]]);
+      b[2 * r] = prompts[r]; b[2 * r + 1] = seconds[r];
     }
-    var z = solve(a, b), burst = 0, cross = 0, noise = 0;
+    var z = solve(a, N, b, 2), burst = 0, cross = 0, noise = 0;
     for (k = 0; k < N; k++) {
-      burst += c.pi[k] * prompts[k] * (2 * z[k][0] - prompts[k]);
-      cross += c.pi[k] * prompts[k] * (z[k][1] - seconds[k]);
-      noise += c.pi[k] * seconds[k] * (2 * z[k][1] - seconds[k]);
+      burst += c.pi[k] * prompts[k] * (2 * z[2 * k] - prompts[k]);
+      cross += c.pi[k] * prompts[k] * (z[2 * k + 1] - seconds[k]);
+      noise += c.pi[k] * seconds[k] * (2 * z[2 * k + 1] - seconds[k]);
     }
     var chainValues = {requests_per_s: rate, output_len: O, mean_step: t,
       step_slope: Math.max(perStep(more) - t, 1e-300),
@@ -196,6 +216,10 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
     var steady = {};
     for (var name in data.steady) steady[name] = call(data.steady[name], chainValues);
     if (steady.gain >= 1) return null;
+    // Not kept up with, whatever the first token's wait: every caller reads only ``ok``.
+    if (!(rows * decodes < budget && rate * (O - 1) * steady.tpot <= capacity)) {
+      return {ok: false, mean_step: t};
+    }
     // An arrival's prefill, averaged over the spread of the decodes (queueing.SPREAD_POINTS).
     var nodes = data.spread[0], weights = data.spread[1];
     var spread = Math.sqrt(Math.max(steady.variance, 0));
@@ -208,9 +232,15 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
     var request = first + (O - 1) * steady.tpot;
     // The time per token: a step's over the tokens it yields. Its percentiles are worked out
     // when asked (Engine.percentiles), at this rate's steps (a pipeline's cycle: ``others``).
-    var cycle = others;
+    var cycle = others, tail = 0;
+    for (k = N - data.runaway[0]; k < N; k++) tail += c.pi[k];
+    // How far from each limit, as one number below 0 while all hold (the tail in decades):
+    // ``saturation`` aims with it.
+    var margin = Math.max(Math.log10(Math.max(tail, 1e-300) / data.runaway[1]),
+      rows * decodes / budget - 1, rate * request / capacity - 1, steady.gain - 1);
     return {ttft: first, tpot: steady.tpot / E, mean_step: t, request_time: request,
-      concurrency: stages * rate * request, ok: rows * decodes < budget && rate * request <= capacity,
+      concurrency: stages * rate * request, margin: margin,
+      ok: rows * decodes < budget && rate * request <= capacity,
       percentiles: function () { others = cycle; return percentiles(rate, met, steady); }};
   }
   function waits(rate, decodes) {  // Engine.waits: an arrival's TTFT, a mixture of uniforms
@@ -279,13 +309,38 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
     });
     return named;
   }
+  // As the library's saturation search: the rate doubled while it is kept up with, then the
+  // bracket closed to a billionth of it; where the margins of the rates kept up with point to
+  // where the margin reaches 0 (a line through the last two, a parabola through the last
+  // three), the rates either side of it, as far as line and parabola disagree, are tried,
+  // else the bracket is halved.
   function saturation() {
-    var low = 0, high = 1, below = null, s;
-    while ((s = state(high, below)) !== null && s.ok) { low = high; high *= 2; below = s.mean_step; }
-    for (var n = 0; n < 30; n++) {
-      var middle = (low + high) / 2;
-      s = state(middle, below);
-      if (s !== null && s.ok) { low = middle; below = s.mean_step; } else high = middle;
+    var low = 0, high = 1, below = null, kept = [], s;
+    while ((s = state(high, below)) !== null && s.ok) {
+      kept.push([high, s.margin]); low = high; high *= 2; below = s.mean_step;
+    }
+    var tolerance = (high - low) * Math.pow(2, -30);
+    while (high - low > tolerance) {
+      var rates = [(low + high) / 2], n = kept.length;
+      if (n > 1 && kept[n - 1][1] > kept[n - 2][1]) {
+        var x0 = kept[n - 2][0], m0 = kept[n - 2][1], x1 = kept[n - 1][0], m1 = kept[n - 1][1];
+        var aim = x1 - m1 * (x1 - x0) / (m1 - m0), side = Math.abs(aim - x1) / 8;
+        if (n > 2 && kept[n - 2][1] > kept[n - 3][1]) {
+          var x2 = x1, m2 = m1;
+          x1 = x0; m1 = m0; x0 = kept[n - 3][0]; m0 = kept[n - 3][1];
+          var bent = x0 * m1 * m2 / ((m0 - m1) * (m0 - m2))
+            + x1 * m0 * m2 / ((m1 - m0) * (m1 - m2))
+            + x2 * m0 * m1 / ((m2 - m0) * (m2 - m1));
+          side = Math.min(side, 2 * Math.abs(bent - aim)); aim = bent;
+        }
+        side = Math.max(side, tolerance / 4);
+        if (low < aim - side && aim + side < high) rates = [aim - side, aim + side];
+      }
+      for (var i = 0; i < rates.length; i++) {
+        s = state(rates[i], below);
+        if (s === null || !s.ok) { high = rates[i]; break; }
+        kept.push([rates[i], s.margin]); low = rates[i]; below = s.mean_step;
+      }
     }
     return low;
   }
