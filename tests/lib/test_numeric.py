@@ -487,6 +487,24 @@ def test_a_bound_formula_gives_the_numbers_of_from_values():
         step.bind({**s.values(), "n_layers": 0}, "decoding", "context_len", "prefill_tokens")
 
 
+@given(
+    decoding=st.integers(0, 4096),
+    context=st.floats(1.0, 1e6),
+    prompts=st.sampled_from([0, 1, 511, 512, 513, 8192]),
+)
+def test_a_function_cut_at_an_argument_gives_its_numbers_to_the_bit(decoding, context, prompts):
+    # The simulation's step, values put in, cut at the context: the other arguments are
+    # prepared apart, and the rest gives the whole function's number, bit for bit.
+    from inference_arithmetic.serving import simulation
+
+    s = ia.Scenario("mixtral-8x7b", "h200", n_gpus=2, prompt_len=1024, output_len=128)
+    whole = simulation.scalar_step(s)
+    prepare, evaluate = NUMERIC.cut(whole, "context_len")
+    assert list(inspect.signature(prepare).parameters) == ["decoding", "prefill_tokens"]
+    assert evaluate(*prepare(decoding, prompts), context) == whole(decoding, context, prompts)
+    assert simulation.run_step(s)(decoding, context, prompts) == whole(decoding, context, prompts)
+
+
 # --- evaluate --------------------------------------------------------------------------------
 
 

@@ -37,6 +37,7 @@ __all__ = [
     "CompiledFormulas",
     "numeric",
     "evaluate",
+    "cut",
 ]
 
 _BLOCK = 8192
@@ -320,6 +321,28 @@ def _split(source: str, free: tuple[str, ...]) -> str:
     lines += [f"def _lambdifygenerated({', '.join([*kept, *free])}):"]
     lines += [f"    {ast.unparse(statement)}" for statement in body]
     return "\n".join(lines) + "\n"
+
+
+def cut(function, *free: str) -> tuple:
+    """A generated function of single numbers (``printing.scalar``'s) cut in two as ``bind``
+    cuts a compiled formula: ``prepare(*others)``, its other arguments in order, computes what
+    does not depend on the arguments ``free``, and ``evaluate(*prepared, *free)`` the rest. The
+    same operations on the same operands, in the function's own namespace, so the same number
+    to the bit: for a caller that varies ``free`` at every call and the others seldom (the
+    simulation's step, whose decodes' mean context moves at every step).
+
+    >>> import sympy
+    >>> from inference_arithmetic.core.symbols import B, D
+    >>> prepare, evaluate = cut(printing.scalar((B, D), sympy.Max(B, 2) * B + D), "d_model")
+    >>> evaluate(*prepare(3.0), 5.0)
+    14.0
+    """
+    import inspect
+
+    namespace = dict(function.__globals__)
+    source = _split(inspect.getsource(function), tuple(free))
+    exec(compile(source, "<inference_arithmetic compiled>", "exec"), namespace)
+    return namespace["_prepare"], namespace[printing.GENERATED]
 
 
 @functools.lru_cache(maxsize=64)

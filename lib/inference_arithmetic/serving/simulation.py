@@ -28,7 +28,7 @@ from collections import deque
 import numpy as np
 import sympy
 
-from inference_arithmetic.core import checks, printing
+from inference_arithmetic.core import checks, numeric, printing
 from inference_arithmetic.core.symbols import B_d, P_t, S
 from inference_arithmetic.models.config import AUTO
 from inference_arithmetic.serving.engine import (
@@ -634,10 +634,27 @@ def load_simpy():
 
 
 def run_step(s: Scenario):
-    """``scalar_step(s)`` remembering its answers, for one run: a long run repeats half its
-    steps' arguments (the same decodes, mean context and prompt tokens), and looking one up
-    takes a twentieth of the step. Made anew for each run, so that none keeps them after."""
-    return functools.cache(scalar_step(s))
+    """``scalar_step(s)`` for one run, the same number to the bit, in a third of its time: the
+    decodes' mean context moves at every step, while the decodes and the prompt tokens repeat,
+    so what does not depend on the context is computed once for each pair of them
+    (``numeric.cut``) and kept for the run. Made anew for each run, so that none keeps them
+    after."""
+    prepare, evaluate = _cut_step(s)
+    prepared = {}
+
+    def step(decodes, context, tokens):
+        found = prepared.get((decodes, tokens))
+        if found is None:
+            found = prepared[decodes, tokens] = prepare(decodes, tokens)
+        return evaluate(*found, context)
+
+    return step
+
+
+@functools.lru_cache(maxsize=32)
+def _cut_step(s: Scenario) -> tuple:
+    """``scalar_step(s)`` cut at the context (``numeric.cut``), kept as it is."""
+    return numeric.cut(scalar_step(s), S.name)
 
 
 @functools.lru_cache(maxsize=32)
