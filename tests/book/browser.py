@@ -2,9 +2,12 @@
 registered for tests/book by its conftest.py), a built page opened with its math typeset
 (``open_page``), and WCAG 2's contrast check (``low_contrast``).
 
-Drives Debian's Chromium (/usr/bin/chromium, or $CHROMIUM) with Playwright, every host name
-unresolvable, pages opened from disk. Without Chromium the tests fail and say how to install
-it; IA_SKIP_BROWSER=1 opts out explicitly (they are then reported as skipped, never passed).
+Drives Debian's headless Chromium with Playwright (chromium-headless-shell, else a full
+chromium, or $CHROMIUM), every host name unresolvable, pages opened from disk. The shell is
+Chromium's Blink without the browser around it, what Playwright itself runs headless: the same
+layout and scripts, and a quarter less CPU over the book's tests than the full browser. Without
+Chromium the tests fail and say how to install it; IA_SKIP_BROWSER=1 opts out explicitly
+(they are then reported as skipped, never passed).
 """
 
 import os
@@ -14,7 +17,12 @@ import pytest
 
 from tests.book.test_book import _page_path
 
-CHROMIUM = os.environ.get("CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
+CHROMIUM = (
+    os.environ.get("CHROMIUM")
+    or shutil.which("chromium-headless-shell")
+    or shutil.which("chromium")
+    or "/usr/bin/chromium-headless-shell"
+)
 ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -32,8 +40,8 @@ def browser():
         pytest.skip("browser tests opted out with IA_SKIP_BROWSER=1")
     if not os.path.exists(CHROMIUM):
         pytest.fail(
-            f"no Chromium at {CHROMIUM}: install it (apt-get install chromium), point $CHROMIUM "
-            "at one, or opt out explicitly with IA_SKIP_BROWSER=1"
+            f"no Chromium at {CHROMIUM}: install it (apt-get install chromium-headless-shell), "
+            "point $CHROMIUM at one, or opt out explicitly with IA_SKIP_BROWSER=1"
         )
     from playwright.sync_api import sync_playwright
 
