@@ -224,6 +224,34 @@ def fresh_module(monkeypatch):
     return add
 
 
+def test_an_entry_read_back_from_the_disk_is_the_one_built_and_new_code_is_built_anew(
+    tmp_path, monkeypatch
+):
+    from inference_arithmetic.core import cache
+
+    monkeypatch.setenv("IA_CACHE_DIR", str(tmp_path))
+    build = reference_page._entry.__wrapped__  # past the process's own memory of entries
+    chapters = ("ch-kv-cache",)
+    built = build(formulas.disaggregation, "kv_transfer_bytes", chapters)
+    assert len(built.forms) > 1 and list((tmp_path / cache.fingerprint()).glob("*-data.json"))
+    cache.forget()  # as a fresh process starts: the entry comes from the disk
+    assert build(formulas.disaggregation, "kv_transfer_bytes", chapters) == built
+
+    def tripled():
+        """Three times N."""
+        return 3 * sympy.Symbol("N")
+
+    def also_tripled():  # the same name and docstring below, other code
+        """Three times N."""
+        return 4 * sympy.Symbol("N")
+
+    monkeypatch.setattr(formulas.basics, "tripled", tripled, raising=False)
+    assert build(formulas.basics, "tripled", chapters).latex == "3 N"
+    also_tripled.__name__ = also_tripled.__qualname__ = "tripled"
+    monkeypatch.setattr(formulas.basics, "tripled", also_tripled)
+    assert build(formulas.basics, "tripled", chapters).latex == "4 N"
+
+
 def test_a_function_added_to_a_module_appears(monkeypatch):
     def tripled():
         """Three times N."""

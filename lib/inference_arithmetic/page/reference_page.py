@@ -34,6 +34,7 @@ from pathlib import Path
 import sympy
 
 from inference_arithmetic import formulas
+from inference_arithmetic.core import cache
 from inference_arithmetic.core import format as fmt
 from inference_arithmetic.core.numeric import ArgumentError
 from inference_arithmetic.models.config import model, model_names
@@ -282,26 +283,45 @@ def _public_functions(module):
 def _entry(module, name, chapters):
     function = getattr(module, name)
     takes_arch = "arch" in inspect.signature(function).parameters
-    tex, example = _shown(module, name, model(REPRESENTATIVE) if takes_arch else None)
-    forms = {}
-    # A formula composed of others on the page (a step's sum of its kernels) is shown for the
-    # representative model only: its forms are those of its parts.
-    composed = name in getattr(module, "COMPOSED", ())
-    if takes_arch and composed:
-        forms[tex] = [REPRESENTATIVE]
-    elif takes_arch:
-        for model_name in model_names():
-            forms.setdefault(_shown(module, name, model(model_name))[0], []).append(model_name)
+    models = tuple(model(model_name) for model_name in model_names()) if takes_arch else ()
+    try:
+        source = inspect.getsource(function)
+    except (OSError, TypeError):  # made at run time, with no file: not kept
+        shown = _shown_forms(_short(module), name, None, models)
+    else:
+        shown = cache.data(_shown_forms, _short(module), name, source, models)
     return Entry(
         module=_short(module),
         name=name,
         call=f"formulas.{_short(module)}.{name}{inspect.signature(function)}",
         sentence=_first_paragraph(function),
-        latex=tex,
-        example=example,
-        forms=tuple(Form(form, tuple(names)) for form, names in forms.items()),
+        latex=shown["latex"],
+        example=shown["example"],
+        forms=tuple(Form(form, tuple(names)) for form, names in shown["forms"]),
         chapters=chapters,
     )
+
+
+def _shown_forms(module_name, name, source, models) -> dict:
+    """A function's LaTeX on the page, kept in the disk cache (``core.cache.data``): the
+    formula for the representative model (or placeholders), the example call shown instead of
+    the plain one, if any, and for a function of an architecture each of its forms over
+    ``models`` (the registry's) with the names of the models that have it: the LaTeX of every
+    model's form of every formula, seconds of SymPy that the page and the library's tests of it
+    print alike. ``source`` is the function's, in the key: its docstring's example may be what
+    is shown (the cache's key leaves docstrings out of the library's code), and a function put
+    in a module at run time (a test's) is keyed by its own code."""
+    module = getattr(formulas, module_name)
+    tex, example = _shown(module, name, model(REPRESENTATIVE) if models else None)
+    forms = {}
+    # A formula composed of others on the page (a step's sum of its kernels) is shown for the
+    # representative model only: its forms are those of its parts.
+    if models and name in getattr(module, "COMPOSED", ()):
+        forms[tex] = [REPRESENTATIVE]
+    else:
+        for arch in models:
+            forms.setdefault(_shown(module, name, arch)[0], []).append(arch.name)
+    return {"latex": tex, "example": example, "forms": [[f, names] for f, names in forms.items()]}
 
 
 def _modules(names):
