@@ -230,6 +230,7 @@ def test_an_entry_read_back_from_the_disk_is_the_one_built_and_new_code_is_built
     from inference_arithmetic.core import cache
 
     monkeypatch.setenv("IA_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("IA_CACHE_READ", raising=False)  # not the chapters' entries: this one's
     build = reference_page._entry.__wrapped__  # past the process's own memory of entries
     chapters = ("ch-kv-cache",)
     built = build(formulas.disaggregation, "kv_transfer_bytes", chapters)
