@@ -4,11 +4,11 @@
 // memory's capacity, the mean context and the steady relations (queueing.STEADY) all come
 // from ``data``; only the chain's arithmetic (Poisson weights, chunks under the token budget,
 // linear equations, the fixed point with Aitken's jumps, the spread, the saturation search)
-// is here, step for step as in Python. A pipeline (``data.stages`` micro-batches in flight) steps as its cycle lasts: the
-// sum of ``data.wait`` (formulas.continuous.pipeline_wait, printed) over the other
-// micro-batches' steps, drawn from the chain's own (``Engine.period`` and ``meet``). A state's
-// ``percentiles()`` are its TTFT's and TPOT's (``Engine.waits`` and ``percentiles``, over
-// quantiles.js), by the names of ``data.quantiles``.
+// is here, step for step as in Python. A pipeline (``data.stages`` micro-batches in flight)
+// steps as its cycle lasts: the sum of ``data.wait`` (formulas.continuous.pipeline_wait,
+// printed) over the other micro-batches' steps, drawn from the chain's own (``Engine.period``
+// and ``meet``). A state's ``percentiles()`` are its TTFT's and TPOT's (``Engine.waits`` and
+// ``percentiles``, over quantiles.js), by the names of ``data.quantiles``.
 window.iaSteady = window.iaSteady || function (data, call, v) {
   var N = data.prompt_counts, T = data.prefilled, O = v.output_len, logf = [0];
   var budget = v.token_budget, rows = data.rows, E = data.tokens_per_step;
@@ -118,6 +118,11 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
     var times = m.times.map(function (t, k) { return t / m.counts[k]; });
     return {times: times, moves: moves, pi: pi, counts: m.counts};
   }
+  function runaway(pi) {  // queueing.runaway_weight: the weight of the last counts kept
+    var tail = 0;
+    for (var k = N - data.runaway[0]; k < N; k++) tail += pi[k];
+    return tail;
+  }
   function perStep(c) { return dot(product(c.pi, c.counts), c.times) / dot(c.pi, c.counts); }
   function meet(rate, decodes) {  // Engine.meet: others, the steps' own times, the cycle's shares
     var cycle = chain(rate, decodes), shares = product(cycle.pi, cycle.counts);
@@ -142,9 +147,8 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
     // jump that makes the chain run away is undone, and the plain iteration decides.
     var previous = null, accelerate = true;
     for (var n = 0; n < 1000; n++) {
-      var c = chain(rate, rate * (O - 1) * t), mean = perStep(c), tail = 0;
-      for (var k = N - data.runaway[0]; k < N; k++) tail += c.pi[k];
-      if (mean > 1e3 || !isFinite(mean) || tail > data.runaway[1]) {
+      var c = chain(rate, rate * (O - 1) * t), mean = perStep(c);
+      if (mean > 1e3 || !isFinite(mean) || runaway(c.pi) > data.runaway[1]) {
         if (previous !== null && previous[2]) {  // a jump went too far: undo it
           t = previous[1]; previous = null; accelerate = false;
           continue;
@@ -232,11 +236,10 @@ window.iaSteady = window.iaSteady || function (data, call, v) {
     var request = first + (O - 1) * steady.tpot;
     // The time per token: a step's over the tokens it yields. Its percentiles are worked out
     // when asked (Engine.percentiles), at this rate's steps (a pipeline's cycle: ``others``).
-    var cycle = others, tail = 0;
-    for (k = N - data.runaway[0]; k < N; k++) tail += c.pi[k];
+    var cycle = others;
     // How far from each limit, as one number below 0 while all hold (the tail in decades):
     // ``saturation`` aims with it.
-    var margin = Math.max(Math.log10(Math.max(tail, 1e-300) / data.runaway[1]),
+    var margin = Math.max(Math.log10(Math.max(runaway(c.pi), 1e-300) / data.runaway[1]),
       rows * decodes / budget - 1, rate * request / capacity - 1, steady.gain - 1);
     return {ttft: first, tpot: steady.tpot / E, mean_step: t, request_time: request,
       concurrency: stages * rate * request, margin: margin,
