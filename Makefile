@@ -180,24 +180,25 @@ browser: browser-check
 		chromium-headless-shell >/dev/null
 
 # First the check that may stop everything at once. Then, side by side: lint; the library's
-# tests, which need no chapter, in one worker; and the book's chain (the chapters run, each
-# once, `execute`; the book is built; its tests read the built HTML and the class notebooks,
-# taking their numbers from that execution), a little lower in priority (BOOK_NICE). The
-# library's single worker then keeps a core of its own and ends before the book's tests, which
-# use both cores to the end; at the same priority it ended last, alone on one core (from a
-# fresh clone: 287 and 295 s, against 309 and 297 at the same priority; nice 15, 311 s). Each
-# worker imports and warms the library again, so its tests take one. Chromium installs
-# meanwhile (mostly waiting on the network and dpkg), beside the environment, and only the
-# book's tests wait for it. Each run's output is printed whole when it ends (-Otarget), pytest's
-# summary last.
+# tests, which need no chapter, in one process (pytest -n 0: no worker to start, one core);
+# and the book's chain (the chapters run, each once, `execute`; the book is built; its tests
+# read the built HTML and the class notebooks, taking their numbers from that execution), a
+# little lower in priority (BOOK_NICE; the chapters' kernels, each in a session of its own,
+# keep it: tools/kernel_fork.py). The library's tests then keep a core of their own and end
+# first, and the book's tests use both cores to the end (from a fresh clone, the library's
+# tests took 155 s, against 215 while the kernels ran at the library's priority; the whole
+# about the same, the machine busy to the end). Each process imports and warms the library again, so the library's tests take one.
+# Chromium installs meanwhile (mostly waiting on the network and dpkg), beside the environment,
+# and only the book's tests wait for it. Each run's output is printed whole when it ends
+# (-Otarget), pytest's summary last.
 test: browser-check
-	@$(MAKE) --no-print-directory -j3 -Otarget lint test-library test-book-niced LIBRARY_JOBS=1
+	@$(MAKE) --no-print-directory -j3 -Otarget lint test-library test-book-niced LIBRARY_JOBS=0
 
 BOOK_NICE ?= 5
 test-book-niced: $(STAMP) browser
 	@nice -n $(BOOK_NICE) $(MAKE) --no-print-directory test-book
 
-# The library's tests on LIBRARY_JOBS workers (JOBS unless `make test` says one).
+# The library's tests on LIBRARY_JOBS workers (JOBS; `make test` says 0: in pytest's own process).
 LIBRARY_JOBS ?= $(JOBS)
 test-library: $(STAMP)
 	$(PYTEST) -n $(LIBRARY_JOBS) lib tests/lib
