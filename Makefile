@@ -180,17 +180,17 @@ browser: browser-check
 		chromium-headless-shell >/dev/null
 
 # First the check that may stop everything at once. Then, side by side: lint; the library's
-# tests, which need no chapter, in one process (pytest -n 0: no worker to start, one core);
-# and the book's chain (the chapters run, each once, `execute`; the book is built; its tests
-# read the built HTML and the class notebooks, taking their numbers from that execution), a
-# little lower in priority (BOOK_NICE; the chapters' kernels, each in a session of its own,
-# keep it: tools/kernel_fork.py). The library's tests then keep a core of their own and end
-# first, and the book's tests use both cores to the end (from a fresh clone, the library's
-# tests took 155 s, against 215 while the kernels ran at the library's priority; the whole
-# about the same, the machine busy to the end). Each process imports and warms the library again, so the library's tests take one.
-# Chromium installs meanwhile (mostly waiting on the network and dpkg), beside the environment,
-# and only the book's tests wait for it. Each run's output is printed whole when it ends
-# (-Otarget), pytest's summary last.
+# tests, which need no chapter, in one process (pytest -n 0: a single worker needs no
+# controller beside it); and the book's chain (the chapters run, each once, `execute`; the
+# book is built; its tests read the built HTML and the class notebooks, taking their numbers
+# from that execution), lower in priority (BOOK_NICE, which the chapters' kernels keep in
+# their own sessions: tools/kernel_fork.py). So the library's tests have a core to themselves
+# and end first, while the book's chain takes what is left and then both cores: the machine is
+# busy to the end either way, and the library's answer comes sooner. Each process imports and
+# warms the library again, which is why the library's tests take one. Chromium installs
+# meanwhile (mostly waiting on the network and dpkg), beside the environment, and only the
+# book's tests wait for it. Each run's output is printed whole when it ends (-Otarget),
+# pytest's summary last.
 test: browser-check
 	@$(MAKE) --no-print-directory -j3 -Otarget lint test-library test-book-niced LIBRARY_JOBS=0
 

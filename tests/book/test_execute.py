@@ -309,3 +309,32 @@ def test_a_forked_kernel_is_a_fresh_kernels_twin(tmp_path, monkeypatch):
         f"4321 module://matplotlib_inline.backend_inline {tmp_path / 'page'}"
     )
     assert "the page's __main__" in printed[kernel_fork.Plain]
+
+
+AUTOGROUP = Path("/proc/self/autogroup")
+
+
+@pytest.mark.skipif(not AUTOGROUP.exists(), reason="this system schedules no session groups")
+def test_a_kernel_in_a_session_of_its_own_keeps_the_priority_it_was_started_with():
+    # A forked kernel calls setsid (tools/kernel_fork.py): Linux then schedules its session as
+    # one group at niceness 0, whatever the niceness `make test` started the book's chain at.
+    import os
+
+    import kernel_fork
+
+    read, write = os.pipe()
+    child = os.fork()
+    if child == 0:  # a kernel's first steps, under a lower priority
+        try:
+            os.nice(7)
+            os.setsid()
+            before = AUTOGROUP.read_text().split()[-1]
+            kernel_fork.keep_priority()
+            os.write(write, f"{os.nice(0)} {before} {AUTOGROUP.read_text().split()[-1]}".encode())
+        finally:
+            os._exit(0)
+    os.close(write)
+    own, before, after = os.read(read, 100).decode().split()
+    os.waitpid(child, 0)
+    assert before == "0" != own  # a new session's group: niceness 0, not the kernel's
+    assert after == own
