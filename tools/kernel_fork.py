@@ -103,8 +103,8 @@ def _become_kernel(connection, request: dict, fds: list[int]) -> None:
 
 
 def keep_priority() -> None:
-    """Give this process's new session its own priority. Linux schedules each session as one
-    group (its autogroup) at the group's niceness, 0 for a new one whatever the process's own:
+    """Give this process's new session the process's own niceness. Linux schedules each session
+    as one group (its autogroup) at the group's niceness, 0 for a new one whatever the process's:
     a page's kernel run under `nice make` would otherwise take as much of the machine as the
     library's tests beside it. Where there are no autogroups this does nothing."""
     try:
