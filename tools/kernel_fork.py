@@ -107,11 +107,17 @@ def keep_priority() -> None:
     as one group (its autogroup) at the group's niceness, 0 for a new one whatever the process's:
     a page's kernel run under `nice make` would otherwise take as much of the machine as the
     library's tests beside it. Where there are no autogroups this does nothing."""
-    try:
-        with open("/proc/self/autogroup", "w") as group:
-            group.write(str(os.nice(0)))
-    except OSError:  # no autogroups (another system, or a kernel without them)
-        pass
+    import time
+
+    for _ in range(5):
+        try:
+            with open("/proc/self/autogroup", "w") as group:
+                group.write(str(os.nice(0)))
+            return
+        except BlockingIOError:  # without CAP_SYS_ADMIN, one change per 0.1 s machine-wide
+            time.sleep(0.1)
+        except OSError:  # no autogroups (another system, or a kernel without them)
+            return
 
 
 def _exit_with(lifeline: int) -> None:
